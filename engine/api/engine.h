@@ -1,0 +1,232 @@
+// The Engine facade: the one interface that the HTTP server, the Qt UI and loradeskd use.
+// Thread-safe: every method may be called from any thread. Never throws: failures come back as
+// Status / Result<T> / ErrorEvent with an ErrorCode that maps onto HTTP statuses and UI messages.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+
+namespace loradesk::api {
+
+// ---- options ----------------------------------------------------------------------------------
+
+struct EngineOptions {
+    std::string model_dir;                  // Hugging Face model folder
+    std::vector<std::string> adapter_dirs;  // each subfolder with adapter_config.json is registered by name
+    std::string device = "auto";            // auto | cpu | cuda
+    std::string data_dir;                   // catalog, logs; empty = no catalog (tests)
+    int max_loras = 4;                      // distinct adapters in one batch = device slots
+    int max_loras_cpu = 32;                 // adapters kept parsed in host memory
+    std::size_t max_cpu_lora_bytes = std::size_t(8) << 30;
+    int max_lora_rank = 64;
+    double kv_memory_gb = 0.5;              // KV page pool budget
+    int page_size = 16;
+    int max_batch_tokens = 2048;            // token budget per step (prefill chunks + decodes)
+    int max_running = 256;                  // sequences decoding at once
+    int max_waiting = 4096;                 // queued requests before submit() answers capacity
+    std::string policy = "fcfs";            // fcfs | pack
+    int cpu_threads = 0;                    // 0 = all cores
+    int max_context = 0;                    // 0 = model's max_position_embeddings
+};
+
+// ---- requests and events ----------------------------------------------------------------------
+
+struct SamplingParams {
+    float temperature = 1.0f;  // 0 = greedy
+    float top_p = 1.0f;
+    int top_k = 0;  // 0 or -1 = off
+    float min_p = 0.0f;
+    float presence_penalty = 0.0f;
+    float frequency_penalty = 0.0f;
+    float repetition_penalty = 1.0f;
+    std::optional<uint64_t> seed;  // reproducible per request when set
+    std::map<int32_t, float> logit_bias;
+};
+
+struct StopParams {
+    int max_tokens = 256;  // completion tokens; clipped by the context
+    int min_tokens = 0;
+    std::vector<std::string> stop;        // stop strings (excluded from the text)
+    std::vector<int32_t> stop_token_ids;  // in addition to the model's EOS ids
+    bool ignore_eos = false;
+    bool include_stop_str_in_output = false;
+};
+
+struct GenerateRequest {
+    std::string id;     // for logs; generated when empty
+    std::string model;  // adapter name, alias, "base:adapter", or the base model id / "" for the base
+    // Exactly one prompt form:
+    std::vector<int32_t> prompt_ids;
+    std::optional<std::string> prompt;      // tokenized with special tokens recognised, BOS per tokenizer
+    std::optional<nlohmann::json> messages; // OpenAI messages; rendered with the chat template
+    nlohmann::json tools;                   // null or array, passed to the template
+    nlohmann::json chat_template_kwargs;    // null or object (enable_thinking, ...)
+    bool add_generation_prompt = true;
+    SamplingParams sampling;
+    StopParams stop;
+    int logprobs = -1;  // -1 = off; else number of top alternatives (0..20)
+    bool skip_special_tokens = true;
+};
+
+struct TopLogprob {
+    int32_t token_id = 0;
+    std::string token;  // the token's text (may be a partial UTF-8 sequence, bytes in `bytes`)
+    float logprob = 0.0f;
+};
+
+struct TokenLogprob {
+    TopLogprob chosen;
+    std::vector<TopLogprob> top;
+};
+
+// New tokens and the text they complete. `text` is always valid UTF-8 and never contains any part of
+// a stop string; it may be empty while bytes are held back.
+struct TokenEvent {
+    std::vector<int32_t> token_ids;
+    std::string text;
+    std::vector<TokenLogprob> logprobs;  // one per token when requested
+};
+
+enum class FinishReason { stop, length, cancelled };
+
+struct Usage {
+    int prompt_tokens = 0;
+    int cached_tokens = 0;  // prompt tokens served from the prefix cache
+    int completion_tokens = 0;
+};
+
+struct FinishEvent {
+    FinishReason reason = FinishReason::stop;
+    std::string stop_reason;  // the stop string, or the token id as text, when reason == stop
+    Usage usage;
+    double ttft_ms = 0;
+    double latency_ms = 0;
+};
+
+struct ErrorEvent {
+    Status status;
+};
+
+using Event = std::variant<TokenEvent, FinishEvent, ErrorEvent>;
+
+// What the engine knew when it accepted a request (before any token).
+struct SubmitInfo {
+    std::string request_id;
+    std::string adapter;       // resolved adapter name; empty for the base model
+    std::string adapter_digest;
+    std::string tier;          // where the adapter was at submission: gpu | cpu | disk | base
+    int prompt_tokens = 0;
+    int max_tokens = 0;        // after clipping to the context
+};
+
+// One request's events, in order, for a single consumer. A FinishEvent or ErrorEvent is last.
+class RequestStream {
+public:
+    virtual ~RequestStream() = default;
+    virtual const SubmitInfo& info() const = 0;
+    // Waits up to `timeout` for the next event; nullopt on timeout (the request is still running).
+    virtual std::optional<Event> next(std::chrono::milliseconds timeout) = 0;
+    // Cancels at once (client gone): frees KV pages and slots; a FinishEvent(cancelled) follows.
+    virtual void cancel() = 0;
+};
+
+// ---- adapters, model, stats -------------------------------------------------------------------
+
+struct AdapterInfo {
+    std::string name;
+    std::vector<std::string> aliases;
+    std::string digest;  // sha256 of canonical config + tensors
+    std::string path;
+    std::string base_model;  // base_model_name_or_path from adapter_config.json
+    int rank = 0;            // max rank over modules
+    float alpha = 0;
+    bool rslora = false;
+    std::vector<std::string> targets;  // q_proj, ...
+    std::size_t size_bytes = 0;
+    std::string tier;  // gpu | cpu | disk
+    bool pinned = false;
+    bool compatible = true;
+    std::string incompatibility;  // why not, when !compatible
+    int running = 0;
+    int waiting = 0;
+    uint64_t requests_total = 0;
+    uint64_t prompt_tokens_total = 0;
+    uint64_t cached_tokens_total = 0;
+    uint64_t generated_tokens_total = 0;
+    double last_load_ms = 0;
+    int64_t last_used_unix = 0;
+    int64_t created_unix = 0;
+};
+
+struct ModelInfo {
+    std::string id;  // served model id (folder name)
+    std::string path;
+    std::string architecture;
+    std::string device;
+    uint64_t parameters = 0;
+    int max_context = 0;
+    int vocab_size = 0;
+    std::size_t weight_bytes = 0;
+    std::size_t kv_bytes = 0;
+    std::size_t lora_slot_bytes = 0;
+    int kv_pages_total = 0;
+    int page_size = 0;
+    int max_loras = 0;
+    int max_lora_rank = 0;
+};
+
+struct EngineStats {
+    int running = 0;
+    int waiting = 0;
+    int kv_pages_total = 0;
+    int kv_pages_free = 0;
+    int kv_pages_cached = 0;  // held by the prefix cache only
+    uint64_t prompt_tokens_total = 0;
+    uint64_t cached_tokens_total = 0;
+    uint64_t generated_tokens_total = 0;
+    uint64_t steps_total = 0;
+    double tokens_per_second = 0;  // generated, over the last few seconds
+    int gpu_slots_used = 0;
+    int cpu_adapters = 0;
+};
+
+class Engine {
+public:
+    virtual ~Engine() = default;
+
+    virtual Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request) = 0;
+
+    virtual Status load_adapter(const std::string& name, const std::string& path) = 0;
+    virtual Status unload_adapter(const std::string& name) = 0;  // running requests finish first
+    virtual Status pin_adapter(const std::string& name, bool pinned) = 0;
+    virtual Status set_alias(const std::string& alias, const std::string& name) = 0;
+    virtual std::vector<AdapterInfo> adapters() const = 0;
+    virtual Result<AdapterInfo> adapter(const std::string& name_or_alias) const = 0;
+
+    virtual ModelInfo model() const = 0;
+    virtual EngineStats stats() const = 0;
+
+    virtual Result<std::vector<int32_t>> tokenize(const std::string& text, bool add_special_tokens) const = 0;
+    virtual Result<std::string> detokenize(const std::vector<int32_t>& ids, bool skip_special_tokens) const = 0;
+    virtual Result<std::string> render_chat(const nlohmann::json& messages, const nlohmann::json& tools,
+                                            bool add_generation_prompt, const nlohmann::json& kwargs) const = 0;
+
+    // Stops accepting work, cancels running requests, joins the engine thread. Idempotent.
+    virtual void shutdown() = 0;
+};
+
+// Builds the engine (loads the model, registers adapters). Errors: not_found / corrupt_file /
+// unsupported / unavailable (no GPU when device=cuda), with a message that says what to do.
+Result<std::unique_ptr<Engine>> create_engine(const EngineOptions& options);
+
+}  // namespace loradesk::api
