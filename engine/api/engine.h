@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <string>
 #include <variant>
 #include <vector>
@@ -23,6 +24,7 @@ namespace loradesk::api {
 struct EngineOptions {
     std::string model_dir;                  // Hugging Face model folder
     std::vector<std::string> adapter_dirs;  // each subfolder with adapter_config.json is registered by name
+    std::vector<std::pair<std::string, std::string>> named_adapters;  // (name, dir) registered as given
     std::string device = "auto";            // auto | cpu | cuda
     std::string data_dir;                   // catalog, logs; empty = no catalog (tests)
     int max_loras = 4;                      // distinct adapters in one batch = device slots
