@@ -68,6 +68,8 @@ public:
     std::optional<std::string> resolve(const std::string& name_or_alias);  // -> name
     std::string require_name(const std::string& name_or_alias);            // throws not_found
     bool is_ignored(const std::string& path);
+    // Signature stored for the current (named, present) adapter registered from `path`; "" if none.
+    std::string current_signature(const std::string& path);
     std::vector<AdapterRecord> list(const ListQuery& query = {});
     std::optional<AdapterRecord> find(const std::string& name_or_alias);
     AdapterDetail show(const std::string& name_or_alias, int n_events = 20);  // throws not_found

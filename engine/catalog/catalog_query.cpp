@@ -109,6 +109,14 @@ bool Catalog::is_ignored(const std::string& path) {
     return st.step();
 }
 
+std::string Catalog::current_signature(const std::string& path) {
+    ReadScope scope(*m_db);
+    auto& st = m_db->cached("SELECT a.signature FROM adapters a WHERE a.path = ? AND a.missing = 0 AND "
+                            "EXISTS(SELECT 1 FROM names n WHERE n.adapter_id = a.id)");
+    st.bind(1, path);
+    return st.step() ? st.column_text(0) : std::string();
+}
+
 std::vector<AdapterRecord> Catalog::list(const ListQuery& query) {
     ReadScope scope(*m_db);
     // With runtime tiers the tier filter (and so the page window) is applied here rather than in SQL.
