@@ -207,9 +207,10 @@ RegisterResult Catalog::register_adapter(const lora::AdapterSummary& s, const Co
     m_db->cached("INSERT INTO versions(name, version, adapter_id, path, created_unix) VALUES (?, ?, ?, ?, ?)")
         .bind_all(s.name, result.version, id, s.path, now_unix())
         .run();
-    m_db->cached("INSERT INTO names(name, adapter_id, updated_unix) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE "
-                 "SET adapter_id = excluded.adapter_id, updated_unix = excluded.updated_unix")
-        .bind_all(s.name, id, now_unix())
+    m_db->cached("INSERT INTO names(name, adapter_id, version, updated_unix) VALUES (?, ?, ?, ?) ON CONFLICT(name) "
+                 "DO UPDATE SET adapter_id = excluded.adapter_id, version = excluded.version, "
+                 "updated_unix = excluded.updated_unix")
+        .bind_all(s.name, id, result.version, now_unix())
         .run();
     if (head == 0) {
         result.outcome = RegisterOutcome::added;
@@ -322,7 +323,9 @@ RegisterResult Catalog::rollback(const std::string& name_or_alias, int version) 
     m_db->cached("INSERT INTO versions(name, version, adapter_id, path, created_unix) VALUES (?, ?, ?, ?, ?)")
         .bind_all(name, result.version, id, path, now_unix())
         .run();
-    m_db->cached("UPDATE names SET adapter_id = ?, updated_unix = ? WHERE name = ?").bind_all(id, now_unix(), name).run();
+    m_db->cached("UPDATE names SET adapter_id = ?, version = ?, updated_unix = ? WHERE name = ?")
+        .bind_all(id, result.version, now_unix(), name)
+        .run();
     insert_event(*m_db, EventKind::version, id, name, fmt::format("v{} rolls back to v{}", result.version, version));
     tx.commit();
     return result;

@@ -32,7 +32,7 @@ std::vector<int> split_ints(const std::string& text) {
 constexpr const char* kRecordColumns =
     "n.name, a.digest, a.path, a.declared_base, COALESCE(b.name, ''), a.compat, a.compat_reason, a.rank, a.alpha, "
     "a.rslora, a.targets, a.layers, a.size_bytes, a.dtype, a.created_unix, a.last_used_unix, a.pinned, a.notes, "
-    "a.tier, a.missing, a.requests_total, (SELECT MAX(v.version) FROM versions v WHERE v.name = n.name) "
+    "a.tier, a.missing, a.requests_total, n.version "
     "FROM names n JOIN adapters a ON a.id = n.adapter_id LEFT JOIN base_models b ON b.id = a.base_model_id ";
 
 AdapterRecord read_record(const Statement& st) {

@@ -48,6 +48,7 @@ CREATE INDEX adapters_path ON adapters(path);
 CREATE TABLE names (
     name          TEXT PRIMARY KEY,
     adapter_id    INTEGER NOT NULL REFERENCES adapters(id) ON DELETE CASCADE,
+    version       INTEGER NOT NULL,  -- the current version of this name (see versions)
     updated_unix  INTEGER NOT NULL
 );
 CREATE INDEX names_adapter ON names(adapter_id);
@@ -127,6 +128,7 @@ void prepare_database(Database& db) {
     db.exec("PRAGMA journal_mode=WAL");
     db.exec("PRAGMA synchronous=NORMAL");
     db.exec("PRAGMA foreign_keys=ON");
+    db.exec("PRAGMA cache_size=-16384");  // 16 MiB: a 10,000-adapter catalog stays in memory for listing
     for (int v = int(version); v < kSchemaVersion; ++v) {
         Transaction tx(db);
         // Re-check under the write lock: another process may have migrated meanwhile.
