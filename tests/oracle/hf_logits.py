@@ -45,6 +45,8 @@ def hf_model(model_dir):
     except TypeError:  # transformers 4.x spells it torch_dtype
         model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32)
     model.eval()
+    # Our side runs with --ignore-eos; HF must not stop (or suppress EOS) either.
+    model.generation_config.eos_token_id = None
     return model
 
 
@@ -80,8 +82,7 @@ def main():
 
             with torch.no_grad():
                 gen = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-                                     do_sample=False, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS,
-                                     pad_token_id=0)
+                                     do_sample=False, max_new_tokens=NEW_TOKENS, pad_token_id=0)
             hf_ids = gen[0, len(ids):].tolist()
             our_ids = ours_generate(exe, model_dir, ids)
             same = hf_ids == our_ids
