@@ -272,8 +272,7 @@ private slots:
         SynthAdapterSpec spec;
         spec.rank = 4;
         spec.alpha = 8;
-        spec.dtype = DType::bf16;  // bf16 -> bf16 rewrite in "dtype" keeps bytes; use f32 below
-        spec.dtype = DType::f32;
+        spec.dtype = DType::f32;  // so that the "dtype" row's bf16 rewrite changes the bytes
         std::string dir = write_synth(m_tmp, std::string("sens_") + QTest::currentDataTag(), spec);
         std::string before = summarize_adapter(dir).digest;
         mutate(dir);

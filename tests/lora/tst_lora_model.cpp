@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 
+#include "core/error.h"
 #include "lora/adapter_loader.h"
 #include "lora/adapter_registry.h"
 #include "lora/adapter_synth.h"
@@ -206,6 +207,33 @@ private slots:
         // And the adapters really differ from each other and from the base.
         QVERIFY(max_abs_diff(prefill_all(r, reqs[0].tokens, slot[0]), prefill_all(r, reqs[0].tokens, slot[1])) > 1e-3f);
         QVERIFY(max_abs_diff(prefill_all(r, reqs[0].tokens, 0), prefill_all(r, reqs[0].tokens, slot[2])) > 1e-3f);
+    }
+
+    void disk_loader_refuses_stale_or_unknown() {
+        const std::string base = dir("tiny");
+        CpuRunner r(base, 2);
+        AdapterRegistry registry;
+        SynthAdapterSpec s;
+        s.rank = 4, s.targets = {LoraModule::q};
+        const std::string d = dir("stale");
+        synthesize_adapter(r.config(), s, d);
+        const std::string digest = registry.add_folder("stale", d).summary.digest;
+        AdapterLoadFn load = make_disk_loader(registry, r.config(), 8);
+        QCOMPARE(load(digest).max_rank(), 4);
+        // Rewritten in place with other content: the registered identity no longer describes the file.
+        s.targets = {LoraModule::q, LoraModule::v};
+        synthesize_adapter(r.config(), s, d);
+        try {
+            load(digest);
+            QFAIL("expected an error");
+        } catch (const ExpectedError& e) {
+            QVERIFY2(QString(e.what()).contains("changed on disk since it was loaded; reload it"), e.what());
+        }
+        QVERIFY_THROWS_EXCEPTION(ExpectedError, load(std::string(64, '0')));
+        // Reloading re-hashes: new content, new digest, and it loads.
+        const std::string fresh = registry.add_folder("stale", d).summary.digest;
+        QVERIFY(fresh != digest);
+        QCOMPARE(load(fresh).layers[0][int(LoraModule::v)].rank, 4);
     }
 };
 
