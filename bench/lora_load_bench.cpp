@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "lora/adapter_loader.h"
 #include "lora/adapter_synth.h"
 #include "model/synth_model.h"
@@ -85,12 +86,20 @@ int main(int argc, char** argv) {
         });
         double plan_ms = median_ms(iters, [&] { lora::plan_adapter(adapter, &base, rank); });
         double load_ms = median_ms(iters, [&] { runtime::LoraWeights x = lora::load_adapter(adapter, base, rank); });
+        ThreadPool pool(0);
+        runtime::LoraWeights wp = lora::load_adapter(adapter, base, rank, &pool);
+        if (wp.layers[std::size_t(m0.layer)][int(m0.module)].b != ref) {
+            std::fprintf(stderr, "lora_load_bench: parallel load does not match the file\n");
+            return 1;
+        }
+        double par_ms = median_ms(iters, [&] { runtime::LoraWeights x = lora::load_adapter(adapter, base, rank, &pool); });
         double digest_ms = median_ms(std::max(1, iters / 5), [&] { lora::adapter_digest(plan); });
 
         std::printf("adapter: %s rank %d %s, %zu modules, file %.1f MB, host f32 %.1f MB\n", preset.c_str(), rank,
                     dtype.c_str(), plan.modules.size(), double(file_bytes) / 1e6, double(w.bytes()) / 1e6);
         std::printf("plan (mmap + header + validation): %8.2f ms\n", plan_ms);
         std::printf("load (plan + convert to f32):      %8.2f ms   (goal <= 30 ms)\n", load_ms);
+        std::printf("load, convert on %d threads:        %8.2f ms\n", pool.size(), par_ms);
         std::printf("baseline memcpy of tensor bytes:   %8.2f ms   load/baseline %.2fx\n", copy_ms, load_ms / copy_ms);
         std::printf("digest (sha256, registration):     %8.2f ms\n", digest_ms);
     } catch (const std::exception& e) {
