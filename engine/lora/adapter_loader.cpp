@@ -228,29 +228,37 @@ std::string adapter_digest(const AdapterPlan& plan) {
     return h.finish_hex();
 }
 
-runtime::LoraWeights convert_adapter(const AdapterPlan& plan, int n_layers) {
+runtime::LoraWeights convert_adapter(const AdapterPlan& plan, int n_layers, ThreadPool* pool) {
     runtime::LoraWeights w;
     w.layers.resize(std::size_t(n_layers));
-    for (auto& m : plan.modules) {
+    for (auto& m : plan.modules)
         if (m.layer >= n_layers)
             fail(ErrorCode::invalid_argument, plan.name, "module " + m.path + " is beyond the base model's " +
                                                              std::to_string(n_layers) + " layers (is it for another base model?)");
-        auto& dst = w.layers[std::size_t(m.layer)][int(m.module)];
-        dst.rank = m.rank;
-        dst.scale = m.scale;
-        // PEFT's forward is y += scale * lora_B(lora_A(x)) whatever fan_in_fan_out says for nn.Linear
-        // bases (PEFT resets the flag for them), so A and B are used as stored.
-        dst.a.resize(std::size_t(m.a->numel()));
-        dst.b.resize(std::size_t(m.b->numel()));
-        convert_to_f32(m.a->data, m.a->dtype, dst.a.size(), dst.a.data());
-        convert_to_f32(m.b->data, m.b->dtype, dst.b.size(), dst.b.data());
-    }
+    auto convert = [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) {
+            const AdapterModule& m = plan.modules[i];
+            auto& dst = w.layers[std::size_t(m.layer)][int(m.module)];  // distinct per module: no sharing
+            dst.rank = m.rank;
+            dst.scale = m.scale;
+            // PEFT's forward is y += scale * lora_B(lora_A(x)) whatever fan_in_fan_out says for nn.Linear
+            // bases (PEFT resets the flag for them), so A and B are used as stored.
+            dst.a.resize(std::size_t(m.a->numel()));
+            dst.b.resize(std::size_t(m.b->numel()));
+            convert_to_f32(m.a->data, m.a->dtype, dst.a.size(), dst.a.data());
+            convert_to_f32(m.b->data, m.b->dtype, dst.b.size(), dst.b.data());
+        }
+    };
+    if (pool)
+        pool->parallel_for(plan.modules.size(), convert);
+    else
+        convert(0, plan.modules.size());
     return w;
 }
 
-runtime::LoraWeights load_adapter(const std::string& dir, const model::ModelConfig& base, int max_rank) {
+runtime::LoraWeights load_adapter(const std::string& dir, const model::ModelConfig& base, int max_rank, ThreadPool* pool) {
     AdapterPlan plan = plan_adapter(dir, &base, max_rank);
-    return convert_adapter(plan, base.n_layers);
+    return convert_adapter(plan, base.n_layers, pool);
 }
 
 }  // namespace loradesk::lora

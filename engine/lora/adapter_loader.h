@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "lora/adapter_config.h"
 #include "model/model_config.h"
 #include "model/safetensors.h"
@@ -44,12 +45,15 @@ AdapterPlan plan_adapter(const std::string& dir, const model::ModelConfig* base,
 // sorted name with dtype, shape and bytes. The folder name and path are not part of it.
 std::string adapter_digest(const AdapterPlan& plan);
 
-// Converts a plan's tensors to f32 runtime weights for a base with `n_layers` layers.
-runtime::LoraWeights convert_adapter(const AdapterPlan& plan, int n_layers);
+// Converts a plan's tensors to f32 runtime weights for a base with `n_layers` layers. With a pool,
+// modules convert in parallel (do not pass the pool whose worker runs this call: parallel_for would
+// wait on itself).
+runtime::LoraWeights convert_adapter(const AdapterPlan& plan, int n_layers, ThreadPool* pool = nullptr);
 
 // The loader the engine uses (and the one `logits/generate --adapter DIR` should call):
 // plan_adapter(dir, &base, max_rank) + convert_adapter. Throws ExpectedError with what to do.
-runtime::LoraWeights load_adapter(const std::string& dir, const model::ModelConfig& base, int max_rank);
+runtime::LoraWeights load_adapter(const std::string& dir, const model::ModelConfig& base, int max_rank,
+                                  ThreadPool* pool = nullptr);
 
 // in/out features of one projection of `base` (what A's columns and B's rows must be).
 int lora_in_features(const model::ModelConfig& base, runtime::LoraModule m);

@@ -93,6 +93,23 @@ private slots:
         QVERIFY(nonzero);
     }
 
+    void parallel_conversion_matches_serial() {
+        SynthAdapterSpec spec;
+        spec.rank = 4;
+        spec.dtype = DType::bf16;
+        spec.seed = 3;
+        std::string dir = write_synth(m_tmp, "parallel", spec);
+        runtime::LoraWeights serial = load_adapter(dir, tiny_base(), 16);
+        ThreadPool pool(3);
+        runtime::LoraWeights parallel = load_adapter(dir, tiny_base(), 16, &pool);
+        for (std::size_t l = 0; l < serial.layers.size(); ++l)
+            for (int m = 0; m < runtime::kNumLoraModules; ++m) {
+                QCOMPARE(parallel.layers[l][m].a, serial.layers[l][m].a);
+                QCOMPARE(parallel.layers[l][m].b, serial.layers[l][m].b);
+                QCOMPARE(parallel.layers[l][m].scale, serial.layers[l][m].scale);
+            }
+    }
+
     void rslora_and_fan_in_fan_out() {
         SynthAdapterSpec spec;
         spec.rank = 16;
@@ -272,8 +289,7 @@ private slots:
         SynthAdapterSpec spec;
         spec.rank = 4;
         spec.alpha = 8;
-        spec.dtype = DType::bf16;  // bf16 -> bf16 rewrite in "dtype" keeps bytes; use f32 below
-        spec.dtype = DType::f32;
+        spec.dtype = DType::f32;  // so that the "dtype" row's bf16 rewrite changes the bytes
         std::string dir = write_synth(m_tmp, std::string("sens_") + QTest::currentDataTag(), spec);
         std::string before = summarize_adapter(dir).digest;
         mutate(dir);
