@@ -2,7 +2,8 @@
 // 16 query rows (token x head of one GQA group) against up to kv_chunk keys of one KV head, streaming
 // 32-key tiles of K and V through shared memory with an online softmax, and writes (m, l, acc)
 // partials; a merge kernel combines the splits of each row tile. f32 CUDA-core math (no tensor cores
-// yet): correct first. Measured figures: docs/kernel-benchmarks.md.
+// yet): correct first. H100: decode batch 32 x ctx 4096 (32/8 heads, hd 128) 1.0 ms = 18% of the memory
+// floor; details in docs/kernel-benchmarks.md.
 #include <cuda_bf16.h>
 
 #include "launchers.h"
@@ -44,8 +45,9 @@ __device__ SeqView seq_view(const AttentionParams& p, int s) {
     return v;
 }
 
-__device__ void load_kv_tile(const AttentionParams& p, const SeqView& sv, int kvh, int kv0, int kv_end, float* k_s,
-                             float* v_s) {
+// Generic path (any head_dim): element per thread.
+__device__ void load_kv_tile_scalar(const AttentionParams& p, const SeqView& sv, int kvh, int kv0, int kv_end, float* k_s,
+                                    float* v_s) {
     const int hd = p.head_dim;
     for (int idx = threadIdx.x; idx < kKeys * hd; idx += kThreads) {
         int j = idx / hd, d = idx - j * hd, key = kv0 + j;
@@ -61,6 +63,47 @@ __device__ void load_kv_tile(const AttentionParams& p, const SeqView& sv, int kv
     }
 }
 
+constexpr int kThreadsPerKey = kThreads / kKeys;  // 4
+constexpr int kVecBatch = 4;                        // 16-byte loads in flight per thread per batch
+
+__device__ __forceinline__ void unpack8(uint4 v, float* dst) {
+    const bf16* b = reinterpret_cast<const bf16*>(&v);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) dst[e] = __bfloat162float(b[e]);
+}
+
+// head_dim % 8 == 0: each thread owns one key and a quarter of its 16-byte chunks, resolves the page once
+// and issues its K and V loads together (the scalar path serialises a page-table load per element).
+__device__ void load_kv_tile_vec(const AttentionParams& p, const SeqView& sv, int kvh, int kv0, int kv_end, float* k_s,
+                                 float* v_s) {
+    const int hd = p.head_dim, n_vec = hd / 8;
+    const int j = threadIdx.x / kThreadsPerKey, part = threadIdx.x % kThreadsPerKey, key = kv0 + j;
+    const uint4* kp = nullptr;
+    const uint4* vp = nullptr;
+    if (key < kv_end) {
+        int64_t slot = int64_t(sv.pages[key / p.page_size]) * p.page_size + key % p.page_size;
+        int64_t off = (slot * p.n_kv_heads + kvh) * hd;
+        kp = reinterpret_cast<const uint4*>(p.k_pages + off);
+        vp = reinterpret_cast<const uint4*>(p.v_pages + off);
+    }
+    for (int v0 = part; v0 < n_vec; v0 += kThreadsPerKey * kVecBatch) {
+        uint4 kr[kVecBatch], vr[kVecBatch];
+#pragma unroll
+        for (int b = 0; b < kVecBatch; ++b) {
+            int v = v0 + b * kThreadsPerKey;
+            kr[b] = kp && v < n_vec ? __ldg(kp + v) : make_uint4(0, 0, 0, 0);
+            vr[b] = kp && v < n_vec ? __ldg(vp + v) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int b = 0; b < kVecBatch; ++b) {
+            int v = v0 + b * kThreadsPerKey;
+            if (v >= n_vec) break;
+            unpack8(kr[b], k_s + j * (hd + 1) + v * 8);
+            unpack8(vr[b], v_s + j * hd + v * 8);
+        }
+    }
+}
+
 __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, const AttentionWorkItem* items,
                                                              float* ws) {
     extern __shared__ float smem[];
@@ -72,6 +115,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, 
     const int kvh = blockIdx.y, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const SeqView sv = seq_view(p, it.seq);
     const int n_rows = sv.n_q * group;
+    const bool vec = hd % 8 == 0;
+    const bool warp_active = it.row_begin + warp * kRowsPerWarp < n_rows;  // pools are cudaMalloc'd, so rows of such head_dim are 16-byte aligned
 
     for (int idx = threadIdx.x; idx < kAttentionTileRows * hd; idx += kThreads) {
         int r = idx / hd, d = idx - r * hd, row = it.row_begin + r;
@@ -96,8 +141,12 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, 
 
     for (int kv0 = it.kv_begin; kv0 < it.kv_end; kv0 += kKeys) {
         __syncthreads();
-        load_kv_tile(p, sv, kvh, kv0, it.kv_end, k_s, v_s);
+        if (vec)
+            load_kv_tile_vec(p, sv, kvh, kv0, it.kv_end, k_s, v_s);
+        else
+            load_kv_tile_scalar(p, sv, kvh, kv0, it.kv_end, k_s, v_s);
         __syncthreads();
+        if (!warp_active) continue;  // decode tiles often fill only the first warp's rows
         float sc[kRowsPerWarp] = {};
         const float* krow = k_s + lane * (hd + 1);
         const float* qrow = q_s + warp * kRowsPerWarp * hd;
