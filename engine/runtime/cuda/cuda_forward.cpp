@@ -171,7 +171,7 @@ void CudaRunner::Impl::run_step(const ForwardBatch& b) {
     sm.logits_idx = meta + L.logits;
     sm.items = reinterpret_cast<const kernels::AttentionWorkItem*>(meta + L.items);
     sm.groups = reinterpret_cast<const kernels::AttentionMergeGroup*>(meta + L.groups);
-    run_layers(sm, b);
+    run_layers(sm);
 }
 
 // SGMV over up to three adjacent modules that share the input (q|k|v, gate|up) and whose outputs are
@@ -199,7 +199,7 @@ void CudaRunner::Impl::apply_lora(const StepMeta& sm, int layer, int first_modul
     launch_check(kernels::sgmv_expand(p, stream), "sgmv_expand");
 }
 
-void CudaRunner::Impl::run_layers(const StepMeta& sm, const ForwardBatch& b) {
+void CudaRunner::Impl::run_layers(const StepMeta& sm) {
     const int n = sm.n, hid = cfg.hidden_size, qd = cfg.q_dim(), kvd = cfg.kv_dim(), inter = cfg.intermediate_size;
     const int qkv_dim = qd + 2 * kvd;
     const float eps = cfg.rms_norm_eps;
@@ -246,7 +246,6 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm, const ForwardBatch& b) {
                                       sm.n_logits, hid, eps, logit_rows, stream),
                  "final norm");
     gemm(lm_head, logit_rows, sm.n_logits, hid, cfg.vocab_size, logits, cfg.vocab_size, true);
-    (void)b;
 }
 
 void CudaRunner::forward(const ForwardBatch& batch, std::vector<float>& out) {

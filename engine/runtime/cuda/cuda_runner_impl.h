@@ -103,7 +103,7 @@ struct CudaRunner::Impl {
     void upload_weights(const std::string& model_dir);
     void ensure_workspace(int n_tokens, int n_logits, int n_att_items, int n_meta);
     void gemm(const uint16_t* w, const uint16_t* x, int n, int in, int out, void* y, int64_t ldy, bool f32_out);
-    void run_layers(const StepMeta& sm, const ForwardBatch& b);
+    void run_layers(const StepMeta& sm);
     void apply_lora(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x, int64_t x_stride,
               uint16_t* y, int64_t y_stride);
     void run_step(const ForwardBatch& b);  // leaves logits in `logits` on the device
