@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <string>
 #include <variant>
 #include <vector>
@@ -23,6 +24,7 @@ namespace loradesk::api {
 struct EngineOptions {
     std::string model_dir;                  // Hugging Face model folder
     std::vector<std::string> adapter_dirs;  // each subfolder with adapter_config.json is registered by name
+    std::vector<std::pair<std::string, std::string>> named_adapters;  // (name, dir) registered as given
     std::string device = "auto";            // auto | cpu | cuda
     std::string data_dir;                   // catalog, logs; empty = no catalog (tests)
     int max_loras = 4;                      // distinct adapters in one batch = device slots
@@ -200,6 +202,33 @@ struct EngineStats {
     int cpu_adapters = 0;
 };
 
+// One minute of an adapter's traffic, from the catalog's history.
+struct StatsPoint {
+    int64_t minute_unix = 0;
+    uint64_t requests = 0;
+    uint64_t prompt_tokens = 0;
+    uint64_t cached_tokens = 0;
+    uint64_t completion_tokens = 0;
+    uint64_t errors = 0;
+    double ttft_p50_ms = 0;
+    double ttft_p95_ms = 0;
+    double latency_p50_ms = 0;
+    double latency_p95_ms = 0;
+};
+
+struct AdapterVersion {
+    std::string digest;
+    int64_t created_unix = 0;
+    bool current = false;
+};
+
+struct AdapterDetails {
+    AdapterInfo info;
+    nlohmann::json config;  // adapter_config.json as on disk
+    std::vector<AdapterVersion> versions;
+    std::vector<std::string> recent_events;  // newest first, "2026-11-22 06:40:01 load ..."
+};
+
 class Engine {
 public:
     virtual ~Engine() = default;
@@ -212,6 +241,12 @@ public:
     virtual Status set_alias(const std::string& alias, const std::string& name) = 0;
     virtual std::vector<AdapterInfo> adapters() const = 0;
     virtual Result<AdapterInfo> adapter(const std::string& name_or_alias) const = 0;
+
+    // Catalog (persistent across restarts; empty results when the engine runs without a data dir).
+    virtual Status import_adapters(const std::string& folder) = 0;  // each adapter folder under it, by name
+    virtual Status remove_adapter(const std::string& name) = 0;     // from the catalog; never deletes files
+    virtual Result<AdapterDetails> adapter_details(const std::string& name_or_alias) const = 0;
+    virtual Result<std::vector<StatsPoint>> adapter_history(const std::string& name_or_alias, int minutes) const = 0;
 
     virtual ModelInfo model() const = 0;
     virtual EngineStats stats() const = 0;

@@ -1,0 +1,84 @@
+#include "engine_cli.h"
+
+#include <cstdlib>
+
+#include "core/error.h"
+
+namespace loradesk::cli {
+
+std::vector<OptionSpec> engine_option_specs() {
+    return {
+        {"model", "DIR", "Hugging Face model folder (default: the demo model in the data directory)"},
+        {"adapters", "DIR", "folder whose subfolders are PEFT adapters, registered by folder name", true},
+        {"adapter", "NAME=DIR", "register one adapter under NAME", true},
+        {"host", "ADDR", "address to listen on (default 127.0.0.1)"},
+        {"port", "N", "port to listen on (default 8080)"},
+        {"api-key", "KEY", "require this bearer key on every request except /health"},
+        {"device", "auto|cpu|cuda", "where to run the model (default auto)"},
+        {"max-loras", "N", "distinct adapters in one batch = GPU adapter slots (default 4)"},
+        {"max-loras-cpu", "N", "adapters kept parsed in host memory (default 32)"},
+        {"max-lora-rank", "R", "largest adapter rank accepted (default 64)"},
+        {"kv-memory", "GB", "memory for the KV page pool (default 0.5)"},
+        {"max-batch-tokens", "N", "tokens per engine step (default 2048)"},
+        {"max-context", "N", "context length cap (default: the model's)"},
+        {"policy", "fcfs|pack", "scheduling policy (default fcfs)"},
+        {"threads", "N", "CPU runner threads (default: all cores)"},
+        {"data-dir", "DIR", "catalog and state (default $XDG_DATA_HOME/loradesk)"},
+        {"demo", "", "serve the demo model even if --model is given elsewhere"},
+        {"log-level", "LEVEL", "trace|debug|info|warn|error (default info)"},
+    };
+}
+
+std::string default_data_dir() {
+    if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return std::string(x) + "/loradesk";
+    if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.local/share/loradesk";
+    return ".loradesk";
+}
+
+namespace {
+
+int bounded_int(const Args& args, const std::string& name, long long fallback, long long lo, long long hi) {
+    long long v = args.get_int(name, fallback);
+    if (v < lo || v > hi)
+        throw_expected(ErrorCode::invalid_argument, "--" + name + " must be between " + std::to_string(lo) + " and " +
+                                                         std::to_string(hi) + ", got " + std::to_string(v));
+    return int(v);
+}
+
+}  // namespace
+
+ServeOptions serve_options_from_args(const Args& args) {
+    ServeOptions o;
+    auto& e = o.engine;
+    e.model_dir = args.get("model");
+    o.demo = args.flag("demo") || e.model_dir.empty();
+    e.adapter_dirs = args.all("adapters");
+    for (auto& spec : args.all("adapter")) {
+        auto eq = spec.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+            throw_expected(ErrorCode::invalid_argument, "--adapter expects NAME=DIR, got '" + spec + "'");
+        e.named_adapters.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
+    }
+    e.device = args.get("device", "auto");
+    if (e.device != "auto" && e.device != "cpu" && e.device != "cuda")
+        throw_expected(ErrorCode::invalid_argument, "--device must be auto, cpu or cuda, got '" + e.device + "'");
+    e.data_dir = args.get("data-dir", default_data_dir());
+    e.max_loras = bounded_int(args, "max-loras", e.max_loras, 1, 1024);
+    e.max_loras_cpu = bounded_int(args, "max-loras-cpu", e.max_loras_cpu, 1, 100000);
+    e.max_lora_rank = bounded_int(args, "max-lora-rank", e.max_lora_rank, 1, 4096);
+    e.max_batch_tokens = bounded_int(args, "max-batch-tokens", e.max_batch_tokens, 16, 1 << 20);
+    e.max_context = bounded_int(args, "max-context", 0, 0, 1 << 24);
+    e.cpu_threads = bounded_int(args, "threads", 0, 0, 1024);
+    e.kv_memory_gb = args.get_double("kv-memory", e.kv_memory_gb);
+    if (!(e.kv_memory_gb > 0 && e.kv_memory_gb <= 4096))
+        throw_expected(ErrorCode::invalid_argument, "--kv-memory must be a positive number of GB");
+    e.policy = args.get("policy", "fcfs");
+    if (e.policy != "fcfs" && e.policy != "pack")
+        throw_expected(ErrorCode::invalid_argument, "--policy must be fcfs or pack, got '" + e.policy + "'");
+    o.host = args.get("host", o.host);
+    o.port = bounded_int(args, "port", o.port, 0, 65535);
+    o.api_key = args.get("api-key");
+    return o;
+}
+
+}  // namespace loradesk::cli

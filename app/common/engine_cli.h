@@ -1,0 +1,27 @@
+// Engine options shared by `loradeskd serve` and the desktop app: one spec list for parsing and
+// --help, one conversion into api::EngineOptions (with range checks that name the option).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "api/engine.h"
+#include "cli.h"
+
+namespace loradesk::cli {
+
+struct ServeOptions {
+    api::EngineOptions engine;
+    std::string host = "127.0.0.1";
+    int port = 8080;
+    std::string api_key;
+    bool demo = false;  // --demo, or no --model given
+};
+
+std::vector<OptionSpec> engine_option_specs();
+// Throws Error(invalid_argument) naming the option on bad values.
+ServeOptions serve_options_from_args(const Args& args);
+// $XDG_DATA_HOME/loradesk or ~/.local/share/loradesk (the same directory the desktop app uses).
+std::string default_data_dir();
+
+}  // namespace loradesk::cli

@@ -1,0 +1,16 @@
+// BaseOnlyResidency: the AdapterResidency of an engine that serves the base model only (tests, benches,
+// and `--max-loras 0`). It has no slots; any adapter asked for fails with a clear error.
+#pragma once
+
+#include "lora/adapter_residency.h"
+
+namespace loradesk::sched {
+
+class BaseOnlyResidency final : public lora::AdapterResidency {
+public:
+    int n_slots() const override { return 0; }
+    void prefetch(const std::string&) override {}
+    std::vector<lora::SlotGrant> acquire_slots(const std::vector<std::string>& digests) override;
+};
+
+}  // namespace loradesk::sched

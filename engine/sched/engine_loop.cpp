@@ -1,0 +1,215 @@
+// EngineLoop: inbox draining, one scheduler step per iteration (plan -> forward -> sample -> commit),
+// and event delivery to each request's channel.
+#include "sched/engine_loop.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace loradesk::sched {
+
+std::optional<LoopEvent> RequestChannel::next(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(m_mutex);
+    if (!m_cv.wait_for(lock, timeout, [&] { return !m_events.empty(); })) return std::nullopt;
+    LoopEvent e = std::move(m_events.front());
+    m_events.pop_front();
+    return e;
+}
+
+void RequestChannel::push(LoopEvent e) {
+    {
+        std::lock_guard lock(m_mutex);
+        m_events.push_back(std::move(e));
+    }
+    m_cv.notify_all();
+}
+
+TokenOut greedy_sample(std::span<const float> row, int n_top) {
+    TokenOut out;
+    out.token_id = int32_t(std::max_element(row.begin(), row.end()) - row.begin());
+    if (n_top < 0) return out;
+    const float max = row[std::size_t(out.token_id)];
+    double sum = 0;
+    for (float v : row) sum += std::exp(double(v - max));
+    const float log_z = max + float(std::log(sum));
+    out.logprob = row[std::size_t(out.token_id)] - log_z;
+    std::vector<int32_t> idx(row.size());
+    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = int32_t(i);
+    const std::size_t k = std::min<std::size_t>(std::size_t(n_top), idx.size());
+    std::partial_sort(idx.begin(), idx.begin() + std::ptrdiff_t(k), idx.end(), [&](int32_t a, int32_t b) {
+        return row[std::size_t(a)] > row[std::size_t(b)] || (row[std::size_t(a)] == row[std::size_t(b)] && a < b);
+    });
+    for (std::size_t i = 0; i < k; ++i) out.top.emplace_back(idx[i], row[std::size_t(idx[i])] - log_z);
+    return out;
+}
+
+EngineLoop::EngineLoop(runtime::ModelRunner& runner, lora::AdapterResidency& residency, EngineLoopConfig cfg)
+    : m_runner(runner), m_residency(residency), m_cfg(std::move(cfg)) {
+    m_n_pages = kv::PagePool::pages_for_budget(m_cfg.kv_bytes, m_runner.kv_page_bytes(m_cfg.page_size));
+    m_n_slots = m_residency.n_slots();
+    m_cfg.sched.capacity.max_loras = std::min(m_cfg.sched.capacity.max_loras, m_n_slots);
+    const int model_ctx = m_runner.config().max_position_embeddings;
+    if (model_ctx > 0 && (m_cfg.sched.max_context <= 0 || m_cfg.sched.max_context > model_ctx)) m_cfg.sched.max_context = model_ctx;
+    m_pool = std::make_unique<kv::PagePool>(m_n_pages, m_cfg.page_size);
+    m_cache = std::make_unique<kv::PrefixCache>(*m_pool);
+    m_sched = std::make_unique<Scheduler>(m_cfg.sched, *m_pool, *m_cache, m_residency);
+    m_runner.allocate_kv(m_n_pages, m_cfg.page_size);
+    m_runner.configure_lora_slots(m_n_slots, m_cfg.max_lora_rank);
+    m_stats.pages_total = m_stats.pages_free = m_n_pages;
+    log::info("engine loop: {} KV pages of {} tokens, {} LoRA slots, context {}", m_n_pages, m_cfg.page_size, m_n_slots,
+              m_cfg.sched.max_context);
+    m_thread = std::thread([this] { run(); });
+}
+
+EngineLoop::~EngineLoop() {
+    {
+        std::lock_guard lock(m_mutex);
+        m_stop = true;
+    }
+    m_cv.notify_all();
+    m_thread.join();
+}
+
+std::shared_ptr<RequestChannel> EngineLoop::submit(LoopRequest r) {
+    const int n_prompt = int(r.prompt.size());
+    const int ctx = m_cfg.sched.max_context, vocab = m_runner.config().vocab_size;
+    if (n_prompt == 0) throw_expected(ErrorCode::invalid_argument, "the prompt is empty; send at least one token");
+    for (int32_t t : r.prompt)
+        if (t < 0 || t >= vocab)
+            throw_expected(ErrorCode::invalid_argument, "prompt token id " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(vocab));
+    if (r.stop.max_tokens <= 0) throw_expected(ErrorCode::invalid_argument, "max_tokens must be at least 1");
+    if (n_prompt >= ctx) throw_expected(ErrorCode::context_too_long, context_too_long_message(ctx, n_prompt, r.stop.max_tokens));
+    if (!r.ns.empty() && m_n_slots == 0)
+        throw_expected(ErrorCode::unavailable, "adapters cannot be served: this engine has no LoRA slots (start it with --max-loras 1 or more)");
+    if (m_queued.load() >= m_cfg.sched.max_waiting + m_cfg.sched.capacity.max_running)
+        throw_expected(ErrorCode::capacity, "the engine is at capacity (" + std::to_string(m_queued.load()) + " requests); retry later");
+    auto ch = std::make_shared<RequestChannel>(m_next_id++);
+    ++m_queued;
+    {
+        std::lock_guard lock(m_mutex);
+        m_submits.emplace_back(std::move(r), ch);
+    }
+    m_cv.notify_all();
+    return ch;
+}
+
+void EngineLoop::cancel(uint64_t id, FinishReason reason, std::string detail) {
+    {
+        std::lock_guard lock(m_mutex);
+        m_cancels.push_back({id, reason, std::move(detail)});
+    }
+    m_cv.notify_all();
+}
+
+LoopStats EngineLoop::stats() const {
+    std::lock_guard lock(m_mutex);
+    return m_stats;
+}
+
+void EngineLoop::drain_inbox() {
+    std::vector<std::pair<LoopRequest, std::shared_ptr<RequestChannel>>> submits;
+    std::vector<Cancel> cancels;
+    {
+        std::lock_guard lock(m_mutex);
+        submits.swap(m_submits);
+        cancels.swap(m_cancels);
+    }
+    for (auto& [req, ch] : submits) {
+        try {
+            m_sched->submit({std::move(req.ns), std::move(req.prompt), req.sampling, std::move(req.stop)}, ch->id());
+            m_channels.emplace(ch->id(), ch);
+        } catch (const Error& e) {  // e.g. the queue filled up between the caller's check and now
+            FinishOut f;
+            f.reason = FinishReason::error;
+            f.detail = e.what();
+            ch->push(std::move(f));
+            --m_queued;
+        }
+    }
+    for (auto& c : cancels) m_sched->finish(c.id, c.reason, std::move(c.detail));
+}
+
+void EngineLoop::step() {
+    if (!m_sched->plan(m_plan)) return;
+    std::vector<int32_t> sampled;
+    std::vector<TokenOut> outs;
+    try {
+        m_runner.forward(m_plan.batch, m_logits);
+        const std::size_t vocab = std::size_t(m_runner.config().vocab_size);
+        for (std::size_t i = 0; i < m_plan.sampling.size(); ++i) {
+            std::span<const float> row(m_logits.data() + i * vocab, vocab);
+            outs.push_back(greedy_sample(row, m_plan.sampling[i]->sampling.logprobs));
+            sampled.push_back(outs.back().token_id);
+        }
+    } catch (const std::exception& e) {
+        log::error("engine step failed: {}", e.what());
+        for (Sequence* s : m_plan.seqs) m_sched->finish(s->id, FinishReason::error, std::string("the model step failed: ") + e.what());
+        return;
+    }
+    std::vector<uint64_t> ids;
+    for (Sequence* s : m_plan.sampling) ids.push_back(s->id);
+    m_sched->commit(m_plan, sampled);  // may end sequences: use the ids captured above
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        auto it = m_channels.find(ids[i]);
+        if (it != m_channels.end()) it->second->push(std::move(outs[i]));
+    }
+}
+
+void EngineLoop::emit_finished() {
+    const auto now = std::chrono::steady_clock::now();
+    auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+    for (auto& s : m_sched->take_finished()) {
+        auto it = m_channels.find(s->id);
+        if (it == m_channels.end()) continue;
+        FinishOut f;
+        f.reason = s->finish_reason;
+        f.detail = s->finish_detail;
+        f.prompt_tokens = s->n_prompt;
+        f.cached_tokens = std::max(0, s->n_cached_prompt);
+        f.completion_tokens = s->n_generated();
+        f.preemptions = s->n_preemptions;
+        f.ttft_ms = s->n_generated() > 0 ? ms(s->t_first_token - s->t_submit) : 0.0;
+        f.latency_ms = ms(now - s->t_submit);
+        it->second->push(std::move(f));
+        m_channels.erase(it);
+        --m_queued;
+    }
+}
+
+void EngineLoop::run() {
+    for (;;) {
+        {
+            std::unique_lock lock(m_mutex);
+            const bool idle = m_sched->n_running() == 0 && m_sched->n_waiting() == 0;
+            // Waiting requests that could not run (adapter loading) are retried after a short pause.
+            auto wake = [&] { return m_stop || !m_submits.empty() || !m_cancels.empty(); };
+            if (idle) m_cv.wait(lock, wake);
+            if (m_stop) break;
+        }
+        drain_inbox();
+        const int64_t before = m_sched->counters().steps;
+        step();
+        emit_finished();
+        {
+            std::lock_guard lock(m_mutex);
+            m_stats.running = m_sched->n_running();
+            m_stats.waiting = m_sched->n_waiting();
+            m_stats.pages_free = m_pool->n_free();
+            m_stats.pages_cached = m_cache->n_cached_pages();
+            m_stats.counters = m_sched->counters();
+        }
+        if (m_sched->counters().steps == before && (m_sched->n_running() || m_sched->n_waiting())) {
+            std::unique_lock lock(m_mutex);
+            m_cv.wait_for(lock, std::chrono::milliseconds(1), [&] { return m_stop || !m_submits.empty() || !m_cancels.empty(); });
+        }
+    }
+    // Shutting down: every open request ends as cancelled so that readers are not left waiting.
+    std::vector<uint64_t> open;
+    for (auto& [id, ch] : m_channels) open.push_back(id);
+    for (uint64_t id : open) m_sched->finish(id, FinishReason::cancelled, "the engine is shutting down");
+    emit_finished();
+}
+
+}  // namespace loradesk::sched

@@ -1,0 +1,139 @@
+// EngineLoop: the one thread that owns the runner, the KV page pool, the prefix cache and the scheduler.
+// Other threads submit and cancel through a locked inbox and read each request's events (token ids,
+// optional logprobs, then one finish with usage and timings) from its RequestChannel. Sampling is greedy
+// argmax until runtime/sampler.h lands. Stop strings live in the text layer, which calls cancel() with
+// FinishReason::stop and the string.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "lora/adapter_residency.h"
+#include "runtime/model_runner.h"
+#include "sched/scheduler.h"
+
+namespace loradesk::sched {
+
+struct LoopRequest {
+    std::string ns;  // adapter digest, "" = base
+    std::vector<int32_t> prompt;
+    SamplingConfig sampling;
+    StopConfig stop;
+};
+
+struct TokenOut {
+    int32_t token_id = 0;
+    float logprob = 0.0f;                         // filled when sampling.logprobs >= 0
+    std::vector<std::pair<int32_t, float>> top;  // best alternatives, most likely first
+};
+
+struct FinishOut {
+    FinishReason reason = FinishReason::stop;
+    std::string detail;  // token id / stop string / error message
+    int prompt_tokens = 0;
+    int cached_tokens = 0;
+    int completion_tokens = 0;
+    int preemptions = 0;
+    double ttft_ms = 0;
+    double latency_ms = 0;
+};
+
+using LoopEvent = std::variant<TokenOut, FinishOut>;
+
+// One request's events in order; FinishOut is last. Thread-safe.
+class RequestChannel {
+public:
+    explicit RequestChannel(uint64_t id) : m_id(id) {}
+    uint64_t id() const { return m_id; }
+    // Waits up to `timeout`; nullopt on timeout.
+    std::optional<LoopEvent> next(std::chrono::milliseconds timeout);
+    void push(LoopEvent e);
+
+private:
+    uint64_t m_id;
+    std::mutex m_mutex;
+    std::condition_variable m_cv;
+    std::deque<LoopEvent> m_events;
+};
+
+struct EngineLoopConfig {
+    SchedulerConfig sched;
+    std::size_t kv_bytes = std::size_t(512) << 20;  // page pool budget
+    int page_size = kv::kDefaultPageSize;
+    int max_lora_rank = 64;
+};
+
+struct LoopStats {
+    int running = 0;
+    int waiting = 0;
+    int pages_total = 0;
+    int pages_free = 0;
+    int pages_cached = 0;
+    SchedulerCounters counters;
+};
+
+class EngineLoop {
+public:
+    // Sizes the pool from the runner's kv_page_bytes, configures its LoRA slots, starts the thread.
+    EngineLoop(runtime::ModelRunner& runner, lora::AdapterResidency& residency, EngineLoopConfig cfg);
+    ~EngineLoop();  // cancels what is left and joins
+    EngineLoop(const EngineLoop&) = delete;
+    EngineLoop& operator=(const EngineLoop&) = delete;
+
+    // Validates now (throws ExpectedError: empty prompt, token out of range, context too long, queue
+    // full, adapters unavailable) and queues the request. Any thread.
+    std::shared_ptr<RequestChannel> submit(LoopRequest request);
+    // Ends a request at once (client gone: cancelled; stop string found: stop + the string). Any thread.
+    void cancel(uint64_t id, FinishReason reason = FinishReason::cancelled, std::string detail = {});
+    LoopStats stats() const;
+    int n_pages() const { return m_n_pages; }
+
+private:
+    struct Cancel {
+        uint64_t id;
+        FinishReason reason;
+        std::string detail;
+    };
+    void run();
+    void drain_inbox();
+    void step();
+    void emit_finished();
+
+    runtime::ModelRunner& m_runner;
+    lora::AdapterResidency& m_residency;
+    EngineLoopConfig m_cfg;
+    int m_n_pages = 0;
+    int m_n_slots = 0;
+    std::unique_ptr<kv::PagePool> m_pool;
+    std::unique_ptr<kv::PrefixCache> m_cache;
+    std::unique_ptr<Scheduler> m_sched;
+
+    mutable std::mutex m_mutex;  // guards the inbox, m_stop and m_stats
+    std::condition_variable m_cv;
+    std::vector<std::pair<LoopRequest, std::shared_ptr<RequestChannel>>> m_submits;
+    std::vector<Cancel> m_cancels;
+    bool m_stop = false;
+    LoopStats m_stats;
+    std::atomic<uint64_t> m_next_id{1};
+    std::atomic<int> m_queued{0};  // submitted, not yet finished
+
+    std::unordered_map<uint64_t, std::shared_ptr<RequestChannel>> m_channels;  // loop thread only
+    StepPlan m_plan;
+    std::vector<float> m_logits;
+    std::thread m_thread;
+};
+
+// Greedy choice over one logits row; fills logprob and `n_top` alternatives when n_top >= 0.
+TokenOut greedy_sample(std::span<const float> row, int n_top);
+
+}  // namespace loradesk::sched

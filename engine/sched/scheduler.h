@@ -1,0 +1,113 @@
+// Scheduler: owns the sequences and drives one step at a time around the pure steps of
+// scheduler_steps.h: capacity -> adapter residency -> preemption / admission (prefix-cache match in the
+// adapter's namespace) -> token budget -> page allocation -> ForwardBatch; then commit() applies the
+// sampled tokens, caches filled pages and checks stop conditions. It does not run the model or sample.
+// Not thread-safe: the engine loop thread (or a test) is its only caller.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kv/page_pool.h"
+#include "kv/prefix_cache.h"
+#include "lora/adapter_residency.h"
+#include "runtime/forward_batch.h"
+#include "sched/scheduler_steps.h"
+#include "sched/sequence.h"
+
+namespace loradesk::sched {
+
+struct SchedulerConfig {
+    CapacityConfig capacity;
+    int max_waiting = 4096;  // submit() answers ExpectedError(capacity) beyond this
+    int max_context = 4096;  // prompt + completion tokens
+};
+
+struct SubmitSpec {
+    std::string ns;  // adapter digest, "" = base
+    std::vector<int32_t> prompt;
+    SamplingConfig sampling;
+    StopConfig stop;
+};
+
+// One planned step: the batch and, in batch order, the sequences in it and how many tokens each runs.
+struct StepPlan {
+    runtime::ForwardBatch batch;
+    std::vector<Sequence*> seqs;
+    std::vector<int> n_tokens;
+    std::vector<Sequence*> sampling;  // sequences with a logits row, in logits_indices order
+};
+
+struct SchedulerCounters {
+    int64_t steps = 0;
+    int64_t prompt_tokens = 0;     // prompt tokens of admitted requests
+    int64_t cached_tokens = 0;     // of those, served from the prefix cache
+    int64_t computed_tokens = 0;   // tokens run through the model (prefill + decode + recompute)
+    int64_t generated_tokens = 0;
+    int64_t preemptions = 0;
+    int64_t finished = 0;
+};
+
+class Scheduler {
+public:
+    Scheduler(SchedulerConfig cfg, kv::PagePool& pool, kv::PrefixCache& cache, lora::AdapterResidency& residency);
+    ~Scheduler();
+
+    // Queues a request (and prefetches its adapter). Throws ExpectedError(context_too_long) when the prompt
+    // alone does not fit the context, ExpectedError(capacity) when the queue is full. Clips max_tokens.
+    uint64_t submit(SubmitSpec spec, uint64_t id = 0);
+    // Ends a request now from any state (cancel, stop string, error): its computed pages go to the prefix
+    // cache in its namespace, everything else back to the pool. Unknown or finished ids are ignored.
+    void finish(uint64_t id, FinishReason reason, std::string detail = {});
+
+    // Plans the next step; false when there is nothing to run (the plan is then empty).
+    bool plan(StepPlan& out);
+    // Applies a step: `sampled[i]` is the token for out.sampling[i].
+    void commit(const StepPlan& plan, std::span<const int32_t> sampled);
+
+    // Sequences that ended since the last call (finished, cancelled, failed); ownership passes to the caller.
+    std::vector<std::unique_ptr<Sequence>> take_finished();
+
+    const Sequence* find(uint64_t id) const;
+    int n_running() const { return int(m_running.size()); }
+    int n_waiting() const { return int(m_waiting.size()); }
+    const SchedulerCounters& counters() const { return m_counters; }
+    const SchedulerConfig& config() const { return m_cfg; }
+    kv::PagePool& pool() { return m_pool; }
+    kv::PrefixCache& cache() { return m_cache; }
+
+private:
+    void preempt(Sequence& s);
+    void release_kv(Sequence& s);
+    void end(Sequence* s, FinishReason reason, std::string detail);
+    bool admit(Sequence& s);
+    bool grow(Sequence& s, int n_tokens);
+    void cache_full_pages(Sequence& s);
+    bool check_stop(Sequence& s);
+    void apply_residency(CapacityPlan& cap, std::vector<Sequence*>& run, std::vector<Sequence*>& admit);
+    void build_batch(StepPlan& out, std::vector<Sequence*>& seqs, const std::vector<int>& n_tokens);
+    void remove_from(std::vector<Sequence*>& list, Sequence* s);
+
+    SchedulerConfig m_cfg;
+    kv::PagePool& m_pool;
+    kv::PrefixCache& m_cache;
+    lora::AdapterResidency& m_residency;
+    std::unordered_map<uint64_t, std::unique_ptr<Sequence>> m_seqs;
+    std::vector<Sequence*> m_running;  // admitted, in admission order
+    std::vector<Sequence*> m_waiting;  // in queue order
+    std::vector<std::unique_ptr<Sequence>> m_finished;
+    std::unordered_map<std::string, int> m_slots;  // digest -> slot granted for the current step
+    uint64_t m_next_id = 1;
+    uint64_t m_next_arrival = 0;
+    int64_t m_step = 0;
+    SchedulerCounters m_counters;
+};
+
+// The OpenAI "context_length_exceeded" message.
+std::string context_too_long_message(int max_context, int prompt_tokens, int completion_tokens);
+
+}  // namespace loradesk::sched

@@ -1,0 +1,169 @@
+// Scheduler::plan / commit: one step from candidates to a ForwardBatch, and back from sampled tokens.
+#include <algorithm>
+#include <unordered_set>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "sched/scheduler.h"
+
+namespace loradesk::sched {
+
+namespace {
+
+// Waiting requests looked at per step: enough to fill the running set twice over (pack regroups them).
+int waiting_scan_limit(const CapacityConfig& c, int n_running) { return std::max(64, 2 * (c.max_running - n_running)); }
+
+}  // namespace
+
+bool Scheduler::plan(StepPlan& out) {
+    out.batch = runtime::ForwardBatch{};
+    out.batch.page_size = m_pool.page_size();
+    out.seqs.clear();
+    out.n_tokens.clear();
+    out.sampling.clear();
+    const CapacityConfig& cc = m_cfg.capacity;
+
+    // 1. Candidates with the pages their next chunk needs.
+    std::vector<CapacityCandidate> run_c, wait_c;
+    run_c.reserve(m_running.size());
+    int available = m_pool.n_free() + m_cache.n_evictable_pages(), need = 0;
+    for (std::size_t i = 0; i < m_running.size(); ++i) {
+        const Sequence& s = *m_running[i];
+        int chunk = std::min(s.n_pending(), cc.max_batch_tokens);
+        int pages = std::max(0, m_pool.pages_for_tokens(s.n_computed + chunk) - int(s.pages.size()));
+        need += pages;
+        run_c.push_back({int(i), s.ns, pages, chunk, s.arrival, 0, 0});
+    }
+    if (need > available)  // only then is preemption on the table: pages nobody else holds come back
+        for (auto& c : run_c)
+            for (int32_t p : m_running[std::size_t(c.id)]->pages) c.reclaimable += m_pool.ref_count(p) <= 2;
+    if (int(m_running.size()) < cc.max_running) {
+        int limit = std::min(int(m_waiting.size()), waiting_scan_limit(cc, int(m_running.size())));
+        for (int i = 0; i < limit; ++i) {
+            const Sequence& s = *m_waiting[std::size_t(i)];
+            int hit = m_cache.match_length(s.ns, std::span<const int32_t>(s.tokens.data(), s.tokens.size() - 1));
+            int chunk = std::min(int(s.tokens.size()) - hit, cc.max_batch_tokens);
+            int pages = m_pool.pages_for_tokens(hit + chunk) - hit / m_pool.page_size();
+            wait_c.push_back({i, s.ns, pages, chunk, s.arrival, m_step - s.enqueued_step, 0});
+        }
+    }
+
+    // 2. Capacity step, then residency for the adapters it chose.
+    CapacityPlan cap = plan_capacity(cc, run_c, wait_c, available);
+    std::vector<Sequence*> go, admit_list;
+    for (int i : cap.running) go.push_back(m_running[std::size_t(i)]);
+    for (int i : cap.admitted) admit_list.push_back(m_waiting[std::size_t(i)]);
+    std::vector<Sequence*> victims;
+    for (int i : cap.preempted) victims.push_back(m_running[std::size_t(i)]);
+    for (Sequence* v : victims) preempt(*v);
+
+    m_slots.clear();
+    if (!cap.adapters.empty()) {
+        std::vector<lora::SlotGrant> grants = m_residency.acquire_slots(cap.adapters);
+        if (grants.size() != cap.adapters.size()) throw_error(ErrorCode::internal, "adapter residency returned the wrong number of grants");
+        std::unordered_set<std::string> not_ready;
+        for (std::size_t a = 0; a < grants.size(); ++a) {
+            const std::string& digest = cap.adapters[a];
+            if (grants[a].state == lora::Residency::ready) {
+                if (grants[a].slot < 1 || grants[a].slot > m_residency.n_slots())
+                    throw_error(ErrorCode::internal, "adapter residency granted slot " + std::to_string(grants[a].slot));
+                m_slots[digest] = grants[a].slot;
+                continue;
+            }
+            not_ready.insert(digest);
+            if (grants[a].state == lora::Residency::failed) {
+                std::vector<Sequence*> doomed;
+                for (auto& [id, s] : m_seqs)
+                    if (s->ns == digest) doomed.push_back(s.get());
+                for (Sequence* s : doomed) end(s, FinishReason::error, grants[a].error);
+            }
+        }
+        auto drop = [&](std::vector<Sequence*>& v) {
+            std::erase_if(v, [&](Sequence* s) { return not_ready.count(s->ns) > 0; });
+        };
+        drop(go);
+        drop(admit_list);
+    }
+    for (Sequence* s : admit_list) admit(*s);
+    go.insert(go.end(), admit_list.begin(), admit_list.end());
+
+    // 3. Token budget, then pages for each chunk.
+    std::vector<TokenCandidate> tc;
+    tc.reserve(go.size());
+    for (Sequence* s : go) tc.push_back({s->n_pending(), s->is_decode()});
+    std::vector<int> n = plan_tokens(cc.max_batch_tokens, tc);
+    Sequence* starved = nullptr;
+    for (std::size_t i = 0; i < go.size(); ++i)
+        if (n[i] > 0 && !grow(*go[i], n[i])) {
+            n[i] = 0;
+            if (!starved) starved = go[i];
+        }
+    build_batch(out, go, n);
+    if (out.seqs.empty() && starved && m_pool.n_free() + m_cache.n_evictable_pages() < m_pool.pages_for_tokens(starved->n_computed + 1)) {
+        // Nothing else can give pages back: this request alone outgrew the KV cache.
+        end(starved, FinishReason::error,
+            "the KV cache (" + std::to_string(m_pool.n_pages() * m_pool.page_size()) +
+                " tokens) cannot hold this request; raise --kv-memory or lower max_tokens");
+    }
+    return !out.seqs.empty();
+}
+
+void Scheduler::build_batch(StepPlan& out, std::vector<Sequence*>& seqs, const std::vector<int>& n_tokens) {
+    std::vector<std::pair<Sequence*, int>> run;
+    for (std::size_t i = 0; i < seqs.size(); ++i)
+        if (n_tokens[i] > 0) {
+            seqs[i]->slot = seqs[i]->ns.empty() ? 0 : m_slots.at(seqs[i]->ns);
+            run.emplace_back(seqs[i], n_tokens[i]);
+        }
+    // Sorted by slot so that each adapter's tokens are one contiguous SGMV segment.
+    std::stable_sort(run.begin(), run.end(), [](auto& a, auto& b) { return a.first->slot < b.first->slot; });
+    runtime::ForwardBatch& b = out.batch;
+    const int ps = m_pool.page_size();
+    b.qo_indptr.assign(1, 0);
+    b.kv_indptr.assign(1, 0);
+    for (auto& [s, n] : run) {
+        for (int j = 0; j < n; ++j) {
+            b.token_ids.push_back(s->tokens[std::size_t(s->n_computed + j)]);
+            b.positions.push_back(s->n_computed + j);
+        }
+        b.qo_indptr.push_back(int32_t(b.token_ids.size()));
+        const int kv_len = s->n_computed + n;
+        const int n_pages = m_pool.pages_for_tokens(kv_len);
+        b.kv_indices.insert(b.kv_indices.end(), s->pages.begin(), s->pages.begin() + n_pages);
+        b.kv_indptr.push_back(int32_t(b.kv_indices.size()));
+        b.kv_last_page_len.push_back(kv_len - (n_pages - 1) * ps);
+        b.seq_lora_slot.push_back(s->slot);
+        if (kv_len == int(s->tokens.size())) {
+            b.logits_indices.push_back(b.qo_indptr.back() - 1);
+            out.sampling.push_back(s);
+        }
+        out.seqs.push_back(s);
+        out.n_tokens.push_back(n);
+    }
+    b.build_lora_segments();
+}
+
+void Scheduler::commit(const StepPlan& plan, std::span<const int32_t> sampled) {
+    if (sampled.size() != plan.sampling.size())
+        throw_error(ErrorCode::internal, "commit got " + std::to_string(sampled.size()) + " tokens for " +
+                                             std::to_string(plan.sampling.size()) + " sampling sequences");
+    ++m_step;
+    ++m_counters.steps;
+    for (std::size_t i = 0; i < plan.seqs.size(); ++i) {
+        plan.seqs[i]->n_computed += plan.n_tokens[i];
+        m_counters.computed_tokens += plan.n_tokens[i];
+    }
+    std::vector<Sequence*> cacheable;
+    std::size_t k = 0;
+    for (Sequence* s : plan.seqs) {
+        if (k < plan.sampling.size() && plan.sampling[k] == s) {
+            s->tokens.push_back(sampled[k++]);
+            ++m_counters.generated_tokens;
+            if (s->n_generated() == 1) s->t_first_token = std::chrono::steady_clock::now();
+            if (check_stop(*s)) continue;
+        }
+        cache_full_pages(*s);
+    }
+}
+
+}  // namespace loradesk::sched
