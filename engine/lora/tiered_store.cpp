@@ -317,4 +317,25 @@ std::size_t TieredStore::host_bytes() const {
     return n;
 }
 
+TieredStore::Tier TieredStore::tier(const std::string& digest) const {
+    std::lock_guard lock(m_mutex);
+    auto it = m_host.find(digest);
+    if (it == m_host.end() || it->second.state != HostState::ready) return Tier::disk;
+    return it->second.on_device ? Tier::device : Tier::host;
+}
+
+int TieredStore::slots_in_use() const {
+    std::lock_guard lock(m_mutex);
+    int n = 0;
+    for (auto& [digest, e] : m_host) n += e.on_device ? 1 : 0;
+    return n;
+}
+
+int TieredStore::host_count() const {
+    std::lock_guard lock(m_mutex);
+    int n = 0;
+    for (auto& [digest, e] : m_host) n += e.state == HostState::ready ? 1 : 0;
+    return n;
+}
+
 }  // namespace loradesk::lora

@@ -68,6 +68,12 @@ public:
     std::vector<std::string> slot_contents() const;     // [0] is always "" (no adapter); "" = free slot
     std::size_t host_bytes() const;
 
+    // Thread-safe summaries for the facade (HTTP/UI threads), read under the store's lock.
+    enum class Tier { disk, host, device };
+    Tier tier(const std::string& digest) const;
+    int slots_in_use() const;  // adapters resident in a device slot
+    int host_count() const;    // ready host copies
+
 private:
     struct HostEntry {
         HostState state = HostState::loading;
