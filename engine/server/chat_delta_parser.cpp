@@ -37,7 +37,7 @@ ChatDelta ChatDeltaParser::finish() {
     ChatDelta out;
     step(out, true);
     if (!m_pending.empty()) {
-        (m_mode == Mode::reasoning ? out.reasoning : out.content) += m_pending;
+        (m_mode == Mode::reasoning || m_mode == Mode::reasoning_start ? out.reasoning : out.content) += m_pending;
         m_pending.clear();
     }
     return out;
@@ -55,12 +55,16 @@ void ChatDeltaParser::step(ChatDelta& out, bool final) {
             const std::string rest = m_pending.substr(ws);
             if (rest.rfind(kThinkOpen, 0) == 0) {
                 m_pending = rest.substr(kThinkOpen.size());
-                m_mode = Mode::reasoning;
+                m_mode = Mode::reasoning_start;
             } else if (!final && kThinkOpen.rfind(rest, 0) == 0) {
                 return;  // still could be "<think>"
             } else {
                 m_mode = Mode::content;
             }
+        } else if (m_mode == Mode::reasoning_start) {
+            m_pending.erase(0, leading_space(m_pending));  // the newline after <think> is not reasoning
+            if (m_pending.empty()) return;
+            m_mode = Mode::reasoning;
         } else if (m_mode == Mode::reasoning) {
             const std::size_t close = m_pending.find(kThinkClose);
             if (close == std::string::npos) {

@@ -28,7 +28,7 @@ public:
     int n_tool_calls() const { return m_n_calls; }
 
 private:
-    enum class Mode { start, reasoning, after_reasoning, content };
+    enum class Mode { start, reasoning_start, reasoning, after_reasoning, content };
     void step(ChatDelta& out, bool final);
     void emit_content(ChatDelta& out, std::size_t n);
 

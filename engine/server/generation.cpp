@@ -33,6 +33,16 @@ void apply_lora_path(api::Engine& engine, ParsedGeneration& parsed) {
     if (parsed.model.empty()) parsed.model = name;
 }
 
+// Metrics label for a request that failed before the engine named its adapter. Bounded: unknown names from
+// clients never become label values.
+std::string failure_label(const Job& job) {
+    if (!job.adapter_label.empty()) return job.adapter_label;
+    const std::string& model = job.parsed.prompts.front().model;
+    if (model.empty() || model == job.engine->model().id) return "base";
+    auto a = job.engine->adapter(model);
+    return a.ok() ? a->name : "unknown";
+}
+
 void submit_all(Job& job) {
     ParsedGeneration& p = job.parsed;
     for (std::size_t pi = 0; pi < p.prompts.size(); ++pi) {
@@ -43,8 +53,7 @@ void submit_all(Job& job) {
                 ApiError e = api_error_from_status(s, s.code == ErrorCode::not_found ? "model" : job.error_param(),
                                                    job.engine->model().max_context, job.options.retry_after_s);
                 for (Choice& c : job.choices) c.stream->cancel(), c.done = true;
-                job.metrics->record_request(job.adapter_label.empty() ? "none" : job.adapter_label,
-                                            job.endpoint_label, e.status);
+                job.metrics->record_request(failure_label(job), job.endpoint_label, e.status);
                 throw e;
             }
             Choice c;
@@ -123,7 +132,8 @@ ojson chat_choice_json(const Job& job, Choice& c) {
         }
         msg["tool_calls"] = std::move(calls);
     }
-    if (!c.answer.reasoning.empty()) msg["reasoning_content"] = c.answer.reasoning;
+    const auto last = c.answer.reasoning.find_last_not_of(" \t\r\n");
+    if (last != std::string::npos) msg["reasoning_content"] = c.answer.reasoning.substr(0, last + 1);
     ojson choice;
     choice["index"] = c.index;
     choice["message"] = std::move(msg);

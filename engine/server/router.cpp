@@ -113,7 +113,7 @@ HttpResponse Router::handle(const HttpRequest& request) {
         log::error("server: {} {} failed: {}", request.method, request.path, e.what());
         r = error_response(ApiError(500, "server_error", fmt::format("internal error: {}", e.what())));
     }
-    if (cross_origin) {
+    if (cross_origin && origin_allowed(origin)) {
         r.set_header("Access-Control-Allow-Origin", origin);
         r.set_header("Vary", "Origin");
     }
