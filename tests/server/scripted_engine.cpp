@@ -179,6 +179,11 @@ Result<std::shared_ptr<api::RequestStream>> ScriptedEngine::submit(api::Generate
     std::istringstream words(text);
     int prompt_tokens = request.prompt_ids.empty() ? 0 : int(request.prompt_ids.size());
     for (std::string w; request.prompt_ids.empty() && words >> w;) ++prompt_tokens;
+    if (prompt_tokens >= model().max_context)
+        return Status::failure(ErrorCode::context_too_long,
+                               "This model's maximum context length is " + std::to_string(model().max_context) +
+                                   " tokens. However, your messages resulted in " + std::to_string(prompt_tokens) +
+                                   " tokens. Please reduce the length of the messages.");
     info.prompt_tokens = prompt_tokens;
     info.max_tokens = request.stop.max_tokens;
     info.prefix_hit_tokens = m_cached_tokens;

@@ -1,7 +1,8 @@
 // A scripted, deterministic test double of api::Engine for the server tests and the JS SDK test server.
 // Replies are fixed token pieces; directives in the prompt text pick behaviours: #busy (429), #overflow
 // (context too long), #unavailable (503), #fail (error after 2 tokens), #engine-cancel, #slow (30 ms per
-// token), #stall (first token after 400 ms), #long (40 tokens), #tool, #think, #utf8. Thread-safe.
+// token), #stall (first token after 400 ms), #long (40 tokens), #tool, #think, #utf8. One prompt token per
+// word; prompts of max_context (4096) words or more overflow the context. Thread-safe.
 #pragma once
 
 #include <atomic>
