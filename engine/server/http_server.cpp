@@ -107,7 +107,7 @@ Status HttpServer::start() {
     d.server.set_read_timeout(o.read_timeout_s, 0);
     d.server.set_write_timeout(o.write_timeout_s, 0);
     d.server.set_keep_alive_max_count(1000);
-    d.server.set_keep_alive_timeout(30);
+    d.server.set_keep_alive_timeout(5);  // an idle keep-alive connection holds a worker thread
     d.server.set_payload_max_length(o.max_body_bytes);
     auto handler = [&d](const httplib::Request& req, httplib::Response& res) { d.handle(req, res); };
     d.server.Get(".*", handler);

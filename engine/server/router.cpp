@@ -62,6 +62,22 @@ bool Router::origin_allowed(const std::string& origin) const {
     return false;
 }
 
+bool Router::host_allowed(const std::string& host_header) const {
+    // A web page on another site can resolve its own name to 127.0.0.1 (DNS rebinding) and then talk to a
+    // keyless loopback server as "same origin"; its requests still carry the foreign Host name.
+    const std::string& bind = m_options.host;
+    const bool loopback = bind == "127.0.0.1" || bind == "localhost" || bind == "::1";
+    if (!m_options.api_key.empty() || !loopback || host_header.empty()) return true;
+    std::string name = host_header;
+    if (!name.empty() && name[0] == '[') name = name.substr(0, name.find(']') + 1);
+    else name = name.substr(0, name.find(':'));
+    name = to_lower(name);
+    if (name == "localhost" || name == "127.0.0.1" || name == "[::1]" || name == bind) return true;
+    for (const std::string& h : m_options.allowed_hosts)
+        if (to_lower(h) == name) return true;
+    return false;
+}
+
 bool Router::authorized(const HttpRequest& request) const {
     if (m_options.api_key.empty()) return true;  // local use: any key (or none) is fine
     std::string key = request.header("authorization");
@@ -92,6 +108,12 @@ HttpResponse Router::handle(const HttpRequest& request) {
             throw ApiError(403, "permission_error",
                            fmt::format("browser origin '{}' is not allowed; add it to the server's CORS origins", origin),
                            {}, "origin_not_allowed");
+        if (!host_allowed(request.header("host")))
+            throw ApiError(403, "permission_error",
+                           fmt::format("Host '{}' is not allowed on this loopback server (DNS rebinding protection); "
+                                       "use http://127.0.0.1:{} or configure an API key",
+                                       request.header("host"), m_options.port),
+                           {}, "host_not_allowed");
         if (request.method == "OPTIONS") {
             r = preflight(request);
         } else {

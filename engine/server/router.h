@@ -35,6 +35,7 @@ private:
     HttpResponse dispatch(const HttpRequest& request);
     HttpResponse preflight(const HttpRequest& request) const;
     bool authorized(const HttpRequest& request) const;
+    bool host_allowed(const std::string& host_header) const;
     void require_available() const;
 
     HttpResponse health() const;

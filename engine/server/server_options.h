@@ -14,6 +14,8 @@ struct ServerOptions {
     std::vector<std::string> adapter_roots;  // lora_path / load_lora_adapter paths must lie inside one
     // Allowed browser origins; "*" in the port position matches any port, a lone "*" allows any origin.
     std::vector<std::string> cors_origins = {"http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"};
+    // Extra Host header names accepted on a loopback bind without an API key (DNS-rebinding defence).
+    std::vector<std::string> allowed_hosts;
     std::size_t max_body_bytes = std::size_t(32) << 20;  // 413 above
     int threads = 256;                    // worker threads: each live SSE stream holds one
     int read_timeout_s = 60;

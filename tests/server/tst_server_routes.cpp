@@ -279,6 +279,27 @@ private slots:
         // Same-origin / non-browser requests (no Origin) are unaffected.
         QCOMPARE(m_router.handle(make_request("GET", "/v1/models")).header("Access-Control-Allow-Origin"), std::string());
     }
+    void host_header_checked_on_keyless_loopback_data() {
+        QTest::addColumn<QString>("host");
+        QTest::addColumn<QString>("api_key");
+        QTest::addColumn<int>("status");
+        QTest::newRow("127.0.0.1:port") << "127.0.0.1:8080" << "" << 200;
+        QTest::newRow("localhost") << "LocalHost" << "" << 200;
+        QTest::newRow("ipv6") << "[::1]:8080" << "" << 200;
+        QTest::newRow("rebinding name") << "attacker.example:8080" << "" << 403;
+        QTest::newRow("with a key any host") << "attacker.example" << "k" << 200;
+    }
+    void host_header_checked_on_keyless_loopback() {
+        QFETCH(QString, host);
+        QFETCH(QString, api_key);
+        QFETCH(int, status);
+        ServerOptions o;
+        o.api_key = api_key.toStdString();
+        Router router(m_engine, o);
+        HttpResponse r = router.handle(make_request("GET", "/v1/models", {}, {{"Host", host.toStdString()}, {"x-api-key", "k"}}));
+        QCOMPARE(r.status, status);
+        if (status == 403) QCOMPARE(error_code(r), std::string("host_not_allowed"));
+    }
     void body_limit() {
         ServerOptions o;
         o.max_body_bytes = 100;
