@@ -99,9 +99,12 @@ HttpResponse Router::get_model(const std::string& id) const {
     const ojson list = nlohmann::ordered_json::parse(list_models().body);
     for (const ojson& m : list["data"])
         if (m["id"] == id) return json_response(m);
-    if (auto a = m_engine.adapter(id); a.ok() && a->compatible) {  // an alias
-        for (ojson m : list["data"])
-            if (m["id"] == a->name) return m["id"] = id, json_response(m);
+    if (auto a = m_engine.adapter(id); a.ok() && a->compatible) {  // an alias answers as itself
+        for (ojson m : list["data"]) {
+            if (m["id"] != a->name) continue;
+            m["id"] = id;
+            return json_response(m);
+        }
     }
     throw ApiError(404, "invalid_request_error",
                    fmt::format("The model `{}` does not exist; GET /v1/models lists the base model and adapters", id),
