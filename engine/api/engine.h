@@ -130,6 +130,7 @@ struct SubmitInfo {
     std::string tier;          // where the adapter was at submission: gpu | cpu | disk | base
     int prompt_tokens = 0;
     int max_tokens = 0;        // after clipping to the context
+    int prefix_hit_tokens = 0; // prompt tokens already found in the prefix cache at submission (0 = none/unknown)
 };
 
 // One request's events, in order, for a single consumer. A FinishEvent or ErrorEvent is last.
