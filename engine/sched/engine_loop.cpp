@@ -148,13 +148,25 @@ void EngineLoop::step() {
         for (Sequence* s : m_plan.seqs) m_sched->finish(s->id, FinishReason::error, std::string("the model step failed: ") + e.what());
         return;
     }
-    std::vector<uint64_t> ids;
-    for (Sequence* s : m_plan.sampling) ids.push_back(s->id);
-    m_sched->commit(m_plan, sampled);  // may end sequences: use the ids captured above
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-        auto it = m_channels.find(ids[i]);
-        if (it != m_channels.end()) it->second->push(std::move(outs[i]));
+    for (std::size_t i = 0; i < outs.size(); ++i) m_pending.emplace_back(m_plan.sampling[i]->id, std::move(outs[i]));
+    m_sched->commit(m_plan, sampled);  // may end sequences: m_pending keeps their ids
+}
+
+void EngineLoop::publish_stats() {
+    std::lock_guard lock(m_mutex);
+    m_stats.running = m_sched->n_running();
+    m_stats.waiting = m_sched->n_waiting();
+    m_stats.pages_free = m_pool->n_free();
+    m_stats.pages_cached = m_cache->n_cached_pages();
+    m_stats.counters = m_sched->counters();
+}
+
+void EngineLoop::emit_tokens() {
+    for (auto& [id, out] : m_pending) {
+        auto it = m_channels.find(id);
+        if (it != m_channels.end()) it->second->push(std::move(out));
     }
+    m_pending.clear();
 }
 
 void EngineLoop::emit_finished() {
@@ -191,15 +203,10 @@ void EngineLoop::run() {
         drain_inbox();
         const int64_t before = m_sched->counters().steps;
         step();
+        // Stats first, so that a reader woken by the last event sees the state that produced it.
+        publish_stats();
+        emit_tokens();
         emit_finished();
-        {
-            std::lock_guard lock(m_mutex);
-            m_stats.running = m_sched->n_running();
-            m_stats.waiting = m_sched->n_waiting();
-            m_stats.pages_free = m_pool->n_free();
-            m_stats.pages_cached = m_cache->n_cached_pages();
-            m_stats.counters = m_sched->counters();
-        }
         if (m_sched->counters().steps == before && (m_sched->n_running() || m_sched->n_waiting())) {
             std::unique_lock lock(m_mutex);
             m_cv.wait_for(lock, std::chrono::milliseconds(1), [&] { return m_stop || !m_submits.empty() || !m_cancels.empty(); });
@@ -209,6 +216,7 @@ void EngineLoop::run() {
     std::vector<uint64_t> open;
     for (auto& [id, ch] : m_channels) open.push_back(id);
     for (uint64_t id : open) m_sched->finish(id, FinishReason::cancelled, "the engine is shutting down");
+    publish_stats();
     emit_finished();
 }
 

@@ -107,7 +107,9 @@ private:
     void run();
     void drain_inbox();
     void step();
+    void emit_tokens();
     void emit_finished();
+    void publish_stats();
 
     runtime::ModelRunner& m_runner;
     lora::AdapterResidency& m_residency;
@@ -129,6 +131,7 @@ private:
 
     std::unordered_map<uint64_t, std::shared_ptr<RequestChannel>> m_channels;  // loop thread only
     StepPlan m_plan;
+    std::vector<std::pair<uint64_t, TokenOut>> m_pending;  // this step's tokens, sent after stats
     std::vector<float> m_logits;
     std::thread m_thread;
 };
