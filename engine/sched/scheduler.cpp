@@ -3,6 +3,7 @@
 #include "sched/scheduler.h"
 
 #include <algorithm>
+#include <climits>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -87,6 +88,7 @@ void Scheduler::release_kv(Sequence& s) {
         s.lock = m_cache.extend(s.lock, computed, s.pages);
         m_cache.release(s.lock);
         s.lock = nullptr;
+        s.lock_depth = 0;
     }
     m_pool.release_all(s.pages);
     s.pages.clear();
@@ -130,6 +132,7 @@ bool Scheduler::admit(Sequence& s) {
     std::span<const int32_t> key(s.tokens.data(), s.tokens.size() - 1);
     kv::PrefixMatch m = m_cache.acquire(s.ns, key);
     s.lock = m.lock;
+    s.lock_depth = kv::PrefixCache::depth(m.lock);
     s.pages = std::move(m.pages);
     s.n_computed = m.n_tokens;
     if (s.n_cached_prompt < 0) {
@@ -151,9 +154,12 @@ bool Scheduler::grow(Sequence& s, int n_tokens) {
 }
 
 void Scheduler::cache_full_pages(Sequence& s) {
-    if (s.lock && s.n_computed / m_pool.page_size() > kv::PrefixCache::depth(s.lock)) {
+    if (s.lock && s.n_computed / m_pool.page_size() > s.lock_depth) {
         std::span<const int32_t> computed(s.tokens.data(), std::size_t(s.n_computed));
         s.lock = m_cache.extend(s.lock, computed, s.pages);
+        s.lock_depth = kv::PrefixCache::depth(s.lock);
+        // A retired namespace (adapter unloaded) caches nothing more: stop asking.
+        if (s.lock_depth < s.n_computed / m_pool.page_size()) s.lock_depth = INT32_MAX;
     }
 }
 

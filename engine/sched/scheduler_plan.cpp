@@ -16,8 +16,12 @@ int waiting_scan_limit(const CapacityConfig& c, int n_running) { return std::max
 }  // namespace
 
 bool Scheduler::plan(StepPlan& out) {
-    out.batch = runtime::ForwardBatch{};
-    out.batch.page_size = m_pool.page_size();
+    // Cleared, not reallocated: the arrays keep their capacity from step to step.
+    runtime::ForwardBatch& b = out.batch;
+    for (auto* v : {&b.token_ids, &b.positions, &b.qo_indptr, &b.kv_indptr, &b.kv_indices, &b.kv_last_page_len,
+                    &b.seq_lora_slot, &b.lora_seg_indptr, &b.lora_seg_slot, &b.logits_indices})
+        v->clear();
+    b.page_size = m_pool.page_size();
     out.seqs.clear();
     out.n_tokens.clear();
     out.sampling.clear();
@@ -109,14 +113,19 @@ bool Scheduler::plan(StepPlan& out) {
 }
 
 void Scheduler::build_batch(StepPlan& out, std::vector<Sequence*>& seqs, const std::vector<int>& n_tokens) {
-    std::vector<std::pair<Sequence*, int>> run;
+    // Ordered by slot (a stable counting sort: slots are 0..n_slots) so that each adapter's tokens form
+    // one contiguous SGMV segment.
+    const int n_slots = m_residency.n_slots();
+    std::vector<int> count(std::size_t(n_slots) + 2, 0);
     for (std::size_t i = 0; i < seqs.size(); ++i)
         if (n_tokens[i] > 0) {
             seqs[i]->slot = seqs[i]->ns.empty() ? 0 : m_slots.at(seqs[i]->ns);
-            run.emplace_back(seqs[i], n_tokens[i]);
+            ++count[std::size_t(seqs[i]->slot) + 1];
         }
-    // Sorted by slot so that each adapter's tokens are one contiguous SGMV segment.
-    std::stable_sort(run.begin(), run.end(), [](auto& a, auto& b) { return a.first->slot < b.first->slot; });
+    for (std::size_t k = 1; k < count.size(); ++k) count[k] += count[k - 1];
+    std::vector<std::pair<Sequence*, int>> run(std::size_t(count.back()));
+    for (std::size_t i = 0; i < seqs.size(); ++i)
+        if (n_tokens[i] > 0) run[std::size_t(count[std::size_t(seqs[i]->slot)]++)] = {seqs[i], n_tokens[i]};
     runtime::ForwardBatch& b = out.batch;
     const int ps = m_pool.page_size();
     b.qo_indptr.assign(1, 0);
@@ -149,13 +158,11 @@ void Scheduler::commit(const StepPlan& plan, std::span<const int32_t> sampled) {
                                              std::to_string(plan.sampling.size()) + " sampling sequences");
     ++m_step;
     ++m_counters.steps;
-    for (std::size_t i = 0; i < plan.seqs.size(); ++i) {
-        plan.seqs[i]->n_computed += plan.n_tokens[i];
-        m_counters.computed_tokens += plan.n_tokens[i];
-    }
-    std::vector<Sequence*> cacheable;
     std::size_t k = 0;
-    for (Sequence* s : plan.seqs) {
+    for (std::size_t i = 0; i < plan.seqs.size(); ++i) {
+        Sequence* s = plan.seqs[i];
+        s->n_computed += plan.n_tokens[i];
+        m_counters.computed_tokens += plan.n_tokens[i];
         if (k < plan.sampling.size() && plan.sampling[k] == s) {
             s->tokens.push_back(sampled[k++]);
             ++m_counters.generated_tokens;

@@ -43,6 +43,7 @@ struct Sequence {
     // KV state. pages[i] holds tokens [i*page_size, (i+1)*page_size); the first n_computed tokens have KV.
     std::vector<int32_t> pages;      // one PagePool reference each
     kv::PrefixNode* lock = nullptr;  // locked prefix-cache path while admitted
+    int lock_depth = 0;              // PrefixCache::depth(lock), kept here to avoid touching the node
     int n_computed = 0;
     int n_cached_prompt = -1;  // prompt tokens served by the cache at first admission; -1 = not yet admitted
 
