@@ -61,6 +61,9 @@ uint64_t Scheduler::submit(SubmitSpec spec, uint64_t id) {
     s->sampling = spec.sampling;
     s->stop = std::move(spec.stop);
     s->stop.max_tokens = std::min(s->stop.max_tokens, m_cfg.max_context - n_prompt);
+    // Room for the whole completion up front: no reallocation on the decode path.
+    s->tokens.reserve(std::size_t(n_prompt + s->stop.max_tokens));
+    s->pages.reserve(std::size_t(m_pool.pages_for_tokens(n_prompt + s->stop.max_tokens)));
     s->arrival = m_next_arrival++;
     s->enqueued_step = m_step;
     s->t_submit = std::chrono::steady_clock::now();
@@ -133,7 +136,7 @@ bool Scheduler::admit(Sequence& s) {
     kv::PrefixMatch m = m_cache.acquire(s.ns, key);
     s.lock = m.lock;
     s.lock_depth = kv::PrefixCache::depth(m.lock);
-    s.pages = std::move(m.pages);
+    s.pages.assign(m.pages.begin(), m.pages.end());  // keeps the capacity reserved at submit
     s.n_computed = m.n_tokens;
     if (s.n_cached_prompt < 0) {
         s.n_cached_prompt = std::min(m.n_tokens, s.n_prompt);
