@@ -1,0 +1,21 @@
+// Backend selection; see runner_factory.h.
+#include "runtime/cpu/runner_factory.h"
+
+#include "core/error.h"
+#include "core/log.h"
+#include "runtime/cpu/cpu_runner.h"
+
+namespace loradesk::runtime {
+
+std::unique_ptr<ModelRunner> create_runner(const std::string& device, const std::string& model_dir, int threads) {
+    if (device == "cpu" || device == "auto") {
+        if (device == "auto") log::info("device auto: no CUDA runner compiled in, using the CPU runner");
+        return std::make_unique<cpu::CpuRunner>(model_dir, threads);
+    }
+    if (device == "cuda")
+        throw_expected(ErrorCode::unavailable,
+                       "this build has no CUDA runner; rebuild with -DLORADESK_WITH_CUDA=ON or use --device cpu");
+    throw_expected(ErrorCode::invalid_argument, "unknown device '" + device + "'; use auto, cpu or cuda");
+}
+
+}  // namespace loradesk::runtime

@@ -1,0 +1,141 @@
+// Sampling pipeline; see sampler.h for the order and the logprob convention.
+#include "runtime/sampler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+#include "core/error.h"
+
+namespace loradesk::runtime {
+namespace {
+
+[[noreturn]] void bad(const std::string& msg) { throw_expected(ErrorCode::invalid_argument, msg); }
+
+}  // namespace
+
+void SamplingParams::validate(int vocab_size) const {
+    if (!(temperature >= 0.0f) || !std::isfinite(temperature)) bad(fmt::format("temperature must be >= 0, got {}", temperature));
+    if (!(top_p > 0.0f && top_p <= 1.0f)) bad(fmt::format("top_p must be in (0, 1], got {}", top_p));
+    if (!(min_p >= 0.0f && min_p <= 1.0f)) bad(fmt::format("min_p must be in [0, 1], got {}", min_p));
+    if (!(repetition_penalty > 0.0f) || !std::isfinite(repetition_penalty))
+        bad(fmt::format("repetition_penalty must be > 0, got {}", repetition_penalty));
+    if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f))
+        bad(fmt::format("presence_penalty must be in [-2, 2], got {}", presence_penalty));
+    if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f))
+        bad(fmt::format("frequency_penalty must be in [-2, 2], got {}", frequency_penalty));
+    if (top_logprobs > 20) bad(fmt::format("top_logprobs must be at most 20, got {}", top_logprobs));
+    for (auto [tok, bias] : logit_bias) {
+        if (tok < 0 || tok >= vocab_size) bad(fmt::format("logit_bias names token {} but the vocabulary has {} tokens", tok, vocab_size));
+        if (!(bias >= -100.0f && bias <= 100.0f)) bad(fmt::format("logit_bias for token {} must be in [-100, 100], got {}", tok, bias));
+    }
+}
+
+void log_softmax(const float* logits, int n, std::vector<float>& out) {
+    out.resize(std::size_t(n));
+    const float mx = *std::max_element(logits, logits + n);
+    double sum = 0;
+    for (int i = 0; i < n; ++i) sum += std::exp(double(logits[i]) - mx);
+    const double lse = double(mx) + std::log(sum);
+    for (int i = 0; i < n; ++i) out[std::size_t(i)] = float(double(logits[i]) - lse);
+}
+
+Sampler::Sampler(SamplingParams params, const std::vector<int>& prompt_ids) : m_params(std::move(params)), m_rng(m_params.seed) {
+    std::set<int> uniq(prompt_ids.begin(), prompt_ids.end());
+    m_prompt_unique.assign(uniq.begin(), uniq.end());
+}
+
+void Sampler::accept(int token) { ++m_output_counts[token]; }
+
+double Sampler::next_uniform() { return double(m_rng() >> 11) * 0x1.0p-53; }
+
+void Sampler::apply_processors(std::vector<float>& logits) const {
+    const int n = int(logits.size());
+    for (auto [tok, bias] : m_params.logit_bias)
+        if (tok >= 0 && tok < n) logits[std::size_t(tok)] += bias;
+    if (m_params.repetition_penalty != 1.0f) {
+        std::set<int> seen(m_prompt_unique.begin(), m_prompt_unique.end());
+        for (auto& [tok, count] : m_output_counts) seen.insert(tok);
+        for (int tok : seen) {
+            if (tok < 0 || tok >= n) continue;
+            float& l = logits[std::size_t(tok)];
+            l = l > 0 ? l / m_params.repetition_penalty : l * m_params.repetition_penalty;
+        }
+    }
+    if (m_params.presence_penalty != 0.0f || m_params.frequency_penalty != 0.0f) {
+        for (auto& [tok, count] : m_output_counts) {
+            if (tok < 0 || tok >= n) continue;
+            logits[std::size_t(tok)] -= m_params.presence_penalty + m_params.frequency_penalty * float(count);
+        }
+    }
+}
+
+SampleResult Sampler::sample(const float* raw, int vocab_size) {
+    SampleResult r;
+    std::vector<float> logits(raw, raw + vocab_size);
+    apply_processors(logits);
+    if (m_params.temperature <= 1e-5f) {
+        r.token = int(std::max_element(logits.begin(), logits.end()) - logits.begin());  // first maximum wins ties
+    } else {
+        // Candidates sorted by processed logit (descending; index breaks ties for determinism).
+        std::vector<int> order(static_cast<std::size_t>(vocab_size));
+        std::iota(order.begin(), order.end(), 0);
+        auto by_logit = [&](int a, int b) {
+            return logits[std::size_t(a)] != logits[std::size_t(b)] ? logits[std::size_t(a)] > logits[std::size_t(b)] : a < b;
+        };
+        int keep = vocab_size;
+        if (m_params.top_k > 0 && m_params.top_k < vocab_size) {
+            keep = m_params.top_k;
+            std::partial_sort(order.begin(), order.begin() + keep, order.end(), by_logit);
+        } else {
+            std::sort(order.begin(), order.end(), by_logit);
+        }
+        const double inv_t = 1.0 / double(m_params.temperature);
+        const double mx = double(logits[std::size_t(order[0])]);
+        std::vector<double> p(static_cast<std::size_t>(keep));
+        double z = 0;
+        for (int i = 0; i < keep; ++i) z += (p[std::size_t(i)] = std::exp((double(logits[std::size_t(order[std::size_t(i)])]) - mx) * inv_t));
+        for (double& v : p) v /= z;
+        if (m_params.top_p < 1.0f) {  // keep the smallest prefix whose mass reaches top_p
+            double cum = 0;
+            int k = 0;
+            while (k < keep && cum < double(m_params.top_p)) cum += p[std::size_t(k++)];
+            keep = std::max(k, 1);
+        }
+        if (m_params.min_p > 0.0f) {  // relative to the most likely token, so renormalising is irrelevant
+            const double floor = double(m_params.min_p) * p[0];
+            int k = 1;
+            while (k < keep && p[std::size_t(k)] >= floor) ++k;
+            keep = k;
+        }
+        double mass = 0;
+        for (int i = 0; i < keep; ++i) mass += p[std::size_t(i)];
+        double u = next_uniform() * mass;
+        r.token = order[std::size_t(keep - 1)];
+        for (int i = 0; i < keep; ++i) {
+            u -= p[std::size_t(i)];
+            if (u < 0) {
+                r.token = order[std::size_t(i)];
+                break;
+            }
+        }
+    }
+    if (m_params.top_logprobs >= 0) {
+        std::vector<float> lp;
+        log_softmax(raw, vocab_size, lp);
+        r.logprob = lp[std::size_t(r.token)];
+        const int n_top = std::min(m_params.top_logprobs, vocab_size);
+        std::vector<int> idx(static_cast<std::size_t>(vocab_size));
+        std::iota(idx.begin(), idx.end(), 0);
+        std::partial_sort(idx.begin(), idx.begin() + n_top, idx.end(), [&](int a, int b) {
+            return lp[std::size_t(a)] != lp[std::size_t(b)] ? lp[std::size_t(a)] > lp[std::size_t(b)] : a < b;
+        });
+        for (int i = 0; i < n_top; ++i) r.top.push_back({idx[std::size_t(i)], lp[std::size_t(idx[std::size_t(i)])]});
+    }
+    return r;
+}
+
+}  // namespace loradesk::runtime

@@ -1,0 +1,71 @@
+// Token sampling for one sequence: logit processors (logit_bias, repetition / presence / frequency
+// penalties), temperature, top-k, top-p, min-p, a per-request seeded RNG and logprobs. No global
+// state: a Sampler owns its RNG, so a request with a seed reproduces regardless of batch mates.
+//
+// Order (as vLLM): logit_bias -> repetition penalty -> presence/frequency penalties -> [greedy argmax
+// when temperature == 0] -> temperature -> top-k -> top-p -> min-p -> draw.
+// Logprobs are the RAW model log-probabilities (log_softmax of the logits before any processing),
+// vLLM's default `raw_logprobs` mode: they describe the model, not the sampling settings.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace loradesk::runtime {
+
+struct SamplingParams {
+    float temperature = 1.0f;         // 0 = greedy
+    int top_k = 0;                    // <= 0: off
+    float top_p = 1.0f;               // (0, 1]; 1 = off
+    float min_p = 0.0f;               // [0, 1]; 0 = off
+    float repetition_penalty = 1.0f;  // HF: seen (prompt + output) logits >0 divided, <0 multiplied
+    float presence_penalty = 0.0f;    // OpenAI: -= presence * [count > 0] over output tokens
+    float frequency_penalty = 0.0f;   // OpenAI: -= frequency * count over output tokens
+    std::vector<std::pair<int, float>> logit_bias;  // token -> additive bias
+    uint64_t seed = 0;
+    int top_logprobs = -1;  // -1: no logprobs; 0..N: sampled token's logprob plus N alternatives
+
+    // Throws Error(invalid_argument) naming the parameter when a value is out of range.
+    void validate(int vocab_size) const;
+};
+
+struct TokenLogprob {
+    int token = 0;
+    float logprob = 0.0f;
+};
+
+struct SampleResult {
+    int token = 0;
+    float logprob = 0.0f;             // raw model logprob of `token` (when top_logprobs >= 0)
+    std::vector<TokenLogprob> top;    // the top_logprobs most likely tokens, most likely first
+};
+
+class Sampler {
+public:
+    Sampler(SamplingParams params, const std::vector<int>& prompt_ids);
+
+    // Picks the next token from one row of logits [vocab_size]. Does not record it: call accept().
+    SampleResult sample(const float* logits, int vocab_size);
+    // Records an emitted token (for penalties).
+    void accept(int token);
+
+    const SamplingParams& params() const { return m_params; }
+    // Applies logit_bias and the penalties in place (exposed for tests and the CUDA sampler's checks).
+    void apply_processors(std::vector<float>& logits) const;
+
+private:
+    double next_uniform();  // [0, 1) from the request's own RNG
+
+    SamplingParams m_params;
+    std::mt19937_64 m_rng;
+    std::vector<int> m_prompt_unique;                 // distinct prompt tokens (repetition penalty)
+    std::unordered_map<int, int> m_output_counts;     // emitted token -> count
+};
+
+// log_softmax of logits into out (same length).
+void log_softmax(const float* logits, int n, std::vector<float>& out);
+
+}  // namespace loradesk::runtime
