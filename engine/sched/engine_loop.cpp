@@ -80,6 +80,11 @@ std::shared_ptr<RequestChannel> EngineLoop::submit(LoopRequest r) {
         if (t < 0 || t >= vocab)
             throw_expected(ErrorCode::invalid_argument, "prompt token id " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(vocab));
     if (r.stop.max_tokens <= 0) throw_expected(ErrorCode::invalid_argument, "max_tokens must be at least 1");
+    try {
+        r.sampling.params.validate(vocab);
+    } catch (const Error& e) {
+        throw_expected(ErrorCode::invalid_argument, e.what());
+    }
     if (n_prompt >= ctx) throw_expected(ErrorCode::context_too_long, context_too_long_message(ctx, n_prompt, r.stop.max_tokens));
     if (!r.ns.empty() && m_n_slots == 0)
         throw_expected(ErrorCode::unavailable, "adapters cannot be served: this engine has no LoRA slots (start it with --max-loras 1 or more)");
@@ -118,8 +123,10 @@ void EngineLoop::drain_inbox() {
     }
     for (auto& [req, ch] : submits) {
         try {
+            auto sampler = std::make_unique<runtime::Sampler>(req.sampling.params, req.prompt);
             m_sched->submit({std::move(req.ns), std::move(req.prompt), req.sampling, std::move(req.stop)}, ch->id());
             m_channels.emplace(ch->id(), ch);
+            m_samplers.emplace(ch->id(), std::move(sampler));
         } catch (const Error& e) {  // e.g. the queue filled up between the caller's check and now
             FinishOut f;
             f.reason = FinishReason::error;
@@ -139,9 +146,15 @@ void EngineLoop::step() {
         m_runner.forward(m_plan.batch, m_logits);
         const std::size_t vocab = std::size_t(m_runner.config().vocab_size);
         for (std::size_t i = 0; i < m_plan.sampling.size(); ++i) {
-            std::span<const float> row(m_logits.data() + i * vocab, vocab);
-            outs.push_back(greedy_sample(row, m_plan.sampling[i]->sampling.logprobs));
-            sampled.push_back(outs.back().token_id);
+            runtime::Sampler& sampler = *m_samplers.at(m_plan.sampling[i]->id);
+            runtime::SampleResult r = sampler.sample(m_logits.data() + i * vocab, int(vocab));
+            sampler.accept(r.token);
+            TokenOut out;
+            out.token_id = r.token;
+            out.logprob = r.logprob;
+            for (auto& t : r.top) out.top.emplace_back(t.token, t.logprob);
+            outs.push_back(std::move(out));
+            sampled.push_back(r.token);
         }
     } catch (const std::exception& e) {
         log::error("engine step failed: {}", e.what());
@@ -186,6 +199,7 @@ void EngineLoop::emit_finished() {
         f.latency_ms = ms(now - s->t_submit);
         it->second->push(std::move(f));
         m_channels.erase(it);
+        m_samplers.erase(s->id);
         --m_queued;
     }
 }

@@ -1,8 +1,8 @@
 // EngineLoop: the one thread that owns the runner, the KV page pool, the prefix cache and the scheduler.
 // Other threads submit and cancel through a locked inbox and read each request's events (token ids,
-// optional logprobs, then one finish with usage and timings) from its RequestChannel. Sampling is greedy
-// argmax until runtime/sampler.h lands. Stop strings live in the text layer, which calls cancel() with
-// FinishReason::stop and the string.
+// optional logprobs, then one finish with usage and timings) from its RequestChannel. Each request has
+// its own runtime::Sampler (penalties, seed). Stop strings live in the text layer, which calls cancel()
+// with FinishReason::stop and the string.
 #pragma once
 
 #include <atomic>
@@ -33,7 +33,7 @@ struct LoopRequest {
 
 struct TokenOut {
     int32_t token_id = 0;
-    float logprob = 0.0f;                         // filled when sampling.logprobs >= 0
+    float logprob = 0.0f;                         // filled when sampling.params.top_logprobs >= 0
     std::vector<std::pair<int32_t, float>> top;  // best alternatives, most likely first
 };
 
@@ -130,13 +130,15 @@ private:
     std::atomic<int> m_queued{0};  // submitted, not yet finished
 
     std::unordered_map<uint64_t, std::shared_ptr<RequestChannel>> m_channels;  // loop thread only
+    std::unordered_map<uint64_t, std::unique_ptr<runtime::Sampler>> m_samplers;  // loop thread only
     StepPlan m_plan;
     std::vector<std::pair<uint64_t, TokenOut>> m_pending;  // this step's tokens, sent after stats
     std::vector<float> m_logits;
     std::thread m_thread;
 };
 
-// Greedy choice over one logits row; fills logprob and `n_top` alternatives when n_top >= 0.
+// Greedy choice over one logits row; fills logprob and `n_top` alternatives when n_top >= 0. A cheap
+// stand-in for runtime::Sampler where tests and benches drive a Scheduler directly.
 TokenOut greedy_sample(std::span<const float> row, int n_top);
 
 }  // namespace loradesk::sched

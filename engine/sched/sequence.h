@@ -10,12 +10,17 @@
 #include <vector>
 
 #include "kv/prefix_cache.h"
+#include "runtime/sampler.h"
 
 namespace loradesk::sched {
 
+// The runtime sampler's parameters; greedy unless the request says otherwise (temperature 0).
 struct SamplingConfig {
-    float temperature = 0.0f;  // the loop samples greedily for now; kept so the sampler can take over
-    int logprobs = -1;         // -1 = off; else number of top alternatives to report
+    runtime::SamplingParams params = [] {
+        runtime::SamplingParams p;
+        p.temperature = 0.0f;
+        return p;
+    }();
 };
 
 struct StopConfig {

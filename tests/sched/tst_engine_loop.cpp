@@ -96,7 +96,7 @@ private slots:
         LoopRequest r;
         r.prompt = ramp(13, 4);
         r.stop.max_tokens = 2;
-        r.sampling.logprobs = 3;
+        r.sampling.params.top_logprobs = 3;
         Collected first = drain(*loop.submit(r));
         QCOMPARE(first.finish.cached_tokens, 0);
         QCOMPARE(first.outs.size(), std::size_t(2));
