@@ -86,6 +86,9 @@ std::shared_ptr<RequestChannel> EngineLoop::submit(LoopRequest r) {
         throw_expected(ErrorCode::invalid_argument, e.what());
     }
     if (n_prompt >= ctx) throw_expected(ErrorCode::context_too_long, context_too_long_message(ctx, n_prompt, r.stop.max_tokens));
+    if (m_pool->pages_for_tokens(n_prompt + 1) > m_n_pages)
+        throw_expected(ErrorCode::capacity, "the prompt of " + std::to_string(n_prompt) + " tokens does not fit the KV cache of " +
+                                                std::to_string(m_n_pages * m_cfg.page_size) + " tokens; raise --kv-memory");
     if (!r.ns.empty() && m_n_slots == 0)
         throw_expected(ErrorCode::unavailable, "adapters cannot be served: this engine has no LoRA slots (start it with --max-loras 1 or more)");
     if (m_queued.load() >= m_cfg.sched.max_waiting + m_cfg.sched.capacity.max_running)
@@ -139,7 +142,17 @@ void EngineLoop::drain_inbox() {
 }
 
 void EngineLoop::step() {
-    if (!m_sched->plan(m_plan)) return;
+    try {
+        if (!m_sched->plan(m_plan)) return;
+    } catch (const std::exception& e) {
+        // A broken invariant (e.g. a residency granting a slot that does not exist): fail what is in
+        // flight with the reason rather than take the process down; new requests start clean.
+        log::error("engine planning failed: {}", e.what());
+        std::vector<uint64_t> ids;
+        for (auto& [id, ch] : m_channels) ids.push_back(id);
+        for (uint64_t id : ids) m_sched->finish(id, FinishReason::error, std::string("the engine failed to plan a step: ") + e.what());
+        return;
+    }
     std::vector<int32_t> sampled;
     std::vector<TokenOut> outs;
     try {

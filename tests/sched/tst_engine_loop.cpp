@@ -120,6 +120,23 @@ private slots:
             QCOMPARE(e.code(), ErrorCode::context_too_long);
             QVERIFY(QString(e.what()).startsWith("This model's maximum context length is 64 tokens."));
         }
+        r.prompt = ramp(63);
+        r.stop.max_tokens = 1;
+        {
+            EngineLoopConfig tiny = loop_config();
+            tiny.kv_bytes = 4 * 4 * 64;  // 4 pages of 4 tokens
+            EngineLoop small(runner, residency, tiny);
+            try {
+                small.submit(r);
+                QFAIL("expected capacity");
+            } catch (const ExpectedError& e) {
+                QCOMPARE(e.code(), ErrorCode::capacity);
+            }
+        }
+        r.sampling.params.temperature = -1.0f;
+        r.prompt = {1, 2};
+        QVERIFY_THROWS_EXCEPTION(ExpectedError, loop.submit(r));
+        r.sampling.params.temperature = 0.0f;
         r.prompt = {1, 2, 500};
         QVERIFY_THROWS_EXCEPTION(ExpectedError, loop.submit(r));
         r.prompt = {1, 2};
