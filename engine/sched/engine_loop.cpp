@@ -111,6 +111,14 @@ void EngineLoop::cancel(uint64_t id, FinishReason reason, std::string detail) {
     m_cv.notify_all();
 }
 
+void EngineLoop::evict_adapter(std::string digest) {
+    {
+        std::lock_guard lock(m_mutex);
+        m_evictions.push_back(std::move(digest));
+    }
+    m_cv.notify_all();
+}
+
 LoopStats EngineLoop::stats() const {
     std::lock_guard lock(m_mutex);
     return m_stats;
@@ -119,11 +127,14 @@ LoopStats EngineLoop::stats() const {
 void EngineLoop::drain_inbox() {
     std::vector<std::pair<LoopRequest, std::shared_ptr<RequestChannel>>> submits;
     std::vector<Cancel> cancels;
+    std::vector<std::string> evictions;
     {
         std::lock_guard lock(m_mutex);
         submits.swap(m_submits);
         cancels.swap(m_cancels);
+        evictions.swap(m_evictions);
     }
+    for (auto& ns : evictions) m_cache->evict_namespace(ns);
     for (auto& [req, ch] : submits) {
         try {
             auto sampler = std::make_unique<runtime::Sampler>(req.sampling.params, req.prompt);
@@ -223,7 +234,7 @@ void EngineLoop::run() {
             std::unique_lock lock(m_mutex);
             const bool idle = m_sched->n_running() == 0 && m_sched->n_waiting() == 0;
             // Waiting requests that could not run (adapter loading) are retried after a short pause.
-            auto wake = [&] { return m_stop || !m_submits.empty() || !m_cancels.empty(); };
+            auto wake = [&] { return m_stop || !m_submits.empty() || !m_cancels.empty() || !m_evictions.empty(); };
             if (idle) m_cv.wait(lock, wake);
             if (m_stop) break;
         }
@@ -236,7 +247,7 @@ void EngineLoop::run() {
         emit_finished();
         if (m_sched->counters().steps == before && (m_sched->n_running() || m_sched->n_waiting())) {
             std::unique_lock lock(m_mutex);
-            m_cv.wait_for(lock, std::chrono::milliseconds(1), [&] { return m_stop || !m_submits.empty() || !m_cancels.empty(); });
+            m_cv.wait_for(lock, std::chrono::milliseconds(1), [&] { return m_stop || !m_submits.empty() || !m_cancels.empty() || !m_evictions.empty(); });
         }
     }
     // Shutting down: every open request ends as cancelled so that readers are not left waiting.

@@ -95,6 +95,9 @@ public:
     std::shared_ptr<RequestChannel> submit(LoopRequest request);
     // Ends a request at once (client gone: cancelled; stop string found: stop + the string). Any thread.
     void cancel(uint64_t id, FinishReason reason = FinishReason::cancelled, std::string detail = {});
+    // Adapter unloaded or changed: drops its prefix-cache namespace at once (locked pages follow when
+    // their requests end). Any thread.
+    void evict_adapter(std::string digest);
     LoopStats stats() const;
     int n_pages() const { return m_n_pages; }
 
@@ -124,6 +127,7 @@ private:
     std::condition_variable m_cv;
     std::vector<std::pair<LoopRequest, std::shared_ptr<RequestChannel>>> m_submits;
     std::vector<Cancel> m_cancels;
+    std::vector<std::string> m_evictions;
     bool m_stop = false;
     LoopStats m_stats;
     std::atomic<uint64_t> m_next_id{1};

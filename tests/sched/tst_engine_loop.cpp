@@ -107,6 +107,26 @@ private slots:
         QCOMPARE(again.finish.cached_tokens, 12);  // three full pages of the 13-token prompt
         QCOMPARE(again.tokens, first.tokens);
     }
+    void evict_adapter_drops_its_cache() {
+        NullRunner runner(null_model());
+        ScriptedResidency residency(2);
+        EngineLoop loop(runner, residency, loop_config());
+        LoopRequest r;
+        r.ns = "ad1";
+        r.prompt = ramp(17, 3);
+        r.stop.max_tokens = 3;
+        QVERIFY(drain(*loop.submit(r)).finished);
+        r.ns = "";
+        QVERIFY(drain(*loop.submit(r)).finished);
+        const int both = loop.stats().pages_cached;
+        QCOMPARE(both, 2 * 4);  // 19 computed tokens = 4 full pages of 4, in each namespace
+        loop.evict_adapter("ad1");
+        for (int i = 0; i < 1000 && loop.stats().pages_cached != 4; ++i) std::this_thread::sleep_for(1ms);
+        QCOMPARE(loop.stats().pages_cached, 4);
+        r.ns = "ad1";
+        Collected again = drain(*loop.submit(r));
+        QCOMPARE(again.finish.cached_tokens, 0);
+    }
     void submit_validates() {
         NullRunner runner(null_model(97, 64));
         BaseOnlyResidency residency;

@@ -3,6 +3,8 @@
 // context-length rejection, chunked prefill budget, stop conditions, and concurrent == alone outputs.
 #include <QtTest>
 
+#include <map>
+#include <random>
 #include <set>
 
 #include "core/error.h"
@@ -205,6 +207,69 @@ private slots:
             QCOMPARE(std::vector<int32_t>(s->generated().begin(), s->generated().end()), sim.alone(reqs[i].second, max_tokens[i]));
         }
         QVERIFY(sim.cache.stats("").hit_tokens + sim.cache.stats("a").hit_tokens + sim.cache.stats("b").hit_tokens > 0);
+        sim.cache.clear();
+        QCOMPARE(sim.pool.n_free(), sim.pool.n_pages());
+    }
+    void randomized_operations_data() {
+        QTest::addColumn<unsigned>("seed");
+        QTest::addColumn<int>("policy");
+        for (unsigned seed : {1u, 2u, 3u, 4u}) {
+            QTest::newRow(qPrintable(QString("fcfs %1").arg(seed))) << seed << 0;
+            QTest::newRow(qPrintable(QString("pack %1").arg(seed))) << seed << 1;
+        }
+    }
+    // Random submits, cancels, adapter unloads and loading adapters against a small pool: page accounting
+    // holds after every step, every request that ran to its length gives exactly its alone tokens (through
+    // preemption, recompute and namespace eviction), and everything is free at the end.
+    void randomized_operations() {
+        QFETCH(unsigned, seed);
+        QFETCH(int, policy);
+        SchedulerConfig c = config(2, 12, 6);
+        c.capacity.policy = policy ? Policy::pack : Policy::fcfs;
+        Sim sim(24, 4, c, 2);
+        std::mt19937 rng(seed);
+        auto pick = [&](int n) { return int(rng() % unsigned(n)); };
+        const std::vector<std::string> spaces{"", "a", "b", "c"};
+        std::map<uint64_t, std::pair<std::vector<int32_t>, int>> submitted;
+        std::vector<uint64_t> live;
+        for (int step = 0; step < 1500; ++step) {
+            int op = pick(10);
+            if (op < 3 && live.size() < 12) {
+                std::vector<int32_t> prompt = ramp(4 * pick(4), 11);
+                for (int k = 1 + pick(9); k > 0; --k) prompt.push_back(pick(97));
+                int max_tokens = 1 + pick(20);
+                uint64_t id = sim.sched.submit(spec(spaces[std::size_t(pick(4))], prompt, max_tokens));
+                submitted[id] = {prompt, max_tokens};
+                live.push_back(id);
+            } else if (op == 3 && !live.empty() && pick(4) == 0) {
+                sim.sched.finish(live[std::size_t(pick(int(live.size())))], FinishReason::cancelled);
+            } else if (op == 4 && pick(5) == 0) {
+                sim.cache.evict_namespace(spaces[std::size_t(pick(4))]);
+            } else if (op == 5 && pick(10) == 0) {
+                sim.residency.loading_calls[spaces[std::size_t(1 + pick(3))]] = 1 + pick(3);
+            }
+            sim.step();
+            std::erase_if(live, [&](uint64_t id) { return sim.sched.find(id) == nullptr; });
+            long refs = 0, held = sim.cache.n_cached_pages();
+            for (int p = 0; p < sim.pool.n_pages(); ++p) refs += sim.pool.ref_count(p);
+            for (uint64_t id : live) {
+                const Sequence* s = sim.sched.find(id);
+                held += long(s->pages.size());
+                QVERIFY(int(s->pages.size()) >= sim.pool.pages_for_tokens(s->n_computed));
+            }
+            QCOMPARE(refs, held);
+        }
+        sim.run_to_end();
+        QCOMPARE(sim.sched.n_running() + sim.sched.n_waiting(), 0);
+        int checked = 0;
+        for (auto& [id, s] : sim.done) {
+            if (s->finish_reason != FinishReason::length) continue;
+            auto& [prompt, max_tokens] = submitted[id];
+            QCOMPARE(std::vector<int32_t>(s->generated().begin(), s->generated().end()), sim.alone(prompt, max_tokens));
+            ++checked;
+        }
+        QVERIFY(checked > 20);
+        QVERIFY(sim.sched.counters().preemptions > 0);
         sim.cache.clear();
         QCOMPARE(sim.pool.n_free(), sim.pool.n_pages());
     }
