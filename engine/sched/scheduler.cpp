@@ -56,6 +56,11 @@ uint64_t Scheduler::submit(SubmitSpec spec, uint64_t id) {
     auto s = std::make_unique<Sequence>();
     s->id = id;
     s->ns = std::move(spec.ns);
+    if (!s->ns.empty()) {
+        auto [it, fresh] = m_adapter_ids.try_emplace(s->ns, int(m_adapter_ids.size()) + 1);
+        s->adapter = it->second;
+        if (fresh) m_slot_of.resize(std::size_t(s->adapter) + 1, 0);
+    }
     s->tokens = std::move(spec.prompt);
     s->n_prompt = n_prompt;
     s->sampling = spec.sampling;

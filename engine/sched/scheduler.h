@@ -100,7 +100,8 @@ private:
     std::vector<Sequence*> m_running;  // admitted, in admission order
     std::vector<Sequence*> m_waiting;  // in queue order
     std::vector<std::unique_ptr<Sequence>> m_finished;
-    std::unordered_map<std::string, int> m_slots;  // digest -> slot granted for the current step
+    std::unordered_map<std::string, int> m_adapter_ids;  // digest -> small id (1..); never reused
+    std::vector<int> m_slot_of;                          // adapter id -> slot granted this step
     uint64_t m_next_id = 1;
     uint64_t m_next_arrival = 0;
     int64_t m_step = 0;

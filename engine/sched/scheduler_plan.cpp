@@ -36,7 +36,7 @@ bool Scheduler::plan(StepPlan& out) {
         int chunk = std::min(s.n_pending(), cc.max_batch_tokens);
         int pages = std::max(0, m_pool.pages_for_tokens(s.n_computed + chunk) - int(s.pages.size()));
         need += pages;
-        run_c.push_back({int(i), s.ns, pages, chunk, s.arrival, 0, 0});
+        run_c.push_back({int(i), s.ns, s.adapter, pages, chunk, s.arrival, 0, 0});
     }
     if (need > available)  // only then is preemption on the table: pages nobody else holds come back
         for (auto& c : run_c)
@@ -48,7 +48,7 @@ bool Scheduler::plan(StepPlan& out) {
             int hit = m_cache.match_length(s.ns, std::span<const int32_t>(s.tokens.data(), s.tokens.size() - 1));
             int chunk = std::min(int(s.tokens.size()) - hit, cc.max_batch_tokens);
             int pages = m_pool.pages_for_tokens(hit + chunk) - hit / m_pool.page_size();
-            wait_c.push_back({i, s.ns, pages, chunk, s.arrival, m_step - s.enqueued_step, 0});
+            wait_c.push_back({i, s.ns, s.adapter, pages, chunk, s.arrival, m_step - s.enqueued_step, 0});
         }
     }
 
@@ -61,20 +61,19 @@ bool Scheduler::plan(StepPlan& out) {
     for (int i : cap.preempted) victims.push_back(m_running[std::size_t(i)]);
     for (Sequence* v : victims) preempt(*v);
 
-    m_slots.clear();
     if (!cap.adapters.empty()) {
         std::vector<lora::SlotGrant> grants = m_residency.acquire_slots(cap.adapters);
         if (grants.size() != cap.adapters.size()) throw_error(ErrorCode::internal, "adapter residency returned the wrong number of grants");
-        std::unordered_set<std::string> not_ready;
+        std::unordered_set<int> not_ready;
         for (std::size_t a = 0; a < grants.size(); ++a) {
             const std::string& digest = cap.adapters[a];
             if (grants[a].state == lora::Residency::ready) {
                 if (grants[a].slot < 1 || grants[a].slot > m_residency.n_slots())
                     throw_error(ErrorCode::internal, "adapter residency granted slot " + std::to_string(grants[a].slot));
-                m_slots[digest] = grants[a].slot;
+                m_slot_of[std::size_t(m_adapter_ids.at(digest))] = grants[a].slot;
                 continue;
             }
-            not_ready.insert(digest);
+            not_ready.insert(m_adapter_ids.at(digest));
             if (grants[a].state == lora::Residency::failed) {
                 std::vector<Sequence*> doomed;
                 for (auto& [id, s] : m_seqs)
@@ -83,7 +82,7 @@ bool Scheduler::plan(StepPlan& out) {
             }
         }
         auto drop = [&](std::vector<Sequence*>& v) {
-            std::erase_if(v, [&](Sequence* s) { return not_ready.count(s->ns) > 0; });
+            std::erase_if(v, [&](Sequence* s) { return not_ready.count(s->adapter) > 0; });
         };
         drop(go);
         drop(admit_list);
@@ -119,7 +118,7 @@ void Scheduler::build_batch(StepPlan& out, std::vector<Sequence*>& seqs, const s
     std::vector<int> count(std::size_t(n_slots) + 2, 0);
     for (std::size_t i = 0; i < seqs.size(); ++i)
         if (n_tokens[i] > 0) {
-            seqs[i]->slot = seqs[i]->ns.empty() ? 0 : m_slots.at(seqs[i]->ns);
+            seqs[i]->slot = seqs[i]->adapter == 0 ? 0 : m_slot_of[std::size_t(seqs[i]->adapter)];
             ++count[std::size_t(seqs[i]->slot) + 1];
         }
     for (std::size_t k = 1; k < count.size(); ++k) count[k] += count[k - 1];

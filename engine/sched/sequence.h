@@ -40,6 +40,7 @@ const char* finish_reason_name(FinishReason r);
 struct Sequence {
     uint64_t id = 0;
     std::string ns;  // adapter content digest; "" = base model
+    int adapter = 0; // the scheduler's small id for ns (0 = base), so the hot path compares ints
     std::vector<int32_t> tokens;  // prompt followed by generated ids
     int n_prompt = 0;
     SamplingConfig sampling;
