@@ -15,20 +15,8 @@ int waiting_scan_limit(const CapacityConfig& c, int n_running) { return std::max
 
 }  // namespace
 
-bool Scheduler::plan(StepPlan& out) {
-    // Cleared, not reallocated: the arrays keep their capacity from step to step.
-    runtime::ForwardBatch& b = out.batch;
-    for (auto* v : {&b.token_ids, &b.positions, &b.qo_indptr, &b.kv_indptr, &b.kv_indices, &b.kv_last_page_len,
-                    &b.seq_lora_slot, &b.lora_seg_indptr, &b.lora_seg_slot, &b.logits_indices})
-        v->clear();
-    b.page_size = m_pool.page_size();
-    out.seqs.clear();
-    out.n_tokens.clear();
-    out.sampling.clear();
+int Scheduler::gather_candidates(std::vector<CapacityCandidate>& run_c, std::vector<CapacityCandidate>& wait_c) {
     const CapacityConfig& cc = m_cfg.capacity;
-
-    // 1. Candidates with the pages their next chunk needs.
-    std::vector<CapacityCandidate> run_c, wait_c;
     run_c.reserve(m_running.size());
     int available = m_pool.n_free() + m_cache.n_evictable_pages(), need = 0;
     for (std::size_t i = 0; i < m_running.size(); ++i) {
@@ -52,6 +40,53 @@ bool Scheduler::plan(StepPlan& out) {
         }
     }
 
+    return available;
+}
+
+void Scheduler::apply_residency(const std::vector<std::string>& adapters, std::vector<Sequence*>& go,
+                                std::vector<Sequence*>& admit_list) {
+    std::vector<lora::SlotGrant> grants = m_residency.acquire_slots(adapters);
+    if (grants.size() != adapters.size()) throw_error(ErrorCode::internal, "adapter residency returned the wrong number of grants");
+    std::unordered_set<int> not_ready;
+    for (std::size_t a = 0; a < grants.size(); ++a) {
+        const std::string& digest = adapters[a];
+        if (grants[a].state == lora::Residency::ready) {
+            if (grants[a].slot < 1 || grants[a].slot > m_residency.n_slots())
+                throw_error(ErrorCode::internal, "adapter residency granted slot " + std::to_string(grants[a].slot));
+            m_slot_of[std::size_t(m_adapter_ids.at(digest))] = grants[a].slot;
+            continue;
+        }
+        not_ready.insert(m_adapter_ids.at(digest));
+        if (grants[a].state == lora::Residency::failed) {
+            std::vector<Sequence*> doomed;
+            for (auto& [id, s] : m_seqs)
+                if (s->ns == digest) doomed.push_back(s.get());
+            for (Sequence* s : doomed) end(s, FinishReason::error, grants[a].error);
+        }
+    }
+    auto drop = [&](std::vector<Sequence*>& v) {
+        std::erase_if(v, [&](Sequence* s) { return not_ready.count(s->adapter) > 0; });
+    };
+    drop(go);
+    drop(admit_list);
+}
+
+bool Scheduler::plan(StepPlan& out) {
+    // Cleared, not reallocated: the arrays keep their capacity from step to step.
+    runtime::ForwardBatch& b = out.batch;
+    for (auto* v : {&b.token_ids, &b.positions, &b.qo_indptr, &b.kv_indptr, &b.kv_indices, &b.kv_last_page_len,
+                    &b.seq_lora_slot, &b.lora_seg_indptr, &b.lora_seg_slot, &b.logits_indices})
+        v->clear();
+    b.page_size = m_pool.page_size();
+    out.seqs.clear();
+    out.n_tokens.clear();
+    out.sampling.clear();
+    const CapacityConfig& cc = m_cfg.capacity;
+
+    // 1. Candidates with the pages their next chunk needs.
+    std::vector<CapacityCandidate> run_c, wait_c;
+    const int available = gather_candidates(run_c, wait_c);
+
     // 2. Capacity step, then residency for the adapters it chose.
     CapacityPlan cap = plan_capacity(cc, run_c, wait_c, available);
     std::vector<Sequence*> go, admit_list;
@@ -61,32 +96,7 @@ bool Scheduler::plan(StepPlan& out) {
     for (int i : cap.preempted) victims.push_back(m_running[std::size_t(i)]);
     for (Sequence* v : victims) preempt(*v);
 
-    if (!cap.adapters.empty()) {
-        std::vector<lora::SlotGrant> grants = m_residency.acquire_slots(cap.adapters);
-        if (grants.size() != cap.adapters.size()) throw_error(ErrorCode::internal, "adapter residency returned the wrong number of grants");
-        std::unordered_set<int> not_ready;
-        for (std::size_t a = 0; a < grants.size(); ++a) {
-            const std::string& digest = cap.adapters[a];
-            if (grants[a].state == lora::Residency::ready) {
-                if (grants[a].slot < 1 || grants[a].slot > m_residency.n_slots())
-                    throw_error(ErrorCode::internal, "adapter residency granted slot " + std::to_string(grants[a].slot));
-                m_slot_of[std::size_t(m_adapter_ids.at(digest))] = grants[a].slot;
-                continue;
-            }
-            not_ready.insert(m_adapter_ids.at(digest));
-            if (grants[a].state == lora::Residency::failed) {
-                std::vector<Sequence*> doomed;
-                for (auto& [id, s] : m_seqs)
-                    if (s->ns == digest) doomed.push_back(s.get());
-                for (Sequence* s : doomed) end(s, FinishReason::error, grants[a].error);
-            }
-        }
-        auto drop = [&](std::vector<Sequence*>& v) {
-            std::erase_if(v, [&](Sequence* s) { return not_ready.count(s->adapter) > 0; });
-        };
-        drop(go);
-        drop(admit_list);
-    }
+    if (!cap.adapters.empty()) apply_residency(cap.adapters, go, admit_list);
     for (Sequence* s : admit_list) admit(*s);
     go.insert(go.end(), admit_list.begin(), admit_list.end());
 
