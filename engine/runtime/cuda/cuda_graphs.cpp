@@ -21,7 +21,7 @@ namespace {
 constexpr int kBuckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 constexpr int kMinAttItems = 4096;          // split-K partials planned for (about 66 KB each at 8 KV heads x 128)
 constexpr int kMaxSplits = 64;
-constexpr int kKeysPerSplit = 512;          // long contexts get more splits so that no block walks them alone
+constexpr int kKeysPerSplit = 256;          // long contexts get more splits so that no block walks them alone
 constexpr int kSegTokens = 4;               // graph LoRA segments are cut to this many tokens (one SGMV block row)
 constexpr std::size_t kCublasWorkspace = std::size_t(32) << 20;
 
@@ -143,8 +143,11 @@ bool CudaRunner::Impl::run_graph_step(const ForwardBatch& b) {
     const int tiles = (group + kernels::kAttentionTileRows - 1) / kernels::kAttentionTileRows;
     int max_kv = 1;
     for (int s = 0; s < n; ++s) max_kv = std::max(max_kv, b.kv_len(s));
-    int splits = pow2_at_least((2 * n_sms + B * tiles * cfg.n_kv_heads - 1) / (B * tiles * cfg.n_kv_heads));
-    splits = std::min(std::max(splits, pow2_at_least((max_kv + kKeysPerSplit - 1) / kKeysPerSplit)), kMaxSplits);
+    // Splits: about one per kKeysPerSplit keys (like the eager chunking), and up to 8 more when the batch
+    // alone would leave most SMs idle; each split costs a partial that the merge must read back.
+    const int fill = pow2_at_least((n_sms + B * tiles * cfg.n_kv_heads - 1) / (B * tiles * cfg.n_kv_heads));
+    const int per_keys = pow2_at_least((max_kv + kKeysPerSplit - 1) / kKeysPerSplit);
+    int splits = std::min(std::max(per_keys, std::min(fill, std::min(8, pow2_at_least((max_kv + 63) / 64)))), kMaxSplits);
     while (splits > 1 && B * tiles * splits > ws_att_items) splits /= 2;
     if (B * tiles * splits > ws_att_items) return false;
 
