@@ -41,26 +41,24 @@ Value apply_filters(Interpreter& in, const std::vector<std::unique_ptr<FilterExp
     return v;
 }
 
-Value make_loop(const ValueList& items, std::size_t i) {
+// The loop object of iteration i. `cycle` is created once per loop and reads the shared position.
+Value make_loop(const ValueList& items, std::size_t i, const Value& cycle) {
     auto n = static_cast<std::int64_t>(items.size());
     auto idx = static_cast<std::int64_t>(i);
     Dict d;
     d.items.reserve(12);
-    d.items.emplace_back(Value::string("index"), Value::integer(idx + 1));
     d.items.emplace_back(Value::string("index0"), Value::integer(idx));
-    d.items.emplace_back(Value::string("revindex"), Value::integer(n - idx));
-    d.items.emplace_back(Value::string("revindex0"), Value::integer(n - idx - 1));
+    d.items.emplace_back(Value::string("index"), Value::integer(idx + 1));
     d.items.emplace_back(Value::string("first"), Value::boolean(i == 0));
     d.items.emplace_back(Value::string("last"), Value::boolean(idx == n - 1));
     d.items.emplace_back(Value::string("length"), Value::integer(n));
+    d.items.emplace_back(Value::string("revindex"), Value::integer(n - idx));
+    d.items.emplace_back(Value::string("revindex0"), Value::integer(n - idx - 1));
     d.items.emplace_back(Value::string("depth"), Value::integer(1));
     d.items.emplace_back(Value::string("depth0"), Value::integer(0));
     if (i > 0) d.items.emplace_back(Value::string("previtem"), items[i - 1]);
     if (idx + 1 < n) d.items.emplace_back(Value::string("nextitem"), items[i + 1]);
-    d.items.emplace_back(Value::string("cycle"), Value::callable("loop.cycle", [i](Interpreter&, CallArgs& a) {
-        if (a.positional.empty()) fail("no items for cycling given");
-        return a.positional[i % a.positional.size()];
-    }));
+    d.items.emplace_back(Value::string("cycle"), cycle);
     return Value::dict(std::move(d));
 }
 
@@ -97,31 +95,43 @@ Flow IfStmt::render(Interpreter& in, std::string& out) const {
 }
 
 Flow ForStmt::render(Interpreter& in, std::string& out) const {
-    ValueList items = at_stmt(line, [&] {
-        Value seq = iter->eval(in);
-        if (seq.is_none()) fail("'NoneType' object is not iterable");
-        return iterate(seq);
-    });
+    // Lists are iterated in place (the Value keeps them alive); other iterables are materialised.
+    Value seq = at_stmt(line, [&] { return iter->eval(in); });
+    ValueList materialised;
+    if (!seq.is_list()) {
+        materialised = at_stmt(line, [&] {
+            if (seq.is_none()) fail("'NoneType' object is not iterable");
+            return iterate(seq);
+        });
+    }
+    const ValueList* items = seq.is_list() ? &seq.items() : &materialised;
     if (filter) {
         ValueList kept;
-        for (auto& item : items) {
+        for (auto& item : *items) {
             auto f = std::make_shared<Frame>(in.frame());
             at_stmt(line, [&] { assign(*f, targets, item); });
             Interpreter::FrameGuard guard(in, f);
             if (at_stmt(line, [&] { return filter->eval(in).truthy(); })) kept.push_back(item);
         }
-        items = std::move(kept);
+        materialised = std::move(kept);
+        items = &materialised;
     }
-    for (std::size_t i = 0; i < items.size(); ++i) {
+    auto position = std::make_shared<std::size_t>(0);
+    Value cycle = Value::callable("loop.cycle", [position](Interpreter&, CallArgs& a) {
+        if (a.positional.empty()) fail("no items for cycling given");
+        return a.positional[*position % a.positional.size()];
+    });
+    for (std::size_t i = 0; i < items->size(); ++i) {
         // A fresh frame per iteration: assignments in one iteration are not seen by the next (Jinja2).
         auto f = std::make_shared<Frame>(in.frame());
-        at_stmt(line, [&] { assign(*f, targets, items[i]); });
-        f->set("loop", make_loop(items, i));
+        at_stmt(line, [&] { assign(*f, targets, (*items)[i]); });
+        *position = i;
+        f->set("loop", make_loop(*items, i, cycle));
         Interpreter::FrameGuard guard(in, f);
         Flow flow = in.render_body(body, out);
         if (flow == Flow::break_) break;
     }
-    if (items.empty() && !otherwise.empty()) {
+    if (items->empty() && !otherwise.empty()) {
         Interpreter::FrameGuard guard(in, std::make_shared<Frame>(in.frame()));
         return in.render_body(otherwise, out);
     }
