@@ -57,8 +57,12 @@ ValueList sorted_values(Interpreter& in, ValueList items, bool reverse, bool cas
         Value key = attribute.is_none() || attribute.is_undefined() ? v : attr_path(in, v, attribute);
         keyed.emplace_back(lower_if_str(key, case_sensitive), v);
     }
+    auto less = [](const Value& x, const Value& y) {
+        if (x.is_undefined() || y.is_undefined()) return false;  // Python sorts Undefined keys without failing
+        return value_less(x, y);
+    };
     std::stable_sort(keyed.begin(), keyed.end(), [&](auto& a, auto& b) {
-        return reverse ? value_less(b.first, a.first) : value_less(a.first, b.first);
+        return reverse ? less(b.first, a.first) : less(a.first, b.first);
     });
     ValueList out;
     for (auto& kv : keyed) out.push_back(std::move(kv.second));
@@ -143,6 +147,7 @@ Value f_first(Interpreter&, const Value& v, CallArgs&) {
 }
 Value f_last(Interpreter&, const Value& v, CallArgs&) {
     ValueList items = iterate(v);
+    if (v.is_generator()) fail("'" + v.type_name() + "' object is not reversible");
     return items.empty() ? Value::undefined("No last item, sequence was empty.") : items.back();
 }
 
@@ -151,7 +156,7 @@ Value f_items(Interpreter&, const Value& v, CallArgs&) {
     if (!v.is_dict()) fail("Can only get item pairs from a mapping.");
     ValueList out;
     for (auto& [k, val] : v.dict_ref().items) out.push_back(Value::tuple({k, val}));
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
 }
 
 Value f_map(Interpreter& in, const Value& v, CallArgs& a) {
@@ -166,7 +171,7 @@ Value f_map(Interpreter& in, const Value& v, CallArgs& a) {
             Value r = attr_path(in, item, attr_it->second);
             out.push_back(r.is_undefined() && !dflt.is_undefined() ? dflt : r);
         }
-        return Value::list(std::move(out));
+        return Value::generator(std::move(out));
     }
     if (a.positional.empty()) fail("map requires a filter name or attribute=");
     std::string name = a.positional[0].to_str();
@@ -177,7 +182,7 @@ Value f_map(Interpreter& in, const Value& v, CallArgs& a) {
         CallArgs copy = rest;
         out.push_back(in.filter(name, item, copy));
     }
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
 }
 
 Value select_impl(Interpreter& in, const Value& v, CallArgs& a, bool by_attr, bool keep) {
@@ -198,7 +203,7 @@ Value select_impl(Interpreter& in, const Value& v, CallArgs& a, bool by_attr, bo
         bool ok = test.empty() ? subject.truthy() : in.test(test, subject, copy);
         if (ok == keep) out.push_back(item);
     }
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
 }
 Value f_select(Interpreter& in, const Value& v, CallArgs& a) { return select_impl(in, v, a, false, true); }
 Value f_reject(Interpreter& in, const Value& v, CallArgs& a) { return select_impl(in, v, a, false, false); }
@@ -320,7 +325,7 @@ Value f_unique(Interpreter& in, const Value& v, CallArgs& a) {
             out.push_back(item);
         }
     }
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
 }
 
 Value f_reverse(Interpreter&, const Value& v, CallArgs&) {
@@ -331,6 +336,8 @@ Value f_reverse(Interpreter&, const Value& v, CallArgs&) {
     }
     ValueList items = iterate(v);
     std::reverse(items.begin(), items.end());
+    // reversed() gives an iterator for sequences; a generator is not reversible and becomes a list.
+    if (v.is_list()) return Value::generator(std::move(items), v.kind() == Kind::tuple ? "reversed" : "list_reverseiterator");
     return Value::list(std::move(items));
 }
 
@@ -429,7 +436,7 @@ Value f_batch(Interpreter&, const Value& v, CallArgs& a) {
             while (static_cast<std::int64_t>(cur.size()) < n) cur.push_back(*b[1]);
         out.push_back(Value::list(std::move(cur)));
     }
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
 }
 
 Value f_safe(Interpreter&, const Value& v, CallArgs&) { return Value::string(v.to_str()); }
@@ -499,7 +506,7 @@ bool t_number(Interpreter&, const Value& v, CallArgs&) { return v.is_number(); }
 bool t_integer(Interpreter&, const Value& v, CallArgs&) { return v.is_int(); }
 bool t_float(Interpreter&, const Value& v, CallArgs&) { return v.is_float(); }
 bool t_mapping(Interpreter&, const Value& v, CallArgs&) { return v.is_dict(); }
-bool t_iterable(Interpreter&, const Value& v, CallArgs&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined(); }
+bool t_iterable(Interpreter&, const Value& v, CallArgs&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined() || v.is_generator(); }
 bool t_sequence(Interpreter&, const Value& v, CallArgs&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined(); }
 bool t_boolean(Interpreter&, const Value& v, CallArgs&) { return v.is_bool(); }
 bool t_true(Interpreter&, const Value& v, CallArgs&) { return v.is_bool() && v.as_bool(); }

@@ -310,6 +310,10 @@ Value string_method(Interpreter& in, const Value& self, const std::string& name,
     if (name == "isalpha") return all(py_isalpha);
     if (name == "isalnum") return all(py_isalnum);
     if (name == "isspace") return all(py_isspace);
+    if (name == "istitle") {
+        no_args();
+        return Value::boolean(!s.empty() && py_title(s) == s && str_lower(s) != s);
+    }
     if (name == "isupper" || name == "islower") {
         bool up = name == "isupper", cased = false;
         for (char32_t c : utf8_decode(s)) {
@@ -360,7 +364,7 @@ const std::set<std::string>& string_methods() {
     static const std::set<std::string> names = {
         "startswith", "endswith", "split", "rsplit", "strip", "lstrip", "rstrip", "upper", "lower", "casefold",
         "title", "capitalize", "swapcase", "replace", "find", "rfind", "index", "rindex", "count", "join",
-        "format", "splitlines", "isdigit", "isnumeric", "isdecimal", "isalpha", "isalnum", "isspace", "isupper",
+        "format", "splitlines", "isdigit", "isnumeric", "isdecimal", "isalpha", "isalnum", "isspace", "isupper", "istitle",
         "islower", "zfill", "ljust", "rjust", "center", "removeprefix", "removesuffix", "partition", "rpartition"};
     return names;
 }

@@ -285,9 +285,8 @@ std::string format_one(char conv, const std::string& flags, int width, int preci
         if (!arg.is_number()) fail("%" + std::string(1, conv) + " format: a real number is required, not " + arg.type_name());
     };
     char buf[512];
-    std::string cflags;
-    for (char f : flags)
-        if (f != '-') cflags += f;
+    // Numeric conversions let printf apply flags and width (zero padding, sign); strings pad below.
+    std::string cflags = flags + (width > 0 ? std::to_string(width) : std::string());
     switch (conv) {
         case 's': body = arg.to_str(); break;
         case 'r':
@@ -299,6 +298,7 @@ std::string format_one(char conv, const std::string& flags, int width, int preci
             long long n = arg.is_float() ? static_cast<long long>(std::trunc(arg.as_double())) : arg.as_int();
             std::snprintf(buf, sizeof buf, ("%" + cflags + "lld").c_str(), n);
             body = buf;
+            width = 0;
             break;
         }
         case 'x':
@@ -307,6 +307,7 @@ std::string format_one(char conv, const std::string& flags, int width, int preci
             if (!arg.is_int() && !arg.is_bool()) fail("%" + std::string(1, conv) + " format: an integer is required, not " + arg.type_name());
             std::snprintf(buf, sizeof buf, ("%" + cflags + "ll" + std::string(1, conv)).c_str(), arg.as_int());
             body = buf;
+            width = 0;
             break;
         case 'f':
         case 'F':
@@ -319,6 +320,7 @@ std::string format_one(char conv, const std::string& flags, int width, int preci
                           arg.as_double());
             body = buf;
             precision = -1;
+            width = 0;
             break;
         case 'c':
             if (arg.is_string()) body = arg.str();

@@ -77,6 +77,12 @@ Value Value::tuple(ValueList items) {
     v.m_kind = Kind::tuple;
     return v;
 }
+Value Value::generator(ValueList items, std::string type_name) {
+    Value v = list(std::move(items));
+    v.m_kind = Kind::generator;
+    v.m_str = std::move(type_name);
+    return v;
+}
 Value Value::dict(Dict d) {
     Value v;
     v.m_kind = Kind::dict;
@@ -152,7 +158,8 @@ bool Value::truthy() const {
         case Kind::tuple: return !m_list->empty();
         case Kind::dict: return !m_dict->items.empty();
         case Kind::ns:
-        case Kind::callable: return true;
+        case Kind::callable:
+        case Kind::generator: return true;
     }
     return false;
 }
@@ -167,7 +174,7 @@ std::string Value::to_str() const {
 
 std::string Value::repr() const {
     switch (m_kind) {
-        case Kind::undefined: return {};
+        case Kind::undefined: return "Undefined";
         case Kind::none: return "None";
         case Kind::boolean: return m_bool ? "True" : "False";
         case Kind::integer: return std::to_string(m_int);
@@ -198,6 +205,7 @@ std::string Value::repr() const {
             return out;
         }
         case Kind::callable: return "<function " + m_fn->name + ">";
+        case Kind::generator: return "<" + m_str + " object>";
     }
     return {};
 }
@@ -215,6 +223,7 @@ std::string Value::type_name() const {
         case Kind::dict: return "dict";
         case Kind::ns: return "Namespace";
         case Kind::callable: return "function";
+        case Kind::generator: return m_str;
     }
     return "object";
 }
@@ -297,7 +306,8 @@ ValueList iterate(const Value& v) {
     switch (v.kind()) {
         case Kind::undefined: return {};
         case Kind::list:
-        case Kind::tuple: return v.items();
+        case Kind::tuple:
+        case Kind::generator: return v.items();
         case Kind::dict: {
             ValueList keys;
             keys.reserve(v.dict_ref().items.size());

@@ -21,7 +21,9 @@ class Value;
 struct CallArgs;
 class Interpreter;
 
-enum class Kind { undefined, none, boolean, integer, floating, string, list, tuple, dict, ns, callable };
+// `generator` is a one-shot iterator as Jinja2's map/select/unique/... filters return: iterable and always
+// truthy, but without len() or indexing, so templates that rely on those fail exactly as in Python.
+enum class Kind { undefined, none, boolean, integer, floating, string, list, tuple, dict, ns, callable, generator };
 
 using ValueList = std::vector<Value>;
 
@@ -50,6 +52,7 @@ public:
     static Value string(std::string s);
     static Value list(ValueList items);
     static Value tuple(ValueList items);
+    static Value generator(ValueList items, std::string type_name = "generator");
     static Value dict(Dict d);
     static Value ns(Dict attrs);
     static Value callable(std::string name, NativeFn fn);
@@ -68,6 +71,7 @@ public:
     bool is_dict() const { return m_kind == Kind::dict; }
     bool is_ns() const { return m_kind == Kind::ns; }
     bool is_callable() const { return m_kind == Kind::callable; }
+    bool is_generator() const { return m_kind == Kind::generator; }
 
     bool as_bool() const { return m_bool; }
     std::int64_t as_int() const { return m_kind == Kind::boolean ? (m_bool ? 1 : 0) : m_int; }
