@@ -3,6 +3,8 @@
 #include <chrono>
 #include <ctime>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/py_text.h"
@@ -433,25 +435,48 @@ Dict kwargs_dict(CallArgs& a, const char* fn) {
     return d;
 }
 
+// What an attribute name means on a builtin type: a safe method, a mutating one the sandbox refuses, or
+// nothing. One hash lookup per attribute access (this runs for every `message.role`).
+enum class MethodKind { none, str, dict, list, list_only, tuple_ok_list, unsafe_str, unsafe_dict, unsafe_list };
+
+MethodKind classify(const Value& self, const std::string& name) {
+    static const std::unordered_map<std::string_view, MethodKind> dict_methods = {
+        {"get", MethodKind::dict},           {"items", MethodKind::dict},          {"keys", MethodKind::dict},
+        {"values", MethodKind::dict},        {"copy", MethodKind::dict},           {"pop", MethodKind::unsafe_dict},
+        {"popitem", MethodKind::unsafe_dict}, {"setdefault", MethodKind::unsafe_dict}, {"update", MethodKind::unsafe_dict},
+        {"clear", MethodKind::unsafe_dict}};
+    static const std::unordered_map<std::string_view, MethodKind> list_methods = {
+        {"index", MethodKind::list},         {"count", MethodKind::list},          {"copy", MethodKind::list_only},
+        {"append", MethodKind::unsafe_list}, {"extend", MethodKind::unsafe_list},  {"insert", MethodKind::unsafe_list},
+        {"pop", MethodKind::unsafe_list},    {"remove", MethodKind::unsafe_list},  {"reverse", MethodKind::unsafe_list},
+        {"sort", MethodKind::unsafe_list},   {"clear", MethodKind::unsafe_list}};
+    static const std::unordered_map<std::string_view, MethodKind> str_methods = [] {
+        std::unordered_map<std::string_view, MethodKind> m;
+        for (auto& n : string_methods()) m.emplace(n, MethodKind::str);
+        for (const char* n : {"encode", "translate", "format_map"}) m.emplace(n, MethodKind::unsafe_str);
+        return m;
+    }();
+    const auto* table = self.is_string() ? &str_methods : self.is_dict() ? &dict_methods : self.is_list() ? &list_methods : nullptr;
+    if (!table) return MethodKind::none;
+    auto it = table->find(name);
+    return it == table->end() ? MethodKind::none : it->second;
+}
+
 }  // namespace
 
 Value find_method(const Value& self, const std::string& name) {
-    if (self.is_string()) {
-        if (string_methods().count(name)) return bound(self, name, string_method);
-        if (name == "encode" || name == "translate" || name == "format_map") return unsafe(self, name);
-    } else if (self.is_dict()) {
-        if (name == "get" || name == "items" || name == "keys" || name == "values" || name == "copy")
-            return bound(self, name, dict_method);
-        if (name == "pop" || name == "popitem" || name == "setdefault" || name == "update" || name == "clear")
-            return unsafe(self, name);
-    } else if (self.is_list()) {
-        if (name == "index" || name == "count" || (name == "copy" && self.kind() == Kind::list))
-            return bound(self, name, list_method);
-        if (self.kind() == Kind::list && (name == "append" || name == "extend" || name == "insert" || name == "pop" ||
-                                          name == "remove" || name == "reverse" || name == "sort" || name == "clear"))
-            return unsafe(self, name);
+    switch (classify(self, name)) {
+        case MethodKind::str: return bound(self, name, string_method);
+        case MethodKind::dict: return bound(self, name, dict_method);
+        case MethodKind::list: return bound(self, name, list_method);
+        case MethodKind::list_only:
+            return self.kind() == Kind::list ? bound(self, name, list_method) : Value();
+        case MethodKind::unsafe_list:
+            return self.kind() == Kind::list ? unsafe(self, name) : Value();
+        case MethodKind::unsafe_str:
+        case MethodKind::unsafe_dict: return unsafe(self, name);
+        default: return Value();
     }
-    return Value();
 }
 
 void install_globals(Frame& g) {
