@@ -168,3 +168,17 @@ FEATURES += [
     "{% if t %}unclosed",
     "{{ 'abc'.join([1, 2]) }}",
 ]
+
+# Idioms from public templates (Llama 3.x, Mistral, DeepSeek, Command R styles), re-expressed.
+FEATURES += [
+    "{% set builtin_tools = ['brave_search', 'code_interpreter', 'wolfram_alpha'] %}{%- for tool in builtin_tools if tool != 'code_interpreter' %}{{ tool }}{{ ', ' if not loop.last }}{% endfor %}|{{ builtin_tools | reject('equalto', 'code_interpreter') | join(', ') }}",
+    "{{ (messages|selectattr('role', 'equalto', 'user')|list|last).content }} {% for m in messages %}{{ loop.index0 is divisibleby 2 }}{% endfor %}",
+    "{%- set ns = namespace(sys='', first=true) %}{%- for m in messages %}{%- if ns.first %}{%- set ns.sys = ns.sys ~ m.role %}{%- set ns.first = false %}{%- endif %}{%- endfor %}[{{ ns.sys }}]",
+    "{% if t %}  \nX{% endif %}\n{% if t %}\t\nY\n{% endif %}Z",
+    "{{- 'lead' -}}\n\n  {%- if t %}\n    mid\n  {%- endif %}\n\n{{- 'tail' }}\n",
+    "{%- for m in messages -%}\n  {%- if m.tool_calls is defined and m.tool_calls|length > 0 -%}TC{%- else -%}{{ m['content'] | trim }}{%- endif -%}\n{%- endfor -%}",
+    "{{ '<｜tool▁calls▁begin｜>' }}{{ u.upper()|length }} {{ 'ǅ'|lower }} {{ 'ΣΑΣ'|lower }} {{ 'éa'|capitalize }} {{ 'x'.center(5, '·') }}",
+    "{% for key, value in d.items() %}{{ key }}:{{ value|tojson }}{{ ',' if not loop.last }}{% endfor %} {{ d.items()|list|length }}",
+    "{{ '%-6s|%6s|%06d|%+d|%.3s|%c|%5.2f%%' % ('ab', 'cd', 42, 5, 'abcdef', 65, 99.567) }}",
+    "{% set d2 = dict(d, z=26) %}{{ d2 }} {{ dict(a=[1, 2]).a[1] }} {{ range(3)|reverse|list }} {{ (range(5)|list)[1:4] }}",
+]

@@ -177,8 +177,13 @@ std::string str_upper(std::string_view s) {
 }
 std::string str_lower(std::string_view s) {
     std::u32string u = utf8_decode(s);
-    for (auto& c : u) c = py_lower(c);
-    return utf8_encode(u);
+    std::u32string out(u.size(), U'\0');
+    for (std::size_t i = 0; i < u.size(); ++i) {
+        // Python applies the Final_Sigma rule: a capital sigma ending a word lowers to 'ς'.
+        bool final_sigma = u[i] == U'\u03A3' && i > 0 && py_isalpha(u[i - 1]) && (i + 1 == u.size() || !py_isalpha(u[i + 1]));
+        out[i] = final_sigma ? U'\u03C2' : py_lower(u[i]);
+    }
+    return utf8_encode(out);
 }
 
 namespace {
