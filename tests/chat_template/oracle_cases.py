@@ -182,3 +182,9 @@ FEATURES += [
     "{{ '%-6s|%6s|%06d|%+d|%.3s|%c|%5.2f%%' % ('ab', 'cd', 42, 5, 'abcdef', 65, 99.567) }}",
     "{% set d2 = dict(d, z=26) %}{{ d2 }} {{ dict(a=[1, 2]).a[1] }} {{ range(3)|reverse|list }} {{ (range(5)|list)[1:4] }}",
 ]
+
+FEATURES += [
+    "{% with a = n, b = n * 2 %}{{ a }}+{{ b }}{% endwith %}[{{ a }}] {% with n = n + 1, m = n %}{{ n }}/{{ m }}{% endwith %}{{ n }}",
+    "{% for p in people|sort(attribute='name') %}{% if loop.changed(p.name[0]|lower) %}#{% endif %}{{ p.name }} {% endfor %}",
+    "{{ range(7)|slice(3)|list }} {{ range(7)|slice(3, 'x')|list }} {{ []|slice(2)|list }} {% for col in xs|slice(2) %}{{ col }}{% endfor %}",
+]

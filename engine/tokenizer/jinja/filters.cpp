@@ -439,6 +439,26 @@ Value f_batch(Interpreter&, const Value& v, CallArgs& a) {
     return Value::generator(std::move(out));
 }
 
+Value f_slice(Interpreter&, const Value& v, CallArgs& a) {
+    auto b = bind_args(a, "slice", {"slices", "fill_with"});
+    if (!b[0]) fail("slice() needs the number of slices");
+    std::int64_t slices = b[0]->as_int();
+    if (slices <= 0) fail("slice: the number of slices must be positive");
+    ValueList seq = iterate(v);
+    auto length = static_cast<std::int64_t>(seq.size());
+    std::int64_t per = length / slices, extra = length % slices, offset = 0;
+    ValueList out;
+    for (std::int64_t k = 0; k < slices; ++k) {  // jinja2's do_slice, step for step
+        std::int64_t start = offset + k * per;
+        if (k < extra) ++offset;
+        std::int64_t end = offset + (k + 1) * per;
+        ValueList part(seq.begin() + start, seq.begin() + end);
+        if (b[1] && !b[1]->is_none() && k >= extra) part.push_back(*b[1]);
+        out.push_back(Value::list(std::move(part)));
+    }
+    return Value::generator(std::move(out));
+}
+
 Value f_safe(Interpreter&, const Value& v, CallArgs&) { return Value::string(v.to_str()); }
 
 Value f_escape(Interpreter&, const Value& v, CallArgs&) {
@@ -573,7 +593,7 @@ FilterFn find_filter(std::string_view name) {
         {"sum", f_sum},               {"dictsort", f_dictsort},  {"indent", f_indent},       {"wordcount", f_wordcount},
         {"batch", f_batch},           {"safe", f_safe},          {"e", f_escape},            {"escape", f_escape},
         {"forceescape", f_escape},    {"format", f_format},      {"center", f_center},       {"truncate", f_truncate},
-        {"attr", f_attr},
+        {"attr", f_attr},             {"slice", f_slice},
     };
     auto it = filters.find(name);
     return it == filters.end() ? nullptr : it->second;

@@ -1,6 +1,7 @@
 // Statement execution: output, if, for (with Jinja2's loop object), set, namespaces, macros, call and
 // filter blocks, loop controls. Failures get the statement's line.
 #include <cstdint>
+#include <optional>
 
 #include "tokenizer/jinja/ast.h"
 #include "tokenizer/jinja/interpreter.h"
@@ -42,7 +43,7 @@ Value apply_filters(Interpreter& in, const std::vector<std::unique_ptr<FilterExp
 }
 
 // The loop object of iteration i. `cycle` is created once per loop and reads the shared position.
-Value make_loop(const ValueList& items, std::size_t i, const Value& cycle) {
+Value make_loop(const ValueList& items, std::size_t i, const Value& cycle, const Value& changed) {
     auto n = static_cast<std::int64_t>(items.size());
     auto idx = static_cast<std::int64_t>(i);
     Dict d;
@@ -59,6 +60,7 @@ Value make_loop(const ValueList& items, std::size_t i, const Value& cycle) {
     if (i > 0) d.items.emplace_back(Value::string("previtem"), items[i - 1]);
     if (idx + 1 < n) d.items.emplace_back(Value::string("nextitem"), items[i + 1]);
     d.items.emplace_back(Value::string("cycle"), cycle);
+    d.items.emplace_back(Value::string("changed"), changed);
     return Value::dict(std::move(d));
 }
 
@@ -121,12 +123,20 @@ Flow ForStmt::render(Interpreter& in, std::string& out) const {
         if (a.positional.empty()) fail("no items for cycling given");
         return a.positional[*position % a.positional.size()];
     });
+    // loop.changed(*values): true when the arguments differ from the previous call's in this loop.
+    auto last = std::make_shared<std::optional<Value>>();
+    Value changed = Value::callable("loop.changed", [last](Interpreter&, CallArgs& a) {
+        Value now = Value::tuple(a.positional);
+        if (*last && values_equal(**last, now)) return Value::boolean(false);
+        *last = now;
+        return Value::boolean(true);
+    });
     for (std::size_t i = 0; i < items->size(); ++i) {
         // A fresh frame per iteration: assignments in one iteration are not seen by the next (Jinja2).
         auto f = std::make_shared<Frame>(in.frame());
         at_stmt(line, [&] { assign(*f, targets, (*items)[i]); });
         *position = i;
-        f->set("loop", make_loop(*items, i, cycle));
+        f->set("loop", make_loop(*items, i, cycle, changed));
         Interpreter::FrameGuard guard(in, f);
         Flow flow = in.render_body(body, out);
         if (flow == Flow::break_) break;
@@ -165,6 +175,16 @@ Flow FilterBlockStmt::render(Interpreter& in, std::string& out) const {
 }
 
 Flow BodyStmt::render(Interpreter& in, std::string& out) const { return in.render_body(body, out); }
+
+Flow WithStmt::render(Interpreter& in, std::string& out) const {
+    // All values are computed in the outer scope before any name is bound (Jinja2 semantics).
+    auto f = std::make_shared<Frame>(in.frame());
+    std::vector<Value> values;
+    for (auto& [name, e] : assignments) values.push_back(at_stmt(line, [&] { return e->eval(in); }));
+    for (std::size_t i = 0; i < assignments.size(); ++i) f->set(assignments[i].first, std::move(values[i]));
+    Interpreter::FrameGuard guard(in, f);
+    return in.render_body(body, out);
+}
 
 Flow LoopControlStmt::render(Interpreter&, std::string&) const { return flow; }
 
