@@ -2,6 +2,7 @@
 // filter blocks, loop controls. Failures get the statement's line.
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "tokenizer/jinja/ast.h"
 #include "tokenizer/jinja/interpreter.h"
@@ -42,25 +43,34 @@ Value apply_filters(Interpreter& in, const std::vector<std::unique_ptr<FilterExp
     return v;
 }
 
-// The loop object of iteration i. `cycle` is created once per loop and reads the shared position.
+// The loop object of iteration i. `cycle`/`changed` are created once per loop; the key strings once per
+// process (immutable and shared, so safe across concurrent renders).
 Value make_loop(const ValueList& items, std::size_t i, const Value& cycle, const Value& changed) {
+    enum Key { index0, index, first, last, length, revindex, revindex0, depth, depth0, previtem, nextitem, cyc, chg, n_keys };
+    static const std::vector<Value> keys = [] {
+        std::vector<Value> k;
+        for (const char* name : {"index0", "index", "first", "last", "length", "revindex", "revindex0", "depth", "depth0",
+                                 "previtem", "nextitem", "cycle", "changed"})
+            k.push_back(Value::string(name));
+        return k;
+    }();
     auto n = static_cast<std::int64_t>(items.size());
     auto idx = static_cast<std::int64_t>(i);
     Dict d;
-    d.items.reserve(12);
-    d.items.emplace_back(Value::string("index0"), Value::integer(idx));
-    d.items.emplace_back(Value::string("index"), Value::integer(idx + 1));
-    d.items.emplace_back(Value::string("first"), Value::boolean(i == 0));
-    d.items.emplace_back(Value::string("last"), Value::boolean(idx == n - 1));
-    d.items.emplace_back(Value::string("length"), Value::integer(n));
-    d.items.emplace_back(Value::string("revindex"), Value::integer(n - idx));
-    d.items.emplace_back(Value::string("revindex0"), Value::integer(n - idx - 1));
-    d.items.emplace_back(Value::string("depth"), Value::integer(1));
-    d.items.emplace_back(Value::string("depth0"), Value::integer(0));
-    if (i > 0) d.items.emplace_back(Value::string("previtem"), items[i - 1]);
-    if (idx + 1 < n) d.items.emplace_back(Value::string("nextitem"), items[i + 1]);
-    d.items.emplace_back(Value::string("cycle"), cycle);
-    d.items.emplace_back(Value::string("changed"), changed);
+    d.items.reserve(n_keys);
+    d.items.emplace_back(keys[index0], Value::integer(idx));
+    d.items.emplace_back(keys[index], Value::integer(idx + 1));
+    d.items.emplace_back(keys[first], Value::boolean(i == 0));
+    d.items.emplace_back(keys[last], Value::boolean(idx == n - 1));
+    d.items.emplace_back(keys[length], Value::integer(n));
+    d.items.emplace_back(keys[revindex], Value::integer(n - idx));
+    d.items.emplace_back(keys[revindex0], Value::integer(n - idx - 1));
+    d.items.emplace_back(keys[depth], Value::integer(1));
+    d.items.emplace_back(keys[depth0], Value::integer(0));
+    if (i > 0) d.items.emplace_back(keys[previtem], items[i - 1]);
+    if (idx + 1 < n) d.items.emplace_back(keys[nextitem], items[i + 1]);
+    d.items.emplace_back(keys[cyc], cycle);
+    d.items.emplace_back(keys[chg], changed);
     return Value::dict(std::move(d));
 }
 
