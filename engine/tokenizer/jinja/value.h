@@ -89,7 +89,7 @@ public:
     nlohmann::json to_json() const;  // throws Failure for values JSON cannot hold
 
 private:
-    // Kept small (40 bytes) because values are copied constantly: strings and containers are shared,
+    // Kept small (48 bytes) because values are copied constantly: strings and containers are shared,
     // never copied, and the scalar payloads overlap.
     const ValueList* list_ptr() const { return static_cast<const ValueList*>(m_obj.get()); }
     Dict* dict_ptr() const { return static_cast<Dict*>(m_obj.get()); }
