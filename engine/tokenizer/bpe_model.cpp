@@ -81,7 +81,8 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const json& m) {
         bpe->m_byte_ids[std::size_t(b)] = bpe->token_to_id(name).value_or(-1);
     }
 
-    const json merges = m.value("merges", json::array());
+    static const json kNoMerges = json::array();
+    const json& merges = m.contains("merges") ? m["merges"] : kNoMerges;
     if (!merges.is_array()) throw_expected(ErrorCode::corrupt_file, "tokenizer.json: model.merges must be an array");
     bpe->m_merges.reserve(merges.size());
     const std::size_t plen = bpe->m_continuing_prefix.size();

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "core/error.h"
 
@@ -99,7 +100,7 @@ std::shared_ptr<Tokenizer> Tokenizer::from_json_text(std::string_view tokenizer_
         throw_expected(ErrorCode::corrupt_file, "tokenizer.json has no \"model\" (is it a Hugging Face tokenizers file?)");
     if (!config.is_object()) throw_expected(ErrorCode::corrupt_file, "tokenizer_config.json must be a JSON object");
     std::shared_ptr<Tokenizer> t(new Tokenizer());
-    t->m_model = BpeModel::from_json(tok["model"]);
+    t->m_model = BpeModel::from_json(std::as_const(tok)["model"]);
     t->m_normalizer = Normalizer::from_json(tok.value("normalizer", json()));
     t->m_pre_tokenizer = PreTokenizer::from_json(tok.value("pre_tokenizer", json()));
     t->m_decoder = TokenDecoder::from_json(tok.value("decoder", json()));
