@@ -52,7 +52,7 @@ int run_detokenize(const loradesk::cli::Args& args) {
         nlohmann::json out = nlohmann::json::array();
         for (auto& ids : read_batch(args.get("batch"))) {
             check_ids(*tok, ids);
-            if (incremental) out.push_back(deltas(tok, ids, skip));
+            if (incremental) out.push_back({{"text", tok->decode(ids, skip)}, {"deltas", deltas(tok, ids, skip)}});
             else out.push_back(tok->decode(ids, skip));
         }
         std::printf("%s\n", out.dump().c_str());
@@ -80,7 +80,7 @@ LORADESK_COMMAND({
     {
         {"tokenizer", "DIR", "folder with tokenizer.json (and tokenizer_config.json)"},
         {"ids", "1,2,3", "comma-separated token ids"},
-        {"batch", "F.json", "JSON array of id arrays; prints a JSON array of texts"},
+        {"batch", "F.json", "JSON array of id arrays; prints a JSON array of texts ({text, deltas} with --incremental)"},
         {"skip-special", "", "leave out special tokens (BOS, EOS, chat markers)"},
         {"incremental", "", "stream the ids one by one and print the JSON array of text deltas (last: the flush)"},
         {"no-newline", "", "do not print a newline after the text"},
