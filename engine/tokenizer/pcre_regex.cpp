@@ -28,8 +28,8 @@ PcreRegex::~PcreRegex() { pcre2_code_free(static_cast<pcre2_code*>(m_code)); }
 
 std::vector<std::pair<std::size_t, std::size_t>> PcreRegex::find_all(std::string_view text) const {
     auto* code = static_cast<pcre2_code*>(m_code);
-    std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> md(pcre2_match_data_create_from_pattern(code, nullptr),
-                                                                           &pcre2_match_data_free);
+    std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> md(
+        pcre2_match_data_create_from_pattern(code, nullptr), &pcre2_match_data_free);
     std::vector<std::pair<std::size_t, std::size_t>> out;
     auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
     std::size_t pos = 0;
