@@ -36,6 +36,10 @@ std::vector<std::pair<std::size_t, std::size_t>> PcreRegex::find_all(std::string
     while (pos <= text.size()) {
         int rc = m_jit ? pcre2_jit_match(code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md.get(), nullptr)
                        : pcre2_match(code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md.get(), nullptr);
+        // The JIT runs on a small fixed stack; the interpreter keeps its frames on the heap, so a pathological
+        // input (huge whitespace runs against lookaheads) still gets an answer.
+        if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
+            rc = pcre2_match(code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md.get(), nullptr);
         if (rc == PCRE2_ERROR_NOMATCH) break;
         if (rc < 0) {
             PCRE2_UCHAR buf[256];
