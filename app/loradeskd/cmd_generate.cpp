@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "adapter_option.h"
 #include "cli.h"
+#include "generate_requests.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
 #include "runtime/cpu/runner_factory.h"
@@ -51,6 +53,7 @@ std::set<int> eos_ids(const std::string& model_dir, const model::ModelConfig& c)
 }
 
 int run_single(const cli::Args& args) {
+    if (args.has("requests-file")) return cli::run_generate_requests(args);
     const std::string model_dir = args.require("model");
     const std::vector<int> prompt = cli::parse_int_list(args.require("prompt-ids"), "prompt-ids");
     const long long max_tokens = args.get_int("max-tokens", 16);
@@ -67,9 +70,15 @@ int run_single(const cli::Args& args) {
     params.validate(c.vocab_size);
     const std::set<int> stop = args.flag("ignore-eos") ? std::set<int>{} : eos_ids(model_dir, c);
 
+    const auto adapters = args.all("adapter");
+    if (adapters.size() > 1)
+        throw_expected(ErrorCode::invalid_argument, "one prompt takes one --adapter; several adapters need --requests-file");
+    const int slot = adapters.empty() ? 0
+                                      : cli::attach_adapter(*runner, cli::split_adapter_spec(adapters[0]).second,
+                                                            int(args.get_int("max-lora-rank", 256)));
     const int page_size = 16;
     runtime::SequenceDriver driver(*runner, int((int64_t(prompt.size()) + max_tokens) / page_size + 1), page_size);
-    const int seq = driver.add_sequence();
+    const int seq = driver.add_sequence(slot);
     runtime::Sampler sampler(params, prompt);
     std::vector<int> out;
     std::vector<float> logits;
@@ -96,7 +105,8 @@ int run_single(const cli::Args& args) {
 }
 
 LORADESK_COMMAND({"generate", "continue a prompt of token ids (greedy or sampled)",
-                  "loradeskd generate --model DIR --prompt-ids 1,2,3 --max-tokens N [sampling options] [--json]",
+                  "loradeskd generate --model DIR [--adapter [NAME=]DIR]... (--prompt-ids 1,2,3 | --requests-file F.jsonl) "
+                  "[--max-tokens N] [sampling options] [--json]",
                   {{"model", "DIR", "Hugging Face model directory"},
                    {"prompt-ids", "IDS", "comma-separated token ids"},
                    {"max-tokens", "N", "tokens to generate (default 16)"},
@@ -109,6 +119,12 @@ LORADESK_COMMAND({"generate", "continue a prompt of token ids (greedy or sampled
                    {"presence-penalty", "X", "OpenAI presence penalty (default 0)"},
                    {"frequency-penalty", "X", "OpenAI frequency penalty (default 0)"},
                    {"ignore-eos", "", "do not stop at end-of-sequence tokens"},
+                   {"adapter", "[NAME=]DIR", "PEFT LoRA adapter; with --requests-file each request names one", true},
+                   {"requests-file", "F.jsonl", "run every request of the file concurrently through the scheduler"},
+                   {"max-lora-rank", "R", "largest adapter rank accepted (default 256)"},
+                   {"max-loras", "N", "--requests-file: distinct adapters per batch (default 4)"},
+                   {"kv-memory", "GB", "--requests-file: KV page pool (default 0.25)"},
+                   {"policy", "fcfs|pack", "--requests-file: scheduling policy (default fcfs)"},
                    {"device", "DEV", "cpu (default) or auto"},
                    {"threads", "N", "CPU threads (0 = all cores)"},
                    {"json", "", "print {\"output_ids\": [...], \"finish_reason\": ...}"}},

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "adapter_option.h"
 #include "cli.h"
 #include "core/error.h"
 #include "runtime/cpu/runner_factory.h"
@@ -19,9 +20,12 @@ int run_logits(const cli::Args& args) {
         if (id < 0 || id >= vocab)
             throw_expected(ErrorCode::invalid_argument, "--prompt-ids: token " + std::to_string(id) + " is outside the vocabulary (0.." +
                                                             std::to_string(vocab - 1) + ")");
+    const int slot = args.has("adapter") ? cli::attach_adapter(*runner, cli::split_adapter_spec(args.get("adapter")).second,
+                                                               int(args.get_int("max-lora-rank", 256)))
+                                         : 0;
     const int page_size = 16;
     runtime::SequenceDriver driver(*runner, int(ids.size()) / page_size + 1, page_size);
-    const int seq = driver.add_sequence();
+    const int seq = driver.add_sequence(slot);
     const bool all = args.flag("all-positions");
     std::vector<float> logits;
     driver.step({{seq, std::vector<int32_t>(ids.begin(), ids.end())}}, all, logits);
@@ -41,10 +45,12 @@ int run_logits(const cli::Args& args) {
 }
 
 LORADESK_COMMAND({"logits", "print the logits of a prompt (last position, or all)",
-                  "loradeskd logits --model DIR --prompt-ids 1,2,3 [--all-positions] [--json]",
+                  "loradeskd logits --model DIR [--adapter DIR] --prompt-ids 1,2,3 [--all-positions] [--json]",
                   {{"model", "DIR", "Hugging Face model directory"},
                    {"prompt-ids", "IDS", "comma-separated token ids"},
                    {"all-positions", "", "a row for every prompt position, not only the last"},
+                   {"adapter", "DIR", "apply this PEFT LoRA adapter"},
+                   {"max-lora-rank", "R", "largest adapter rank accepted (default 256)"},
                    {"device", "DEV", "cpu (default) or auto"},
                    {"threads", "N", "CPU threads (0 = all cores)"},
                    {"json", "", "print {\"logits\": [[...], ...]}"}},

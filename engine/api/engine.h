@@ -70,9 +70,10 @@ struct GenerateRequest {
     // Exactly one prompt form:
     std::vector<int32_t> prompt_ids;
     std::optional<std::string> prompt;      // tokenized with special tokens recognised, BOS per tokenizer
-    std::optional<nlohmann::json> messages; // OpenAI messages; rendered with the chat template
-    nlohmann::json tools;                   // null or array, passed to the template
-    nlohmann::json chat_template_kwargs;    // null or object (enable_thinking, ...)
+    // Chat inputs keep the client's key order (ordered_json): templates observe it (tojson of tools).
+    std::optional<nlohmann::ordered_json> messages;  // OpenAI messages; rendered with the chat template
+    nlohmann::ordered_json tools;                    // null or array, passed to the template
+    nlohmann::ordered_json chat_template_kwargs;     // null or object (enable_thinking, ...)
     bool add_generation_prompt = true;
     SamplingParams sampling;
     StopParams stop;
@@ -129,6 +130,7 @@ struct SubmitInfo {
     std::string tier;          // where the adapter was at submission: gpu | cpu | disk | base
     int prompt_tokens = 0;
     int max_tokens = 0;        // after clipping to the context
+    int prefix_hit_tokens = 0; // prompt tokens already found in the prefix cache at submission (0 = none/unknown)
 };
 
 // One request's events, in order, for a single consumer. A FinishEvent or ErrorEvent is last.
@@ -253,8 +255,8 @@ public:
 
     virtual Result<std::vector<int32_t>> tokenize(const std::string& text, bool add_special_tokens) const = 0;
     virtual Result<std::string> detokenize(const std::vector<int32_t>& ids, bool skip_special_tokens) const = 0;
-    virtual Result<std::string> render_chat(const nlohmann::json& messages, const nlohmann::json& tools,
-                                            bool add_generation_prompt, const nlohmann::json& kwargs) const = 0;
+    virtual Result<std::string> render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                            bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const = 0;
 
     // Stops accepting work, cancels running requests, joins the engine thread. Idempotent.
     virtual void shutdown() = 0;

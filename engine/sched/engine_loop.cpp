@@ -63,18 +63,33 @@ EngineLoop::EngineLoop(runtime::ModelRunner& runner, lora::AdapterResidency& res
     m_thread = std::thread([this] { run(); });
 }
 
-EngineLoop::~EngineLoop() {
+EngineLoop::~EngineLoop() { stop(); }
+
+void EngineLoop::stop() {
     {
         std::lock_guard lock(m_mutex);
         m_stop = true;
     }
     m_cv.notify_all();
-    m_thread.join();
+    if (m_thread.joinable() && m_thread.get_id() != std::this_thread::get_id()) m_thread.join();
+}
+
+void EngineLoop::evict_namespace(const std::string& ns) {
+    if (ns.empty()) return;  // the base namespace is never evicted by unloading
+    {
+        std::lock_guard lock(m_mutex);
+        m_evictions.push_back(ns);
+    }
+    m_cv.notify_all();
 }
 
 std::shared_ptr<RequestChannel> EngineLoop::submit(LoopRequest r) {
     const int n_prompt = int(r.prompt.size());
     const int ctx = m_cfg.sched.max_context, vocab = m_runner.config().vocab_size;
+    {
+        std::lock_guard lock(m_mutex);
+        if (m_stop) throw_expected(ErrorCode::unavailable, "the engine is shutting down");
+    }
     if (n_prompt == 0) throw_expected(ErrorCode::invalid_argument, "the prompt is empty; send at least one token");
     for (int32_t t : r.prompt)
         if (t < 0 || t >= vocab)
@@ -111,11 +126,14 @@ LoopStats EngineLoop::stats() const {
 void EngineLoop::drain_inbox() {
     std::vector<std::pair<LoopRequest, std::shared_ptr<RequestChannel>>> submits;
     std::vector<Cancel> cancels;
+    std::vector<std::string> evictions;
     {
         std::lock_guard lock(m_mutex);
         submits.swap(m_submits);
         cancels.swap(m_cancels);
+        evictions.swap(m_evictions);
     }
+    for (auto& ns : evictions) m_cache->evict_namespace(ns);
     for (auto& [req, ch] : submits) {
         try {
             m_sched->submit({std::move(req.ns), std::move(req.prompt), req.sampling, std::move(req.stop)}, ch->id());
@@ -184,7 +202,7 @@ void EngineLoop::run() {
             std::unique_lock lock(m_mutex);
             const bool idle = m_sched->n_running() == 0 && m_sched->n_waiting() == 0;
             // Waiting requests that could not run (adapter loading) are retried after a short pause.
-            auto wake = [&] { return m_stop || !m_submits.empty() || !m_cancels.empty(); };
+            auto wake = [&] { return m_stop || !m_submits.empty() || !m_cancels.empty() || !m_evictions.empty(); };
             if (idle) m_cv.wait(lock, wake);
             if (m_stop) break;
         }

@@ -95,6 +95,12 @@ public:
     std::shared_ptr<RequestChannel> submit(LoopRequest request);
     // Ends a request at once (client gone: cancelled; stop string found: stop + the string). Any thread.
     void cancel(uint64_t id, FinishReason reason = FinishReason::cancelled, std::string detail = {});
+    // Drops the adapter's KV namespace (it was unloaded for good): unlocked pages are freed at once,
+    // pages of running requests when those end. Idempotent. Any thread; applied on the loop thread.
+    void evict_namespace(const std::string& ns);
+    // Cancels every open request (readers see cancelled), stops and joins the thread; later submits
+    // fail with unavailable. Idempotent; the destructor calls it.
+    void stop();
     LoopStats stats() const;
     int n_pages() const { return m_n_pages; }
 
@@ -123,6 +129,7 @@ private:
     std::vector<std::pair<LoopRequest, std::shared_ptr<RequestChannel>>> m_submits;
     std::vector<Cancel> m_cancels;
     bool m_stop = false;
+    std::vector<std::string> m_evictions;  // namespaces to evict, guarded by m_mutex
     LoopStats m_stats;
     std::atomic<uint64_t> m_next_id{1};
     std::atomic<int> m_queued{0};  // submitted, not yet finished

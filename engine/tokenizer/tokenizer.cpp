@@ -261,6 +261,11 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
 }
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const {
+    std::string text = decode_raw(ids, skip_special_tokens);
+    return m_clean_up_spaces ? clean_up_tokenization(std::move(text)) : text;
+}
+
+std::string Tokenizer::decode_raw(const std::vector<int32_t>& ids, bool skip_special_tokens) const {
     std::vector<std::string> tokens;
     tokens.reserve(ids.size());
     for (int32_t id : ids) {
@@ -271,8 +276,7 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
         std::string_view t = m_model->id_to_token(id);
         if (!t.empty()) tokens.emplace_back(t);
     }
-    std::string text = m_decoder.decode(std::move(tokens));
-    return m_clean_up_spaces ? clean_up_tokenization(std::move(text)) : text;
+    return m_decoder.decode(std::move(tokens));
 }
 
 std::string Tokenizer::id_to_token(int32_t id) const {

@@ -32,6 +32,8 @@ public:
     std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const;
     // Unknown ids are skipped, like HF (models often have more embedding rows than tokens).
     std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const;
+    // decode() without transformers' clean_up_tokenization_spaces (the streaming path applies it itself).
+    std::string decode_raw(const std::vector<int32_t>& ids, bool skip_special_tokens) const;
 
     std::string id_to_token(int32_t id) const;  // empty when the id is unknown
     std::optional<int32_t> token_to_id(std::string_view token) const;

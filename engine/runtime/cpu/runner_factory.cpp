@@ -4,10 +4,21 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "runtime/cpu/cpu_runner.h"
+#ifdef LORADESK_WITH_CUDA_RUNNER
+#include "runtime/cuda/cuda_runner.h"
+#endif
 
 namespace loradesk::runtime {
 
 std::unique_ptr<ModelRunner> create_runner(const std::string& device, const std::string& model_dir, int threads) {
+#ifdef LORADESK_WITH_CUDA_RUNNER
+    if (device == "cuda") return std::make_unique<cuda::CudaRunner>(model_dir);
+    if (device == "auto") {
+        if (cuda::cuda_device_available()) return std::make_unique<cuda::CudaRunner>(model_dir);
+        log::info("device auto: no usable CUDA GPU, using the CPU runner");
+        return std::make_unique<cpu::CpuRunner>(model_dir, threads);
+    }
+#endif
     if (device == "cpu" || device == "auto") {
         if (device == "auto") log::info("device auto: no CUDA runner compiled in, using the CPU runner");
         return std::make_unique<cpu::CpuRunner>(model_dir, threads);

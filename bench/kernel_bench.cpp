@@ -1,0 +1,143 @@
+// kernel_bench: paged decode attention and SGMV LoRA at Qwen3-8B / Llama-8B shapes on the GPU. Each case is
+// checked against its C++ twin on a small instance first, then timed with CUDA events (median of 50 after
+// warm-up) and reported against its memory floor (bytes that must move / measured copy bandwidth).
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "../tests/kernels/device_buffer.h"
+#include "../tests/kernels/kernel_test_util.h"
+#include "attention_plan.h"
+#include "launchers.h"
+
+using namespace loradesk::kernels;
+using namespace loradesk::kernels::test;
+
+namespace {
+
+template <class F>
+float median_ms(F&& launch) {
+    cudaEvent_t a, b;
+    cudaEventCreate(&a), cudaEventCreate(&b);
+    for (int i = 0; i < 5; ++i) launch();
+    std::vector<float> t;
+    for (int i = 0; i < 50; ++i) {
+        cudaEventRecord(a);
+        launch();
+        cudaEventRecord(b);
+        cudaEventSynchronize(b);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, a, b);
+        t.push_back(ms);
+    }
+    cuda_check(cudaGetLastError(), "bench launch");
+    cudaEventDestroy(a), cudaEventDestroy(b);
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+double copy_bandwidth() {  // bytes read + written per second, device to device
+    const std::size_t n = std::size_t(1) << 30;
+    DeviceBuffer<uint8_t> a(n), b(n);
+    cudaMemset(a.get(), 1, n);
+    float ms = median_ms([&] { cudaMemcpyAsync(b.get(), a.get(), n, cudaMemcpyDeviceToDevice); });
+    return 2.0 * n / (ms * 1e-3);
+}
+
+struct Attn {
+    AttentionParams p;
+    PagedBatch batch;
+    std::vector<uint16_t> q, k, v;
+};
+
+void bench_attention(int batch_size, int ctx, double bw) {
+    const int n_heads = 32, n_kv = 8, hd = 128, ps = 16;
+    std::mt19937 rng(batch_size * 7 + ctx);
+    std::vector<std::pair<int, int>> seqs(std::size_t(batch_size), {1, ctx});
+    auto b = make_paged_batch(rng, seqs, ps);
+    auto q = random_bf16(rng, std::size_t(b.n_tokens()) * n_heads * hd);
+    auto kp = random_bf16(rng, std::size_t(b.n_pages) * ps * n_kv * hd), vp = random_bf16(rng, kp.size());
+    DeviceBuffer<uint16_t> dq(q), dk(kp), dv(vp), dout(q.size());
+    DeviceBuffer<int32_t> dqo(b.qo_indptr), dkvp(b.kv_indptr), dkvi(b.kv_indices), dlast(b.kv_last_page_len);
+    AttentionPlan plan;
+    plan_attention(b.qo_indptr.data(), b.kv_indptr.data(), b.kv_last_page_len.data(), b.n_seqs(), ps, n_heads / n_kv, 256, plan);
+    DeviceBuffer<AttentionWorkItem> di(plan.items);
+    DeviceBuffer<AttentionMergeGroup> dg(plan.groups);
+    DeviceBuffer<float> ws(attention_workspace_bytes(plan.items.size(), n_kv, hd) / 4);
+    AttentionParams p;
+    p.q = dq.get(), p.q_row_stride = n_heads * hd, p.k_pages = dk.get(), p.v_pages = dv.get(), p.qo_indptr = dqo.get();
+    p.kv_indptr = dkvp.get(), p.kv_indices = dkvi.get(), p.kv_last_page_len = dlast.get(), p.n_seqs = b.n_seqs();
+    p.page_size = ps, p.n_heads = n_heads, p.n_kv_heads = n_kv, p.head_dim = hd, p.scale = 0.088f, p.out = dout.get();
+    auto run = [&] { attention(p, di.get(), int(plan.items.size()), dg.get(), int(plan.groups.size()), ws.get(), nullptr); };
+    if (batch_size == 1) {  // correctness before timing
+        run();
+        cuda_check(cudaDeviceSynchronize(), "attention");
+        std::vector<uint16_t> ref_out(q.size());
+        AttentionParams h = p;
+        h.q = q.data(), h.k_pages = kp.data(), h.v_pages = vp.data(), h.qo_indptr = b.qo_indptr.data();
+        h.kv_indptr = b.kv_indptr.data(), h.kv_indices = b.kv_indices.data(), h.kv_last_page_len = b.kv_last_page_len.data();
+        h.out = ref_out.data();
+        ref::attention(h);
+        double err = rel_l2(to_f32(dout.download()), to_f32(ref_out));
+        if (!(err < 1e-2)) std::printf("ATTENTION CHECK FAILED: rel err %g\n", err), std::exit(1);
+    }
+    float ms = median_ms(run);
+    double bytes = 2.0 * batch_size * ctx * n_kv * hd * 2;  // K and V read once
+    std::printf("attention decode  batch %3d ctx %5d  heads 32/8 hd 128: %8.1f us  %6.0f GB/s  floor %6.1f us (%3.0f%%)\n",
+                batch_size, ctx, ms * 1e3, bytes / (ms * 1e-3) / 1e9, bytes / bw * 1e6, 100.0 * bytes / bw / (ms * 1e-3));
+}
+
+void bench_sgmv(int n_tokens, int n_adapters, int rank, double bw) {
+    const int in = 4096, max_rank = 64, n_slots = 8;
+    const int outs[3] = {4096, 1024, 1024};
+    std::mt19937 rng(n_tokens + n_adapters * 3 + rank);
+    const int64_t slot_stride = int64_t(max_rank) * in;
+    std::vector<int32_t> ranks(n_slots + 1, rank), seg_indptr{0}, seg_slot;
+    ranks[0] = 0;
+    std::vector<float> scales(n_slots + 1, 0.5f);
+    for (int s = 0; s < n_adapters; ++s) {
+        seg_indptr.push_back(int32_t(int64_t(n_tokens) * (s + 1) / n_adapters));
+        seg_slot.push_back(1 + s % n_slots);
+    }
+    int max_seg = 0;
+    for (int s = 0; s < n_adapters; ++s) max_seg = std::max(max_seg, seg_indptr[s + 1] - seg_indptr[s]);
+    auto x = random_bf16(rng, std::size_t(n_tokens) * in), y = random_bf16(rng, std::size_t(n_tokens) * 6144);
+    std::vector<uint16_t> a[3], bt[3];
+    DeviceBuffer<uint16_t> dx(x), dy(y), da[3], dbt[3];
+    DeviceBuffer<float> dxa(std::size_t(n_tokens) * 3 * max_rank), dsc(scales);
+    DeviceBuffer<int32_t> drk(ranks), dsp(seg_indptr), dss(seg_slot);
+    SgmvParams p;
+    p.x = dx.get(), p.x_row_stride = in, p.in_features = in, p.xa = dxa.get(), p.y = dy.get(), p.y_row_stride = 6144;
+    p.seg_indptr = dsp.get(), p.seg_slot = dss.get(), p.n_segs = n_adapters, p.max_seg_len = max_seg;
+    p.max_rank = max_rank, p.slot_stride = slot_stride, p.n_slices = 3;
+    int off = 0;
+    for (int j = 0; j < 3; ++j) {
+        a[j] = random_bf16(rng, n_slots * slot_stride), bt[j] = random_bf16(rng, n_slots * slot_stride);
+        da[j].upload(a[j]), dbt[j].upload(bt[j]);
+        p.slices[j] = {da[j].get(), dbt[j].get(), drk.get(), dsc.get(), off, outs[j]};
+        off += outs[j];
+    }
+    auto run = [&] { sgmv_shrink(p, nullptr), sgmv_expand(p, nullptr); };
+    float ms = median_ms(run);
+    // Floor: each used adapter's A and B^T once, x read, y read + written.
+    double bytes = double(std::min(n_adapters, n_slots)) * rank * (3.0 * in + 6144) * 2 + n_tokens * (in + 2.0 * 6144) * 2;
+    std::printf("sgmv qkv (in 4096 -> 4096|1024|1024)  tokens %3d adapters %2d rank %2d: %7.1f us  floor %5.1f us (%3.0f%%)\n",
+                n_tokens, n_adapters, rank, ms * 1e3, bytes / bw * 1e6, 100.0 * bytes / bw / (ms * 1e-3));
+}
+
+}  // namespace
+
+int main() {
+    cudaDeviceProp prop{};
+    cuda_check(cudaGetDeviceProperties(&prop, 0), "device");
+    double bw = copy_bandwidth();
+    std::printf("%s, %d SMs; device copy %.0f GB/s (read + write)\n", prop.name, prop.multiProcessorCount, bw / 1e9);
+    for (int bs : {1, 8, 32})
+        for (int ctx : {512, 4096}) bench_attention(bs, ctx, bw);
+    for (int rank : {16, 64})
+        for (auto [n, ad] : {std::pair{1, 1}, {8, 8}, {32, 8}, {32, 1}}) bench_sgmv(n, ad, rank, bw);
+    return 0;
+}

@@ -1,0 +1,385 @@
+#include "api/engine_impl.h"
+
+#include <filesystem>
+#include <set>
+
+#include "api/request_stream_impl.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "lora/adapter_loader.h"
+#include "lora/adapter_summary.h"
+
+namespace loradesk::api {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string new_request_id() {
+    static std::atomic<uint64_t> next{1};
+    return "req-" + std::to_string(next.fetch_add(1));
+}
+
+const char* tier_of(const lora::TieredStore& store, const std::string& digest) {
+    switch (store.tier(digest)) {
+        case lora::TieredStore::Tier::device: return "gpu";
+        case lora::TieredStore::Tier::host: return "cpu";
+        case lora::TieredStore::Tier::disk: return "disk";
+    }
+    return "disk";
+}
+
+// The facade's sampling and stop fields as the engine loop takes them.
+sched::SamplingConfig to_loop_sampling(const GenerateRequest& r) {
+    sched::SamplingConfig c;
+    c.temperature = r.sampling.temperature;
+    c.logprobs = r.logprobs;
+    return c;
+}
+
+}  // namespace
+
+lora::RegisteredAdapter register_adapter_folder(EngineCore& core, const std::string& name, const std::string& dir) {
+    if (name.empty() || name.find_first_of("/\\") != std::string::npos || name == core.model_id)
+        throw_expected(ErrorCode::invalid_argument, "adapter name '" + name + "' is not allowed: use a plain name that "
+                                                    "differs from the base model id '" + core.model_id + "'");
+    lora::AdapterSummary summary = lora::summarize_adapter(dir);  // fails closed on anything not exact
+    summary.name = name;
+    try {
+        // Shapes and ranks against the loaded base: "is it for another base model?"
+        lora::plan_adapter(dir, &core.config, core.options.max_lora_rank);
+    } catch (const ExpectedError& e) {
+        if (core.catalog) core.catalog->register_adapter(summary, {catalog::Compat::incompatible, e.what(), core.model_id});
+        std::lock_guard lock(core.mutex);
+        core.rejected.push_back({name, dir, e.what()});
+        throw;
+    }
+    lora::RegisteredAdapter reg = core.registry.add(name, summary);
+    {
+        std::lock_guard lock(core.mutex);
+        std::erase_if(core.rejected, [&](const RejectedAdapter& r) { return r.name == name; });
+    }
+    if (core.catalog) {
+        core.catalog->register_adapter(summary, {catalog::Compat::compatible, "", core.model_id});
+        core.catalog->event(catalog::EventKind::load, summary.digest, name, summary.path);
+    }
+    log::info("adapter '{}' registered from {} (rank {}, digest {})", name, summary.path, summary.rank,
+              summary.digest.substr(0, 12));
+    return reg;
+}
+
+std::vector<int32_t> EngineImpl::build_prompt(const GenerateRequest& r) const {
+    int forms = int(!r.prompt_ids.empty()) + int(r.prompt.has_value()) + int(r.messages.has_value());
+    if (forms != 1)
+        throw_expected(ErrorCode::invalid_argument, "give exactly one of prompt_ids, prompt or messages");
+    std::vector<int32_t> ids;
+    if (!r.prompt_ids.empty()) {
+        ids = r.prompt_ids;
+    } else if (r.prompt) {
+        ids = m_core->tokenizer->encode(*r.prompt, true);  // as vLLM: BOS per the tokenizer, specials parsed
+    } else {
+        if (!m_core->chat_template)
+            throw_expected(ErrorCode::invalid_argument, "the model '" + m_core->model_id +
+                                                            "' has no chat template; use /v1/completions with a prompt");
+        std::string text = m_core->chat_template->render(*r.messages, r.tools, r.add_generation_prompt,
+                                                         r.chat_template_kwargs);
+        ids = m_core->tokenizer->encode(text, false);  // the template already wrote BOS if the model wants it
+    }
+    if (ids.empty()) throw_expected(ErrorCode::invalid_argument, "the prompt is empty");
+    return ids;
+}
+
+std::shared_ptr<RequestStream> EngineImpl::submit_or_throw(GenerateRequest& r) {
+    if (m_core->shutting_down) throw_expected(ErrorCode::unavailable, "the engine is shutting down");
+    if (r.id.empty()) r.id = new_request_id();
+
+    // model: "", the base id, "base", an adapter name or alias, or "<base id>:<adapter>".
+    std::string adapter = r.model;
+    if (adapter == m_core->model_id || adapter == "base") adapter.clear();
+    if (auto colon = adapter.find(':'); colon != std::string::npos && !m_core->registry.find(adapter)) {
+        std::string prefix = adapter.substr(0, colon);
+        if (prefix != m_core->model_id && prefix != "base")
+            throw_expected(ErrorCode::not_found, "the model `" + r.model + "` does not exist: '" + prefix +
+                                                     "' is not the served base model '" + m_core->model_id + "'");
+        adapter = adapter.substr(colon + 1);
+    }
+    lora::AdapterLease lease;
+    if (!adapter.empty()) lease = m_core->registry.acquire(adapter);  // throws not_found with the reason
+    const std::string digest = lease ? lease.digest() : std::string();
+
+    std::vector<int32_t> prompt = build_prompt(r);
+
+    sched::LoopRequest lr;
+    lr.ns = digest;
+    lr.prompt = prompt;
+    lr.sampling = to_loop_sampling(r);
+    lr.stop.max_tokens = r.stop.max_tokens;
+    lr.stop.min_tokens = r.stop.min_tokens;
+    lr.stop.eos_token_ids = m_core->eos_ids;
+    lr.stop.stop_token_ids = r.stop.stop_token_ids;
+    lr.stop.ignore_eos = r.stop.ignore_eos;
+
+    SubmitInfo info;
+    info.request_id = r.id;
+    info.adapter = adapter;
+    info.adapter_digest = digest;
+    info.tier = digest.empty() ? "base" : tier_of(*m_core->store, digest);
+    info.prompt_tokens = int(prompt.size());
+    info.max_tokens = std::min(r.stop.max_tokens, m_core->max_context - int(prompt.size()));
+    if (!digest.empty()) m_core->store->prefetch(digest);  // disk read overlaps the wait for a slot
+
+    auto channel = m_core->loop->submit(std::move(lr));  // context length, queue capacity, ids
+    {
+        std::lock_guard lock(m_core->mutex);
+        auto& c = m_core->counters[digest];
+        c.requests++;
+        c.running++;
+    }
+    return std::make_shared<StreamImpl>(m_core, std::move(channel), std::move(info), r, prompt, std::move(lease));
+}
+
+Result<std::shared_ptr<RequestStream>> EngineImpl::submit(GenerateRequest request) {
+    std::shared_ptr<RequestStream> stream;
+    Status s = capture_status([&] { stream = submit_or_throw(request); });
+    if (!s.ok()) return s;
+    return stream;
+}
+
+Status EngineImpl::load_adapter(const std::string& name, const std::string& path) {
+    return capture_status([&] {
+        std::error_code ec;
+        if (!fs::is_directory(path, ec))
+            throw_expected(ErrorCode::not_found, "adapter folder '" + path + "' does not exist");
+        register_adapter_folder(*m_core, name, fs::canonical(path).string());
+    });
+}
+
+Status EngineImpl::unload_adapter(const std::string& name) {
+    return capture_status([&] {
+        auto found = m_core->registry.find(name);
+        m_core->registry.unload(name);  // throws not_found; running requests keep their lease
+        if (m_core->catalog && found) m_core->catalog->event(catalog::EventKind::unload, found->summary.digest, name, "");
+    });
+}
+
+Status EngineImpl::pin_adapter(const std::string& name, bool pinned) {
+    return capture_status([&] {
+        auto found = m_core->registry.find(name);
+        if (!found) throw_expected(ErrorCode::not_found, "no adapter named '" + name + "' is loaded");
+        m_core->registry.set_pinned(found->name, pinned);
+        m_core->store->set_pinned(found->summary.digest, pinned);
+        if (m_core->catalog) m_core->catalog->set_pinned(found->name, pinned);
+    });
+}
+
+Status EngineImpl::set_alias(const std::string& alias, const std::string& name) {
+    return capture_status([&] {
+        if (alias == m_core->model_id) throw_expected(ErrorCode::conflict, "'" + alias + "' is the base model's id");
+        m_core->registry.add_alias(alias, name);
+        if (m_core->catalog) m_core->catalog->set_alias(alias, name);
+    });
+}
+
+AdapterInfo EngineImpl::describe(const lora::RegisteredAdapter& a) const {
+    const auto& s = a.summary;
+    AdapterInfo info;
+    info.name = a.name;
+    info.aliases = a.aliases;
+    info.digest = s.digest;
+    info.path = s.path;
+    info.base_model = s.base_model;
+    info.rank = s.rank;
+    info.alpha = s.alpha;
+    info.rslora = s.rslora;
+    info.targets = s.targets;
+    info.size_bytes = s.size_bytes;
+    info.tier = tier_of(*m_core->store, s.digest);
+    info.pinned = a.pinned;
+    std::lock_guard lock(m_core->mutex);
+    if (auto it = m_core->counters.find(s.digest); it != m_core->counters.end()) {
+        info.running = it->second.running;
+        info.requests_total = it->second.requests;
+        info.prompt_tokens_total = it->second.prompt_tokens;
+        info.cached_tokens_total = it->second.cached_tokens;
+        info.generated_tokens_total = it->second.generated_tokens;
+        info.last_used_unix = it->second.last_used_unix;
+    }
+    if (auto it = m_core->last_load_ms.find(s.digest); it != m_core->last_load_ms.end()) info.last_load_ms = it->second;
+    return info;
+}
+
+std::vector<AdapterInfo> EngineImpl::adapters() const {
+    std::vector<AdapterInfo> out;
+    for (auto& a : m_core->registry.list()) out.push_back(describe(a));
+    std::lock_guard lock(m_core->mutex);
+    for (auto& r : m_core->rejected) {
+        AdapterInfo info;
+        info.name = r.name;
+        info.path = r.path;
+        info.tier = "disk";
+        info.compatible = false;
+        info.incompatibility = r.reason;
+        out.push_back(std::move(info));
+    }
+    return out;
+}
+
+Result<AdapterInfo> EngineImpl::adapter(const std::string& name_or_alias) const {
+    auto found = m_core->registry.find(name_or_alias);
+    if (!found) return Status::failure(ErrorCode::not_found, "no adapter named '" + name_or_alias + "' is loaded");
+    return describe(*found);
+}
+
+Status EngineImpl::import_adapters(const std::string& folder) {
+    return capture_status([&] {
+        std::error_code ec;
+        if (!fs::is_directory(folder, ec)) throw_expected(ErrorCode::not_found, "folder '" + folder + "' does not exist");
+        std::vector<std::string> failures;
+        int n_ok = 0;
+        for (auto& dir : catalog::find_adapter_dirs(folder)) {
+            try {
+                register_adapter_folder(*m_core, fs::path(dir).filename().string(), fs::canonical(dir).string());
+                ++n_ok;
+            } catch (const Error& e) {
+                failures.push_back(fs::path(dir).filename().string() + ": " + e.what());
+            }
+        }
+        if (n_ok == 0 && failures.empty())
+            throw_expected(ErrorCode::not_found, "no adapter folders (with adapter_config.json) in '" + folder + "'");
+        if (!failures.empty()) {
+            std::string msg = std::to_string(n_ok) + " adapters imported; " + std::to_string(failures.size()) + " failed:";
+            for (auto& f : failures) msg += "\n  " + f;
+            throw_expected(ErrorCode::invalid_argument, msg);
+        }
+    });
+}
+
+Status EngineImpl::remove_adapter(const std::string& name) {
+    return capture_status([&] {
+        bool known = false;
+        if (m_core->registry.find(name)) {
+            m_core->registry.unload(name);
+            known = true;
+        }
+        {
+            std::lock_guard lock(m_core->mutex);
+            known |= std::erase_if(m_core->rejected, [&](const RejectedAdapter& r) { return r.name == name; }) > 0;
+        }
+        if (m_core->catalog) {
+            m_core->catalog->remove(name);
+            known = true;
+        }
+        if (!known) throw_expected(ErrorCode::not_found, "no adapter named '" + name + "'");
+    });
+}
+
+Result<AdapterDetails> EngineImpl::adapter_details(const std::string& name_or_alias) const {
+    AdapterDetails d;
+    Status s = capture_status([&] {
+        auto found = m_core->registry.find(name_or_alias);
+        if (m_core->catalog) {
+            d = m_core->catalog->details(found ? found->name : name_or_alias);
+        } else if (!found) {
+            throw_expected(ErrorCode::not_found, "no adapter named '" + name_or_alias + "'");
+        }
+        if (found) {
+            AdapterInfo live = describe(*found);
+            live.created_unix = d.info.created_unix;
+            live.compatible = true;
+            d.info = live;
+        }
+    });
+    if (!s.ok()) return s;
+    return d;
+}
+
+Result<std::vector<StatsPoint>> EngineImpl::adapter_history(const std::string& name_or_alias, int minutes) const {
+    std::vector<StatsPoint> out;
+    Status s = capture_status([&] {
+        if (!m_core->catalog) return;  // no data dir: no history kept
+        auto found = m_core->registry.find(name_or_alias);
+        out = m_core->catalog->history(found ? found->name : name_or_alias, std::clamp(minutes, 1, 60 * 24 * 31));
+    });
+    if (!s.ok()) return s;
+    return out;
+}
+
+ModelInfo EngineImpl::model() const {
+    ModelInfo m;
+    const auto& c = *m_core;
+    m.id = c.model_id;
+    m.path = c.options.model_dir;
+    m.architecture = c.config.architecture_name;
+    m.device = c.runner->device_name();
+    m.parameters = c.parameters;
+    m.max_context = c.max_context;
+    m.vocab_size = c.config.vocab_size;
+    auto mem = c.runner->memory();
+    m.weight_bytes = mem.weight_bytes;
+    m.kv_bytes = mem.kv_bytes;
+    m.lora_slot_bytes = mem.lora_slot_bytes;
+    m.kv_pages_total = c.loop->n_pages();
+    m.page_size = c.options.page_size;
+    m.max_loras = c.options.max_loras;
+    m.max_lora_rank = c.options.max_lora_rank;
+    return m;
+}
+
+EngineStats EngineImpl::stats() const {
+    EngineStats s;
+    auto l = m_core->loop->stats();
+    s.running = l.running;
+    s.waiting = l.waiting;
+    s.kv_pages_total = l.pages_total;
+    s.kv_pages_free = l.pages_free;
+    s.kv_pages_cached = l.pages_cached;
+    s.steps_total = uint64_t(l.counters.steps);
+    s.prompt_tokens_total = m_core->prompt_tokens_total.load();
+    s.cached_tokens_total = m_core->cached_tokens_total.load();
+    s.generated_tokens_total = m_core->generated_tokens_total.load();
+    {
+        std::lock_guard lock(m_core->mutex);
+        s.tokens_per_second = m_core->generated_rate.per_second();
+    }
+    s.gpu_slots_used = m_core->store->slots_in_use();
+    s.cpu_adapters = m_core->store->host_count();
+    return s;
+}
+
+Result<std::vector<int32_t>> EngineImpl::tokenize(const std::string& text, bool add_special_tokens) const {
+    std::vector<int32_t> ids;
+    Status s = capture_status([&] { ids = m_core->tokenizer->encode(text, add_special_tokens); });
+    if (!s.ok()) return s;
+    return ids;
+}
+
+Result<std::string> EngineImpl::detokenize(const std::vector<int32_t>& ids, bool skip_special_tokens) const {
+    std::string text;
+    Status s = capture_status([&] {
+        for (int32_t id : ids)
+            if (!m_core->tokenizer->is_known_id(id))
+                throw_expected(ErrorCode::invalid_argument, "token id " + std::to_string(id) + " is not in the vocabulary");
+        text = m_core->tokenizer->decode(ids, skip_special_tokens);
+    });
+    if (!s.ok()) return s;
+    return text;
+}
+
+Result<std::string> EngineImpl::render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                            bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const {
+    std::string text;
+    Status s = capture_status([&] {
+        if (!m_core->chat_template)
+            throw_expected(ErrorCode::invalid_argument, "the model '" + m_core->model_id + "' has no chat template");
+        text = m_core->chat_template->render(messages, tools, add_generation_prompt, kwargs);
+    });
+    if (!s.ok()) return s;
+    return text;
+}
+
+void EngineImpl::shutdown() {
+    if (m_core->shutting_down.exchange(true)) return;
+    m_core->loop->stop();  // cancels running requests (their streams see cancelled) and joins the thread
+    if (m_core->catalog) m_core->catalog->stats().flush();
+}
+
+}  // namespace loradesk::api

@@ -1,0 +1,53 @@
+// EngineImpl: the facade over one EngineCore. Every method catches what the layers below throw and
+// returns it as a Status; nothing throws across. Thread-safe (the core's parts are).
+#pragma once
+
+#include <memory>
+
+#include "api/engine.h"
+#include "api/engine_core.h"
+
+namespace loradesk::api {
+
+class EngineImpl final : public Engine {
+public:
+    explicit EngineImpl(std::shared_ptr<EngineCore> core) : m_core(std::move(core)) {}
+    ~EngineImpl() override { shutdown(); }
+
+    Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request) override;
+
+    Status load_adapter(const std::string& name, const std::string& path) override;
+    Status unload_adapter(const std::string& name) override;
+    Status pin_adapter(const std::string& name, bool pinned) override;
+    Status set_alias(const std::string& alias, const std::string& name) override;
+    std::vector<AdapterInfo> adapters() const override;
+    Result<AdapterInfo> adapter(const std::string& name_or_alias) const override;
+
+    Status import_adapters(const std::string& folder) override;
+    Status remove_adapter(const std::string& name) override;
+    Result<AdapterDetails> adapter_details(const std::string& name_or_alias) const override;
+    Result<std::vector<StatsPoint>> adapter_history(const std::string& name_or_alias, int minutes) const override;
+
+    ModelInfo model() const override;
+    EngineStats stats() const override;
+
+    Result<std::vector<int32_t>> tokenize(const std::string& text, bool add_special_tokens) const override;
+    Result<std::string> detokenize(const std::vector<int32_t>& ids, bool skip_special_tokens) const override;
+    Result<std::string> render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                    bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const override;
+
+    void shutdown() override;
+
+private:
+    std::shared_ptr<RequestStream> submit_or_throw(GenerateRequest& request);
+    std::vector<int32_t> build_prompt(const GenerateRequest& request) const;
+    AdapterInfo describe(const lora::RegisteredAdapter& a) const;
+
+    std::shared_ptr<EngineCore> m_core;
+};
+
+// Registers one adapter folder under `name` after checking it against the base model; the catalog
+// records it (with the reason when it does not fit). Throws ExpectedError with what to do.
+lora::RegisteredAdapter register_adapter_folder(EngineCore& core, const std::string& name, const std::string& dir);
+
+}  // namespace loradesk::api

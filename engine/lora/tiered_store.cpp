@@ -1,0 +1,341 @@
+// TieredStore: host-tier bookkeeping under one mutex (disk reads finish on pool threads), device
+// slots owned by the engine loop. Every eviction choice is LRU over a logical clock so that runs are
+// reproducible and the simulation tests can state exact expected orders.
+#include "lora/tiered_store.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "lora/adapter_loader.h"
+
+namespace loradesk::lora {
+
+namespace {
+std::string short_digest(const std::string& d) { return d.substr(0, 12); }
+}  // namespace
+
+TieredStore::TieredStore(runtime::ModelRunner& runner, AdapterLoadFn load, TieredStoreOptions options)
+    : m_runner(runner), m_load(std::move(load)), m_options(options) {
+    if (options.max_loras < 1) throw_expected(ErrorCode::invalid_argument, "--max-loras must be at least 1");
+    if (options.max_lora_rank < 1) throw_expected(ErrorCode::invalid_argument, "--max-lora-rank must be at least 1");
+    if (options.max_loras_cpu < options.max_loras)
+        throw_expected(ErrorCode::invalid_argument, "--max-loras-cpu (" + std::to_string(options.max_loras_cpu) +
+                                                        ") must be at least --max-loras (" +
+                                                        std::to_string(options.max_loras) + ")");
+    m_runner.configure_lora_slots(options.max_loras, options.max_lora_rank);
+    m_slots.resize(std::size_t(options.max_loras) + 1);
+    if (options.io_threads > 0) m_pool = std::make_unique<ThreadPool>(options.io_threads + 1);  // +1: the pool counts its caller
+}
+
+TieredStore::~TieredStore() { m_pool.reset(); }
+
+void TieredStore::start_load_locked(std::unique_lock<std::mutex>& lock, const std::string& digest) {
+    HostEntry& e = m_host[digest];
+    e = HostEntry{};
+    e.generation = ++m_generation;
+    e.last_use = ++m_tick;
+    uint64_t generation = e.generation;
+    auto task = [this, digest, generation] {
+        std::shared_ptr<const runtime::LoraWeights> weights;
+        std::string error;
+        try {
+            weights = std::make_shared<const runtime::LoraWeights>(m_load(digest));
+        } catch (const std::exception& ex) {
+            error = ex.what();
+        }
+        finish_load(digest, generation, std::move(weights), std::move(error));
+    };
+    if (m_pool) {
+        m_pool->submit(std::move(task));
+    } else {
+        lock.unlock();
+        task();
+        lock.lock();
+    }
+}
+
+void TieredStore::finish_load(const std::string& digest, uint64_t generation,
+                              std::shared_ptr<const runtime::LoraWeights> weights, std::string error) {
+    std::lock_guard lock(m_mutex);
+    auto it = m_host.find(digest);
+    if (it == m_host.end() || it->second.generation != generation) return;  // forgotten meanwhile
+    HostEntry& e = it->second;
+    if (!error.empty()) {
+        e.state = HostState::failed;
+        e.error = std::move(error);
+        log::warn("adapter {} failed to load: {}", short_digest(digest), e.error);
+        return;
+    }
+    if (weights->max_rank() > m_options.max_lora_rank) {
+        e.state = HostState::failed;
+        e.error = "adapter rank " + std::to_string(weights->max_rank()) + " exceeds --max-lora-rank " +
+                  std::to_string(m_options.max_lora_rank) + "; restart with a larger --max-lora-rank";
+        return;
+    }
+    e.state = HostState::ready;
+    e.bytes = weights->bytes();
+    e.weights = std::move(weights);
+    enforce_host_limits_locked(digest);
+}
+
+// Evicts ready host copies until count and bytes fit: unpinned only, those not on the device first,
+// then least recently used. If the newcomer still does not fit, it fails (pinned adapters hold the room).
+void TieredStore::enforce_host_limits_locked(const std::string& keep) {
+    // What eviction cannot touch (the newcomer and pinned copies) must fit on its own; otherwise fail
+    // the newcomer without evicting anything for nothing.
+    int n_fixed = 0;
+    std::size_t fixed_bytes = 0;
+    for (auto& [d, e] : m_host)
+        if (e.state == HostState::ready && (d == keep || m_pinned.count(d))) {
+            n_fixed++;
+            fixed_bytes += e.bytes;
+        }
+    if (n_fixed > m_options.max_loras_cpu || fixed_bytes > m_options.host_budget_bytes) {
+        fail_host_budget_locked(keep);
+        return;
+    }
+    for (;;) {
+        int n_ready = 0;
+        std::size_t bytes = 0;
+        for (auto& [d, e] : m_host)
+            if (e.state == HostState::ready) {
+                n_ready++;
+                bytes += e.bytes;
+            }
+        if (n_ready <= m_options.max_loras_cpu && bytes <= m_options.host_budget_bytes) return;
+        const std::string* victim = nullptr;
+        const HostEntry* best = nullptr;
+        for (auto& [d, e] : m_host) {
+            if (e.state != HostState::ready || d == keep || m_pinned.count(d)) continue;
+            if (!best || std::make_pair(e.on_device, e.last_use) < std::make_pair(best->on_device, best->last_use)) {
+                best = &e;
+                victim = &d;
+            }
+        }
+        if (!victim) {
+            fail_host_budget_locked(keep);
+            return;
+        }
+        log::debug("adapter {} evicted from host memory", short_digest(*victim));
+        m_host.erase(*victim);
+    }
+}
+
+void TieredStore::fail_host_budget_locked(const std::string& digest) {
+    HostEntry& e = m_host[digest];
+    e.state = HostState::failed;
+    e.error = "adapter needs " + std::to_string((e.bytes + (1 << 20) - 1) >> 20) + " MiB of host memory but the LoRA host budget (" +
+              std::to_string(m_options.host_budget_bytes >> 20) + " MiB, " + std::to_string(m_options.max_loras_cpu) +
+              " adapters) cannot hold it next to the pinned adapters; unpin one or raise the budget / --max-loras-cpu";
+    e.weights.reset();
+    e.bytes = 0;
+}
+
+void TieredStore::prefetch(const std::string& digest) {
+    std::unique_lock lock(m_mutex);
+    auto it = m_host.find(digest);
+    if (it != m_host.end()) {
+        it->second.last_use = ++m_tick;
+        return;
+    }
+    start_load_locked(lock, digest);
+}
+
+void TieredStore::set_pinned(const std::string& digest, bool pinned) {
+    {
+        std::lock_guard lock(m_mutex);
+        if (pinned)
+            m_pinned.insert(digest);
+        else
+            m_pinned.erase(digest);
+    }
+    if (pinned) prefetch(digest);
+}
+
+void TieredStore::forget(const std::string& digest) {
+    std::lock_guard lock(m_mutex);
+    m_host.erase(digest);
+    m_pinned.erase(digest);
+    m_forgotten.push_back(digest);
+}
+
+void TieredStore::drain_forgotten() {
+    std::vector<std::string> gone;
+    {
+        std::lock_guard lock(m_mutex);
+        gone.swap(m_forgotten);
+    }
+    for (auto& d : gone)
+        for (std::size_t s = 1; s < m_slots.size(); ++s)
+            if (m_slots[s].digest == d) {
+                m_runner.clear_lora_slot(int(s));
+                m_slots[s] = Slot{};
+            }
+}
+
+int TieredStore::pick_slot(const std::vector<std::string>& step) const {
+    int best = -1;
+    for (std::size_t s = 1; s < m_slots.size(); ++s) {
+        const Slot& slot = m_slots[s];
+        if (slot.digest.empty()) return int(s);
+        if (std::find(step.begin(), step.end(), slot.digest) != step.end()) continue;
+        bool pinned;
+        {
+            std::lock_guard lock(m_mutex);
+            pinned = m_pinned.count(slot.digest) > 0;
+        }
+        if (pinned) continue;
+        if (best < 0 || slot.last_use < m_slots[std::size_t(best)].last_use) best = int(s);
+    }
+    return best;
+}
+
+void TieredStore::mark_on_device(const std::string& digest, bool on_device) {
+    if (digest.empty()) return;
+    std::lock_guard lock(m_mutex);
+    if (auto it = m_host.find(digest); it != m_host.end()) it->second.on_device = on_device;
+}
+
+// Puts one host-ready adapter into a device slot (or reports why not yet / never).
+SlotGrant TieredStore::place(const std::string& digest, const std::vector<std::string>& step) {
+    std::shared_ptr<const runtime::LoraWeights> weights;
+    {
+        std::unique_lock lock(m_mutex);
+        auto it = m_host.find(digest);
+        if (it == m_host.end()) {
+            start_load_locked(lock, digest);
+            it = m_host.find(digest);  // synchronous mode may have finished (or failed) already
+            if (it == m_host.end()) return {Residency::loading, 0, {}};
+        }
+        HostEntry& e = it->second;
+        e.last_use = ++m_tick;
+        if (e.state == HostState::loading) return {Residency::loading, 0, {}};
+        if (e.state == HostState::failed) {
+            SlotGrant g{Residency::failed, 0, e.error};
+            m_host.erase(it);  // reported once; a later prefetch tries again
+            return g;
+        }
+        weights = e.weights;
+    }
+    int s = pick_slot(step);
+    if (s < 0)
+        return {Residency::failed, 0,
+                "all " + std::to_string(m_options.max_loras) +
+                    " LoRA slots hold pinned adapters; unpin one or restart with a larger --max-loras"};
+    Slot& slot = m_slots[std::size_t(s)];
+    std::string evicted = slot.digest;
+    try {
+        if (!evicted.empty()) m_runner.clear_lora_slot(s);
+        slot = Slot{};
+        m_runner.load_lora_slot(s, *weights);
+    } catch (const std::exception& ex) {
+        m_runner.clear_lora_slot(s);
+        mark_on_device(evicted, false);
+        return {Residency::failed, 0, std::string("could not copy the adapter to the device: ") + ex.what()};
+    }
+    mark_on_device(evicted, false);
+    mark_on_device(digest, true);
+    std::lock_guard lock(m_mutex);
+    slot = Slot{digest, m_tick};
+    return {Residency::ready, s, {}};
+}
+
+std::vector<SlotGrant> TieredStore::acquire_slots(const std::vector<std::string>& digests) {
+    if (int(digests.size()) > m_options.max_loras)
+        throw_error(ErrorCode::internal, "acquire_slots asked for " + std::to_string(digests.size()) +
+                                             " adapters but there are only " + std::to_string(m_options.max_loras) + " slots");
+    for (std::size_t i = 0; i < digests.size(); ++i)
+        if (std::find(digests.begin() + long(i) + 1, digests.end(), digests[i]) != digests.end())
+            throw_error(ErrorCode::internal, "acquire_slots got adapter " + short_digest(digests[i]) + " twice");
+    drain_forgotten();
+    uint64_t now;
+    {
+        std::lock_guard lock(m_mutex);
+        now = ++m_tick;
+    }
+    std::vector<SlotGrant> grants(digests.size());
+    std::vector<bool> done(digests.size(), false);
+    // Adapters already on the device first, so that placing the others never evicts one of them.
+    for (std::size_t i = 0; i < digests.size(); ++i)
+        for (std::size_t s = 1; s < m_slots.size(); ++s)
+            if (m_slots[s].digest == digests[i]) {
+                m_slots[s].last_use = now;
+                grants[i] = {Residency::ready, int(s), {}};
+                done[i] = true;
+                std::lock_guard lock(m_mutex);
+                if (auto it = m_host.find(digests[i]); it != m_host.end()) it->second.last_use = now;
+            }
+    for (std::size_t i = 0; i < digests.size(); ++i)
+        if (!done[i]) grants[i] = place(digests[i], digests);
+    return grants;
+}
+
+TieredStore::HostState TieredStore::host_state(const std::string& digest) const {
+    std::lock_guard lock(m_mutex);
+    auto it = m_host.find(digest);
+    return it == m_host.end() ? HostState::absent : it->second.state;
+}
+
+std::vector<std::string> TieredStore::host_lru() const {
+    std::lock_guard lock(m_mutex);
+    std::vector<std::pair<uint64_t, std::string>> v;
+    for (auto& [d, e] : m_host)
+        if (e.state == HostState::ready) v.emplace_back(e.last_use, d);
+    std::sort(v.begin(), v.end());
+    std::vector<std::string> out;
+    for (auto& [t, d] : v) out.push_back(d);
+    return out;
+}
+
+AdapterLoadFn make_disk_loader(const AdapterRegistry& registry, const model::ModelConfig& base, int max_rank) {
+    return [&registry, base, max_rank](const std::string& digest) {
+        auto entry = registry.find_digest(digest);
+        if (!entry) throw_expected(ErrorCode::not_found, "adapter " + short_digest(digest) + " is no longer registered");
+        const AdapterSummary& s = entry->summary;
+        AdapterPlan plan = plan_adapter(s.path, &base, max_rank);
+        // The digest was taken when the adapter was registered; a file rewritten since then is other
+        // content under the old identity. The size check is the cheap guard; reloading re-hashes.
+        if (std::size_t(std::filesystem::file_size(plan.file->path())) != s.size_bytes)
+            throw_expected(ErrorCode::conflict, "adapter '" + s.name + "' changed on disk since it was loaded; reload it");
+        return convert_adapter(plan, base.n_layers);
+    };
+}
+
+std::vector<std::string> TieredStore::slot_contents() const {
+    std::vector<std::string> out;
+    for (auto& s : m_slots) out.push_back(s.digest);
+    return out;
+}
+
+std::size_t TieredStore::host_bytes() const {
+    std::lock_guard lock(m_mutex);
+    std::size_t n = 0;
+    for (auto& [d, e] : m_host)
+        if (e.state == HostState::ready) n += e.bytes;
+    return n;
+}
+
+TieredStore::Tier TieredStore::tier(const std::string& digest) const {
+    std::lock_guard lock(m_mutex);
+    auto it = m_host.find(digest);
+    if (it == m_host.end() || it->second.state != HostState::ready) return Tier::disk;
+    return it->second.on_device ? Tier::device : Tier::host;
+}
+
+int TieredStore::slots_in_use() const {
+    std::lock_guard lock(m_mutex);
+    int n = 0;
+    for (auto& [digest, e] : m_host) n += e.on_device ? 1 : 0;
+    return n;
+}
+
+int TieredStore::host_count() const {
+    std::lock_guard lock(m_mutex);
+    int n = 0;
+    for (auto& [digest, e] : m_host) n += e.state == HostState::ready ? 1 : 0;
+    return n;
+}
+
+}  // namespace loradesk::lora

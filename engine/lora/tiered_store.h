@@ -1,0 +1,118 @@
+// TieredStore: the adapter residency hierarchy disk -> host -> device slot, implementing
+// AdapterResidency for the scheduler. Host tier: parsed LoraWeights, bounded by count and bytes, LRU,
+// pinned exempt, adapters not on the device evicted first. Device tier: the runner's LoRA slots
+// 1..max_loras (slot 0 = no adapter), LRU, pinned exempt. Disk reads run on a small thread pool.
+// Thread-safety: acquire_slots, n_slots and the introspection calls belong to the engine loop;
+// prefetch, set_pinned and forget may be called from any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "lora/adapter_registry.h"
+#include "lora/adapter_residency.h"
+#include "model/model_config.h"
+#include "runtime/lora_weights.h"
+#include "runtime/model_runner.h"
+
+namespace loradesk::lora {
+
+struct TieredStoreOptions {
+    int max_loras = 4;                              // device slots
+    int max_lora_rank = 64;                         // rank of every slot
+    int max_loras_cpu = 16;                         // host copies
+    std::size_t host_budget_bytes = std::size_t(8) << 30;
+    // Threads reading adapters from disk. 0: synchronous mode — prefetch and acquire_slots load inline,
+    // so tests step deterministically.
+    int io_threads = 2;
+};
+
+// Reads and converts one adapter (by digest) from disk; throws Error with a user-facing message.
+using AdapterLoadFn = std::function<runtime::LoraWeights(const std::string& digest)>;
+
+// The production loader: looks the digest up in the registry, then plan_adapter + convert_adapter
+// against `base` (fails if the file changed size since registration). `registry` must outlive it.
+AdapterLoadFn make_disk_loader(const AdapterRegistry& registry, const model::ModelConfig& base, int max_rank);
+
+class TieredStore final : public AdapterResidency {
+public:
+    enum class HostState { absent, loading, ready, failed };
+
+    // Configures the runner's slots (configure_lora_slots(max_loras, max_lora_rank)).
+    TieredStore(runtime::ModelRunner& runner, AdapterLoadFn load, TieredStoreOptions options);
+    ~TieredStore() override;  // waits for disk reads in progress
+    TieredStore(const TieredStore&) = delete;
+    TieredStore& operator=(const TieredStore&) = delete;
+
+    int n_slots() const override { return m_options.max_loras; }
+    void prefetch(const std::string& digest) override;
+    std::vector<SlotGrant> acquire_slots(const std::vector<std::string>& digests) override;
+
+    // Pinned adapters are never evicted from either tier (pinning also prefetches).
+    void set_pinned(const std::string& digest, bool pinned);
+    // The adapter is gone for good (registry freed it): drops its host copy, discards a read in
+    // progress, and clears its device slot at the next acquire_slots.
+    void forget(const std::string& digest);
+
+    // Introspection (engine loop; tests, metrics, the UI).
+    HostState host_state(const std::string& digest) const;
+    std::vector<std::string> host_lru() const;  // ready host copies, least recently used first
+    std::vector<std::string> slot_contents() const;     // [0] is always "" (no adapter); "" = free slot
+    std::size_t host_bytes() const;
+
+    // Thread-safe summaries for the facade (HTTP/UI threads), read under the store's lock.
+    enum class Tier { disk, host, device };
+    Tier tier(const std::string& digest) const;
+    int slots_in_use() const;  // adapters resident in a device slot
+    int host_count() const;    // ready host copies
+
+private:
+    struct HostEntry {
+        HostState state = HostState::loading;
+        uint64_t generation = 0;
+        uint64_t last_use = 0;
+        bool on_device = false;
+        std::shared_ptr<const runtime::LoraWeights> weights;
+        std::size_t bytes = 0;
+        std::string error;
+    };
+    struct Slot {
+        std::string digest;
+        uint64_t last_use = 0;
+    };
+
+    void start_load_locked(std::unique_lock<std::mutex>& lock, const std::string& digest);
+    void finish_load(const std::string& digest, uint64_t generation,
+                     std::shared_ptr<const runtime::LoraWeights> weights, std::string error);
+    void enforce_host_limits_locked(const std::string& keep);
+    void fail_host_budget_locked(const std::string& digest);
+    void drain_forgotten();
+    void mark_on_device(const std::string& digest, bool on_device);
+    SlotGrant place(const std::string& digest, const std::vector<std::string>& step);
+    int pick_slot(const std::vector<std::string>& step) const;
+
+    runtime::ModelRunner& m_runner;
+    AdapterLoadFn m_load;
+    TieredStoreOptions m_options;
+
+    mutable std::mutex m_mutex;  // guards everything below except m_slots
+    std::map<std::string, HostEntry> m_host;
+    std::set<std::string> m_pinned;
+    std::vector<std::string> m_forgotten;
+    uint64_t m_tick = 0;
+    uint64_t m_generation = 0;
+
+    std::vector<Slot> m_slots;  // engine loop only; [0] unused
+
+    std::unique_ptr<ThreadPool> m_pool;  // last: destroyed (and drained) first
+};
+
+}  // namespace loradesk::lora

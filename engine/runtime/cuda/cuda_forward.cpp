@@ -1,0 +1,271 @@
+// CudaRunner forward pass. The host plans the step (KV slots, LoRA segments, attention work items) into one
+// pinned int32 block that a single async copy moves to the device; then the stream runs, per layer:
+// add+RMSNorm, fused QKV GEMM (+bias, +SGMV LoRA over q|k|v), q/k norm+RoPE+KV write, paged attention,
+// o GEMM (+LoRA), add+RMSNorm, fused gate|up GEMM (+LoRA), SiLU*mul, down GEMM (+LoRA); finally the norm of
+// the logits rows only and the lm_head GEMM in f32.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "launchers.h"
+#include "runtime/cuda/cuda_runner_impl.h"
+
+namespace loradesk::runtime::cuda {
+
+struct StepMeta {
+    int n = 0, n_seqs = 0, n_logits = 0, n_segs = 0, max_seg_len = 0, n_items = 0, n_groups = 0;
+    bool any_lora = false;
+    const int32_t *token_ids, *positions, *kv_slots, *qo_indptr, *kv_indptr, *kv_indices, *last_len, *seg_indptr,
+        *seg_slot, *logits_idx;
+    const kernels::AttentionWorkItem* items;
+    const kernels::AttentionMergeGroup* groups;
+};
+
+namespace {
+
+constexpr int kKvChunk = 256;  // keys per attention work item (split-K granularity)
+
+std::size_t align_up(std::size_t v) { return (v + 255) & ~std::size_t(255); }
+
+void launch_check(cudaError_t e, const char* what) { cuda_check(e, what); }
+
+}  // namespace
+
+void CudaRunner::Impl::ensure_workspace(int n_tokens, int n_logits, int n_items, int n_meta) {
+    if (n_tokens <= ws_tokens && n_logits <= ws_logits && n_items <= ws_att_items && n_meta <= ws_meta) return;
+    if (stream) cuda_check(cudaStreamSynchronize(stream), "workspace resize");
+    ws_tokens = std::max(n_tokens, ws_tokens);
+    ws_logits = std::max(n_logits, ws_logits);
+    ws_att_items = std::max(n_items, ws_att_items);
+    ws_meta = std::max(n_meta, ws_meta);
+    const std::size_t T = std::size_t(ws_tokens), H = std::size_t(cfg.hidden_size);
+    const std::size_t qkv_dim = std::size_t(cfg.q_dim() + 2 * cfg.kv_dim()), inter = std::size_t(cfg.intermediate_size);
+    std::size_t sizes[] = {
+        T * H * 4,                                   // residual
+        T * H * 2,                                   // xn
+        T * qkv_dim * 2,                             // qkv
+        T * std::size_t(cfg.q_dim()) * 2,            // attn
+        T * H * 2,                                   // proj
+        T * inter * 4,                               // gate_up
+        T * inter * 2,                               // act
+        T * 3 * std::size_t(std::max(max_rank, 1)) * 4,  // xa (reserved for the largest max_rank below)
+        std::size_t(ws_logits) * H * 2,              // logit rows
+        std::size_t(ws_logits) * cfg.vocab_size * 4,  // logits
+        kernels::attention_workspace_bytes(std::size_t(ws_att_items), cfg.n_kv_heads, cfg.head_dim),
+        std::size_t(ws_meta) * 4,
+        std::size_t(ws_logits) * 4,                  // greedy ids
+    };
+    if (max_rank < 64) sizes[7] = T * 3 * 64 * 4;  // so slots configured later up to rank 64 need no regrow
+    std::size_t total = 0;
+    for (std::size_t s : sizes) total += align_up(s);
+    workspace.allocate(total, "the forward workspace");
+    uint8_t* p = workspace.data();
+    auto take = [&](std::size_t i) { uint8_t* r = p; p += align_up(sizes[i]); return r; };
+    residual = reinterpret_cast<float*>(take(0));
+    xn = reinterpret_cast<uint16_t*>(take(1));
+    qkv = reinterpret_cast<uint16_t*>(take(2));
+    attn = reinterpret_cast<uint16_t*>(take(3));
+    proj = reinterpret_cast<uint16_t*>(take(4));
+    gate_up = reinterpret_cast<uint16_t*>(take(5));
+    act = reinterpret_cast<uint16_t*>(take(6));
+    xa = reinterpret_cast<float*>(take(7));
+    logit_rows = reinterpret_cast<uint16_t*>(take(8));
+    logits = reinterpret_cast<float*>(take(9));
+    att_ws = reinterpret_cast<float*>(take(10));
+    meta = reinterpret_cast<int32_t*>(take(11));
+    greedy = reinterpret_cast<int32_t*>(take(12));
+    h_meta.reserve(std::size_t(ws_meta) * 4);
+    h_out.reserve(std::size_t(ws_logits) * cfg.vocab_size * 4);
+}
+
+void CudaRunner::Impl::gemm(const uint16_t* w, const uint16_t* x, int n, int in, int out, void* y, int64_t ldy,
+                            bool f32_out) {
+    if (n == 0) return;
+    const float alpha = 1.0f, beta = 0.0f;
+    // Row-major Y[n, out] = X[n, in] W[out, in]^T is column-major Y^T = W^T(op T on W's col-major view) X^T.
+    cublas_check(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, w, CUDA_R_16BF, in, x, CUDA_R_16BF,
+                              in, &beta, y, f32_out ? CUDA_R_32F : CUDA_R_16BF, int(ldy), CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx");
+}
+
+namespace {
+
+// Host plan of one step into meta_host; returns the offsets of each array (in int32 units).
+struct MetaLayout {
+    std::size_t token_ids, positions, kv_slots, qo, kv_indptr, kv_indices, last, seg_indptr, seg_slot, logits, items,
+        groups, total;
+};
+
+}  // namespace
+
+void CudaRunner::Impl::run_step(const ForwardBatch& b) {
+    if (n_pages == 0) throw_error(ErrorCode::internal, "CudaRunner::forward before allocate_kv");
+    if (b.page_size != page_size)
+        throw_error(ErrorCode::internal, fmt::format("batch page_size {} differs from the pool's {}", b.page_size, page_size));
+    b.validate(n_pages, cfg.vocab_size);
+    StepMeta sm;
+    sm.n = b.n_tokens();
+    sm.n_seqs = b.n_seqs();
+    sm.n_logits = int(b.logits_indices.size());
+    const int group = cfg.n_heads / cfg.n_kv_heads;
+    kernels::plan_attention(b.qo_indptr.data(), b.kv_indptr.data(), b.kv_last_page_len.data(), sm.n_seqs, page_size,
+                            group, kKvChunk, plan);
+    sm.n_items = int(plan.items.size());
+    sm.n_groups = int(plan.groups.size());
+
+    // Host meta: ids, positions, kv slots, batch arrays, LoRA segments (maximal runs of one slot), plan.
+    auto& h = meta_host;
+    h.clear();
+    MetaLayout L{};
+    L.token_ids = h.size(), h.insert(h.end(), b.token_ids.begin(), b.token_ids.end());
+    L.positions = h.size(), h.insert(h.end(), b.positions.begin(), b.positions.end());
+    L.kv_slots = h.size();
+    for (int s = 0; s < sm.n_seqs; ++s) {
+        int n_q = b.qo_indptr[s + 1] - b.qo_indptr[s], kv_len = b.kv_len(s);
+        for (int i = 0; i < n_q; ++i) {
+            int pos = kv_len - n_q + i;
+            h.push_back(b.kv_indices[b.kv_indptr[s] + pos / page_size] * page_size + pos % page_size);
+        }
+    }
+    L.qo = h.size(), h.insert(h.end(), b.qo_indptr.begin(), b.qo_indptr.end());
+    L.kv_indptr = h.size(), h.insert(h.end(), b.kv_indptr.begin(), b.kv_indptr.end());
+    L.kv_indices = h.size(), h.insert(h.end(), b.kv_indices.begin(), b.kv_indices.end());
+    L.last = h.size(), h.insert(h.end(), b.kv_last_page_len.begin(), b.kv_last_page_len.end());
+    L.seg_indptr = h.size();
+    std::vector<int32_t>& seg_slots = plan_seg_slots;
+    seg_slots.clear();
+    h.push_back(0);
+    for (int s = 0; s < sm.n_seqs; ++s) {
+        int slot = b.seq_lora_slot.empty() ? 0 : b.seq_lora_slot[s];
+        if (slot < 0 || slot > n_slots || (slot > 0 && !slot_loaded[std::size_t(slot)]))
+            throw_error(ErrorCode::internal, fmt::format("sequence {} uses LoRA slot {} which holds no adapter", s, slot));
+        sm.any_lora = sm.any_lora || slot > 0;
+        if (seg_slots.empty() || seg_slots.back() != slot) seg_slots.push_back(slot), h.push_back(h.back());
+        h.back() = b.qo_indptr[s + 1];
+    }
+    sm.n_segs = int(seg_slots.size());
+    for (int i = 0; i < sm.n_segs; ++i) sm.max_seg_len = std::max(sm.max_seg_len, h[L.seg_indptr + i + 1] - h[L.seg_indptr + i]);
+    L.seg_slot = h.size(), h.insert(h.end(), seg_slots.begin(), seg_slots.end());
+    L.logits = h.size(), h.insert(h.end(), b.logits_indices.begin(), b.logits_indices.end());
+    static_assert(sizeof(kernels::AttentionWorkItem) == 16 && sizeof(kernels::AttentionMergeGroup) == 16);
+    while (h.size() % 4) h.push_back(0);  // 16-byte alignment for the plan structs
+    L.items = h.size(), h.resize(h.size() + plan.items.size() * 4);
+    std::memcpy(h.data() + L.items, plan.items.data(), plan.items.size() * 16);
+    L.groups = h.size(), h.resize(h.size() + plan.groups.size() * 4);
+    std::memcpy(h.data() + L.groups, plan.groups.data(), plan.groups.size() * 16);
+
+    ensure_workspace(sm.n, sm.n_logits, sm.n_items, int(h.size()));
+    std::memcpy(h_meta.data(), h.data(), h.size() * 4);
+    if (lora_pending) {
+        cuda_check(cudaStreamWaitEvent(stream, lora_ready, 0), "cudaStreamWaitEvent");
+        lora_pending = false;
+    }
+    cuda_check(cudaMemcpyAsync(meta, h_meta.data(), h.size() * 4, cudaMemcpyHostToDevice, stream), "step upload");
+    sm.token_ids = meta + L.token_ids, sm.positions = meta + L.positions, sm.kv_slots = meta + L.kv_slots;
+    sm.qo_indptr = meta + L.qo, sm.kv_indptr = meta + L.kv_indptr, sm.kv_indices = meta + L.kv_indices;
+    sm.last_len = meta + L.last, sm.seg_indptr = meta + L.seg_indptr, sm.seg_slot = meta + L.seg_slot;
+    sm.logits_idx = meta + L.logits;
+    sm.items = reinterpret_cast<const kernels::AttentionWorkItem*>(meta + L.items);
+    sm.groups = reinterpret_cast<const kernels::AttentionMergeGroup*>(meta + L.groups);
+    run_layers(sm);
+}
+
+// SGMV over up to three adjacent modules that share the input (q|k|v, gate|up) and whose outputs are
+// adjacent column ranges of y.
+void CudaRunner::Impl::apply_lora(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x,
+                            int64_t x_stride, uint16_t* y, int64_t y_stride) {
+    if (!sm.any_lora || n_slots == 0) return;
+    kernels::SgmvParams p;
+    p.x = x, p.x_row_stride = x_stride, p.in_features = module_dims(first_module).first;
+    p.xa = xa, p.y = y, p.y_row_stride = y_stride;
+    p.seg_indptr = sm.seg_indptr, p.seg_slot = sm.seg_slot, p.n_segs = sm.n_segs, p.max_seg_len = sm.max_seg_len;
+    p.max_rank = max_rank, p.slot_stride = int64_t(slot_elems), p.n_slices = n_modules;
+    const auto* base = reinterpret_cast<const uint16_t*>(lora.data());
+    int offset = 0;
+    for (int j = 0; j < n_modules; ++j) {
+        int mi = first_module + j;
+        auto [in, out] = module_dims(mi);
+        std::size_t t = std::size_t(layer) * kNumLoraModules + mi;
+        const uint16_t* a = base + module_offset[t];
+        p.slices[j] = {a, a + std::size_t(max_rank) * in, d_ranks + t * (n_slots + 1), d_scales + t * (n_slots + 1),
+                       offset, out};
+        offset += out;
+    }
+    launch_check(kernels::sgmv_shrink(p, stream), "sgmv_shrink");
+    launch_check(kernels::sgmv_expand(p, stream), "sgmv_expand");
+}
+
+void CudaRunner::Impl::run_layers(const StepMeta& sm) {
+    const int n = sm.n, hid = cfg.hidden_size, qd = cfg.q_dim(), kvd = cfg.kv_dim(), inter = cfg.intermediate_size;
+    const int qkv_dim = qd + 2 * kvd;
+    const float eps = cfg.rms_norm_eps;
+    launch_check(kernels::embedding_gather(embed, sm.token_ids, n, hid, cfg.vocab_size, residual, stream), "embedding");
+    for (int l = 0; l < cfg.n_layers; ++l) {
+        const DeviceLayer& w = layers[std::size_t(l)];
+        launch_check(kernels::add_rmsnorm(l == 0 ? nullptr : proj, residual, w.in_norm, nullptr, n, hid, eps, xn, stream),
+                     "add_rmsnorm");
+        gemm(w.wqkv, xn, n, hid, qkv_dim, qkv, qkv_dim, false);
+        if (w.bqkv) launch_check(kernels::bias_add(qkv, qkv_dim, w.bqkv, n, qkv_dim, stream), "bias_add");
+        apply_lora(sm, l, int(LoraModule::q), 3, xn, hid, qkv, qkv_dim);
+
+        auto* k_pages = reinterpret_cast<uint16_t*>(kv.data()) + std::size_t(l) * 2 * kv_layer_elems;
+        kernels::RopeKvParams rp;
+        rp.qkv = qkv, rp.qkv_row_stride = qkv_dim, rp.n_tokens = n, rp.n_heads = cfg.n_heads, rp.n_kv_heads = cfg.n_kv_heads;
+        rp.head_dim = cfg.head_dim, rp.positions = sm.positions, rp.kv_slots = sm.kv_slots, rp.inv_freq = inv_freq;
+        rp.q_norm = w.q_norm, rp.k_norm = w.k_norm, rp.norm_eps = eps, rp.k_pages = k_pages;
+        rp.v_pages = k_pages + kv_layer_elems;
+        launch_check(kernels::rope_kv_write(rp, stream), "rope_kv_write");
+
+        kernels::AttentionParams ap;
+        ap.q = qkv, ap.q_row_stride = qkv_dim, ap.k_pages = rp.k_pages, ap.v_pages = rp.v_pages;
+        ap.qo_indptr = sm.qo_indptr, ap.kv_indptr = sm.kv_indptr, ap.kv_indices = sm.kv_indices;
+        ap.kv_last_page_len = sm.last_len, ap.n_seqs = sm.n_seqs, ap.page_size = page_size, ap.n_heads = cfg.n_heads;
+        ap.n_kv_heads = cfg.n_kv_heads, ap.head_dim = cfg.head_dim, ap.scale = 1.0f / std::sqrt(float(cfg.head_dim));
+        ap.out = attn;
+        launch_check(kernels::attention(ap, sm.items, sm.n_items, sm.groups, sm.n_groups, att_ws, stream), "attention");
+
+        gemm(w.wo, attn, n, qd, hid, proj, hid, false);
+        if (w.bo) launch_check(kernels::bias_add(proj, hid, w.bo, n, hid, stream), "bias_add");
+        apply_lora(sm, l, int(LoraModule::o), 1, attn, qd, proj, hid);
+
+        launch_check(kernels::add_rmsnorm(proj, residual, w.post_norm, nullptr, n, hid, eps, xn, stream), "add_rmsnorm");
+        gemm(w.wgu, xn, n, hid, 2 * inter, gate_up, 2 * inter, false);
+        if (w.bgu) launch_check(kernels::bias_add(gate_up, 2 * inter, w.bgu, n, 2 * inter, stream), "bias_add");
+        apply_lora(sm, l, int(LoraModule::gate), 2, xn, hid, gate_up, 2 * inter);
+        launch_check(kernels::silu_mul(gate_up, n, inter, act, stream), "silu_mul");
+        gemm(w.wd, act, n, inter, hid, proj, hid, false);
+        if (w.bd) launch_check(kernels::bias_add(proj, hid, w.bd, n, hid, stream), "bias_add");
+        apply_lora(sm, l, int(LoraModule::down), 1, act, inter, proj, hid);
+    }
+    // Only the rows that need logits get the last residual add, the final norm and lm_head.
+    launch_check(kernels::add_rmsnorm(cfg.n_layers > 0 ? proj : nullptr, residual, final_norm, sm.logits_idx,
+                                      sm.n_logits, hid, eps, logit_rows, stream),
+                 "final norm");
+    gemm(lm_head, logit_rows, sm.n_logits, hid, cfg.vocab_size, logits, cfg.vocab_size, true);
+}
+
+void CudaRunner::forward(const ForwardBatch& batch, std::vector<float>& out) {
+    m->run_step(batch);
+    const std::size_t count = batch.logits_indices.size() * std::size_t(m->cfg.vocab_size);
+    cuda_check(cudaMemcpyAsync(m->h_out.data(), m->logits, count * 4, cudaMemcpyDeviceToHost, m->stream), "logits download");
+    cuda_check(cudaStreamSynchronize(m->stream), "forward");
+    out.resize(count);
+    std::memcpy(out.data(), m->h_out.data(), count * 4);
+}
+
+void CudaRunner::forward_greedy(const ForwardBatch& batch, std::vector<int32_t>& tokens) {
+    m->run_step(batch);
+    const int n = int(batch.logits_indices.size());
+    launch_check(kernels::argmax(m->logits, n, m->cfg.vocab_size, m->greedy, m->stream), "argmax");
+    cuda_check(cudaMemcpyAsync(m->h_out.data(), m->greedy, std::size_t(n) * 4, cudaMemcpyDeviceToHost, m->stream),
+               "token download");
+    cuda_check(cudaStreamSynchronize(m->stream), "forward");
+    tokens.resize(std::size_t(n));
+    std::memcpy(tokens.data(), m->h_out.data(), std::size_t(n) * 4);
+}
+
+}  // namespace loradesk::runtime::cuda

@@ -1,0 +1,330 @@
+// CudaRunner setup: device checks, weight upload (bf16, fused QKV and gate/up matrices), the KV pool,
+// LoRA slot memory and slot uploads on their own stream. The forward pass is in cuda_forward.cpp.
+#include "runtime/cuda/cuda_runner.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "model/model_weights.h"
+#include "ref/ref_kernels.h"
+#include "runtime/cuda/cuda_runner_impl.h"
+
+namespace loradesk::runtime::cuda {
+
+void cuda_check(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) throw_error(ErrorCode::internal, fmt::format("{} failed: {}", what, cudaGetErrorString(e)));
+}
+
+void cublas_check(cublasStatus_t s, const char* what) {
+    if (s != CUBLAS_STATUS_SUCCESS) throw_error(ErrorCode::internal, fmt::format("{} failed: cuBLAS status {}", what, int(s)));
+}
+
+bool cuda_device_available() {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+DeviceArena::~DeviceArena() { release(); }
+
+void DeviceArena::release() {
+    if (m_ptr) cudaFree(m_ptr);
+    m_ptr = nullptr;
+    m_bytes = 0;
+}
+
+void DeviceArena::allocate(std::size_t bytes, const char* what) {
+    release();
+    if (bytes == 0) return;
+    std::size_t free_b = 0, total_b = 0;
+    cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+    if (bytes > free_b || cudaMalloc(reinterpret_cast<void**>(&m_ptr), bytes) != cudaSuccess) {
+        cudaGetLastError();
+        m_ptr = nullptr;
+        throw_expected(ErrorCode::unavailable,
+                       fmt::format("{} needs {:.2f} GiB of GPU memory but only {:.2f} GiB of {:.2f} GiB is free "
+                                   "(lower --kv-memory / --max-loras / --max-lora-rank, or use --device cpu)",
+                                   what, bytes / 1073741824.0, free_b / 1073741824.0, total_b / 1073741824.0));
+    }
+    m_bytes = bytes;
+}
+
+PinnedBuffer::~PinnedBuffer() {
+    if (m_ptr) cudaFreeHost(m_ptr);
+}
+
+void PinnedBuffer::reserve(std::size_t bytes) {
+    if (bytes <= m_bytes) return;
+    if (m_ptr) cudaFreeHost(m_ptr), m_ptr = nullptr;
+    cuda_check(cudaMallocHost(reinterpret_cast<void**>(&m_ptr), bytes), "cudaMallocHost");
+    m_bytes = bytes;
+}
+
+namespace {
+
+std::size_t align_up(std::size_t v) { return (v + 255) & ~std::size_t(255); }
+
+// Appends a tensor (any float dtype) as bf16 to host staging.
+void append_bf16(const model::TensorView* t, std::vector<uint16_t>& out) {
+    std::size_t n = std::size_t(t->numel()), at = out.size();
+    out.resize(at + n);
+    if (t->dtype == DType::bf16) {
+        std::memcpy(out.data() + at, t->data, n * 2);
+        return;
+    }
+    std::vector<float> f = t->to_f32();
+    for (std::size_t i = 0; i < n; ++i) out[at + i] = f32_to_bf16(f[i]);
+}
+
+}  // namespace
+
+std::pair<int, int> CudaRunner::Impl::module_dims(int m) const {
+    switch (LoraModule(m)) {
+        case LoraModule::q: return {cfg.hidden_size, cfg.q_dim()};
+        case LoraModule::k:
+        case LoraModule::v: return {cfg.hidden_size, cfg.kv_dim()};
+        case LoraModule::o: return {cfg.q_dim(), cfg.hidden_size};
+        case LoraModule::gate:
+        case LoraModule::up: return {cfg.hidden_size, cfg.intermediate_size};
+        case LoraModule::down: return {cfg.intermediate_size, cfg.hidden_size};
+    }
+    return {0, 0};
+}
+
+// Plans every tensor's place in one arena, converts on the host and copies, one tensor group at a time.
+void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
+    model::ModelWeights w(model_dir);
+    cfg = w.config();
+    if (cfg.head_dim % 2 != 0 || cfg.head_dim > 256)
+        throw_expected(ErrorCode::unsupported, fmt::format("the CUDA runner supports head_dim up to 256 (even); this model has {} "
+                                                           "(use --device cpu)", cfg.head_dim));
+    struct Item {
+        std::vector<const model::TensorView*> parts;
+        const uint16_t** dst;
+    };
+    std::vector<Item> items;
+    layers.assign(std::size_t(cfg.n_layers), {});
+    items.push_back({{&w.embed()}, &embed});
+    items.push_back({{&w.final_norm()}, &final_norm});
+    if (!cfg.tie_word_embeddings) items.push_back({{&w.lm_head()}, &lm_head});
+    for (int l = 0; l < cfg.n_layers; ++l) {
+        const auto& s = w.layer(l);
+        DeviceLayer& d = layers[std::size_t(l)];
+        items.push_back({{s.input_norm}, &d.in_norm});
+        items.push_back({{s.post_norm}, &d.post_norm});
+        items.push_back({{s.q, s.k, s.v}, &d.wqkv});
+        items.push_back({{s.o}, &d.wo});
+        items.push_back({{s.gate, s.up}, &d.wgu});
+        items.push_back({{s.down}, &d.wd});
+        if (s.q_norm) items.push_back({{s.q_norm}, &d.q_norm});
+        if (s.k_norm) items.push_back({{s.k_norm}, &d.k_norm});
+        if (s.q_bias) items.push_back({{s.q_bias, s.k_bias, s.v_bias}, &d.bqkv});
+        if (s.o_bias) items.push_back({{s.o_bias}, &d.bo});
+        if (s.gate_bias) items.push_back({{s.gate_bias, s.up_bias}, &d.bgu});
+        if (s.down_bias) items.push_back({{s.down_bias}, &d.bd});
+    }
+    std::vector<std::size_t> offsets;
+    std::size_t total = 0;
+    for (const auto& it : items) {
+        offsets.push_back(total);
+        std::size_t n = 0;
+        for (const auto* t : it.parts) n += std::size_t(t->numel());
+        total += align_up(n * 2);
+    }
+    const std::size_t freq_offset = total;
+    total += align_up(std::size_t(cfg.head_dim / 2) * sizeof(float));
+    weights.allocate(total, "the model weights");
+    std::vector<uint16_t> host;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        host.clear();
+        for (const auto* t : items[i].parts) append_bf16(t, host);
+        cuda_check(cudaMemcpy(weights.data() + offsets[i], host.data(), host.size() * 2, cudaMemcpyHostToDevice),
+                   "weight upload");
+        *items[i].dst = reinterpret_cast<const uint16_t*>(weights.data() + offsets[i]);
+    }
+    if (cfg.tie_word_embeddings) lm_head = embed;
+    kernels::ref::RopeScalingSpec rs;
+    rs.kind = cfg.rope_scaling.type == model::RopeType::linear   ? kernels::RopeKind::linear
+              : cfg.rope_scaling.type == model::RopeType::llama3 ? kernels::RopeKind::llama3
+                                                                 : kernels::RopeKind::default_;
+    rs.factor = cfg.rope_scaling.factor;
+    rs.low_freq_factor = cfg.rope_scaling.low_freq_factor;
+    rs.high_freq_factor = cfg.rope_scaling.high_freq_factor;
+    rs.original_max_position_embeddings = cfg.rope_scaling.original_max_position_embeddings;
+    auto freq = kernels::ref::rope_inv_freq(cfg.head_dim, cfg.rope_theta, rs);
+    inv_freq = reinterpret_cast<float*>(weights.data() + freq_offset);
+    cuda_check(cudaMemcpy(inv_freq, freq.data(), freq.size() * sizeof(float), cudaMemcpyHostToDevice), "rope table upload");
+}
+
+CudaRunner::CudaRunner(const std::string& model_dir, int device) : m(std::make_unique<Impl>()) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0)
+        throw_expected(ErrorCode::unavailable,
+                       fmt::format("no usable CUDA GPU ({}); install the NVIDIA driver or use --device cpu",
+                                   e != cudaSuccess ? cudaGetErrorString(e) : "no devices"));
+    if (device < 0 || device >= n)
+        throw_expected(ErrorCode::invalid_argument, fmt::format("CUDA device {} does not exist (found {})", device, n));
+    m->device = device;
+    cuda_check(cudaSetDevice(device), "cudaSetDevice");
+    cudaDeviceProp prop{};
+    cuda_check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+    m->name = prop.name;
+    cuda_check(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    cuda_check(cudaStreamCreateWithFlags(&m->lora_stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    cuda_check(cudaEventCreateWithFlags(&m->lora_ready, cudaEventDisableTiming), "cudaEventCreate");
+    cublas_check(cublasCreate(&m->cublas), "cublasCreate");
+    cublas_check(cublasSetStream(m->cublas, m->stream), "cublasSetStream");
+    m->upload_weights(model_dir);
+    m->slot_loaded.assign(1, false);
+    m->ensure_workspace(256, 64, 1024, 4096);
+    log::info("CUDA runner on {}: {:.2f} GiB of bf16 weights", m->name, m->weights.bytes() / 1073741824.0);
+}
+
+CudaRunner::~CudaRunner() {
+    if (!m) return;
+    if (m->stream) cudaStreamSynchronize(m->stream);
+    if (m->lora_stream) cudaStreamSynchronize(m->lora_stream);
+    if (m->cublas) cublasDestroy(m->cublas);
+    if (m->lora_ready) cudaEventDestroy(m->lora_ready);
+    if (m->stream) cudaStreamDestroy(m->stream);
+    if (m->lora_stream) cudaStreamDestroy(m->lora_stream);
+}
+
+const model::ModelConfig& CudaRunner::config() const { return m->cfg; }
+std::string CudaRunner::device_name() const { return m->name; }
+
+MemoryReport CudaRunner::memory() const {
+    MemoryReport r;
+    r.weight_bytes = m->weights.bytes();
+    r.kv_bytes = m->kv.bytes();
+    r.lora_slot_bytes = m->lora.bytes();
+    r.workspace_bytes = m->workspace.bytes();
+    return r;
+}
+
+std::size_t CudaRunner::kv_page_bytes(int page_size) const {
+    return std::size_t(m->cfg.n_layers) * 2 * std::size_t(page_size) * std::size_t(m->cfg.kv_dim()) * 2;
+}
+
+void CudaRunner::allocate_kv(int n_pages, int page_size) {
+    if (n_pages <= 0 || page_size <= 0)
+        throw_expected(ErrorCode::invalid_argument,
+                       fmt::format("KV pool needs n_pages > 0 and page_size > 0 (got {}, {})", n_pages, page_size));
+    m->kv.allocate(kv_page_bytes(page_size) * std::size_t(n_pages), "the KV page pool");
+    m->n_pages = n_pages;
+    m->page_size = page_size;
+    m->kv_layer_elems = std::size_t(n_pages) * page_size * m->cfg.kv_dim();
+}
+
+void CudaRunner::configure_lora_slots(int n_slots, int max_rank) {
+    if (n_slots < 0 || max_rank < 0)
+        throw_expected(ErrorCode::invalid_argument, "LoRA slots and max rank must not be negative");
+    if (max_rank > 1024)
+        throw_expected(ErrorCode::unsupported, fmt::format("the CUDA runner supports LoRA ranks up to 1024, not {}", max_rank));
+    auto& s = *m;
+    s.n_slots = n_slots;
+    s.max_rank = max_rank;
+    s.module_offset.assign(std::size_t(s.cfg.n_layers) * kNumLoraModules, 0);
+    std::size_t off = 0;
+    for (int l = 0; l < s.cfg.n_layers; ++l)
+        for (int mi = 0; mi < kNumLoraModules; ++mi) {
+            auto [in, out] = s.module_dims(mi);
+            s.module_offset[std::size_t(l) * kNumLoraModules + mi] = off;
+            off += std::size_t(max_rank) * (in + out);
+        }
+    s.slot_elems = (off + 127) & ~std::size_t(127);  // keeps every slot's A 16-byte aligned
+    const std::size_t table = std::size_t(s.cfg.n_layers) * kNumLoraModules * (n_slots + 1);
+    const std::size_t weight_bytes = s.slot_elems * 2 * std::size_t(n_slots);
+    s.lora.allocate(align_up(weight_bytes) + align_up(table * 4) * 2, "the LoRA slots");
+    s.d_ranks = reinterpret_cast<int32_t*>(s.lora.data() + align_up(weight_bytes));
+    s.d_scales = reinterpret_cast<float*>(s.lora.data() + align_up(weight_bytes) + align_up(table * 4));
+    s.lora_staging.reserve(s.slot_elems * 2 + table * 8);
+    std::memset(s.lora_staging.data() + s.slot_elems * 2, 0, table * 8);  // all ranks 0
+    cuda_check(cudaMemcpy(s.d_ranks, s.lora_staging.data() + s.slot_elems * 2, table * 4, cudaMemcpyHostToDevice), "ranks");
+    cuda_check(cudaMemcpy(s.d_scales, s.lora_staging.data() + s.slot_elems * 2, table * 4, cudaMemcpyHostToDevice), "scales");
+    s.slot_loaded.assign(std::size_t(n_slots) + 1, false);
+    // The LoRA scratch (xa) is sized by max_rank: rebuild the workspace at its current capacity.
+    int t = s.ws_tokens, lg = s.ws_logits, it = s.ws_att_items, me = s.ws_meta;
+    s.ws_tokens = s.ws_logits = s.ws_att_items = s.ws_meta = 0;
+    s.ensure_workspace(t, lg, it, me);
+}
+
+namespace {
+
+void check_slot(int slot, int n_slots) {
+    if (slot < 1 || slot > n_slots)
+        throw_error(ErrorCode::invalid_argument, fmt::format("LoRA slot {} outside 1..{}", slot, n_slots));
+}
+
+}  // namespace
+
+// Converts into pinned staging (A as is, B transposed to [rank, out] so the expand reads coalesced rows),
+// then copies on the LoRA stream; the next forward waits on lora_ready.
+void CudaRunner::load_lora_slot(int slot, const LoraWeights& w) {
+    auto& s = *m;
+    check_slot(slot, s.n_slots);
+    if (int(w.layers.size()) != s.cfg.n_layers)
+        throw_expected(ErrorCode::invalid_argument,
+                       fmt::format("LoRA weights have {} layers but the base model has {} (is the adapter for another base model?)",
+                                   w.layers.size(), s.cfg.n_layers));
+    for (std::size_t l = 0; l < w.layers.size(); ++l)
+        for (int mi = 0; mi < kNumLoraModules; ++mi) {
+            const LoraModuleWeights& mw = w.layers[l][std::size_t(mi)];
+            if (mw.rank == 0) continue;
+            auto [in, out] = s.module_dims(mi);
+            std::string where = fmt::format("layer {} {}", l, lora_module_name(LoraModule(mi)));
+            if (mw.rank < 0 || mw.rank > s.max_rank)
+                throw_expected(ErrorCode::invalid_argument,
+                               fmt::format("LoRA {} has rank {} but slots hold at most rank {} (raise --max-lora-rank)", where,
+                                           mw.rank, s.max_rank));
+            if (mw.a.size() != std::size_t(mw.rank) * in || mw.b.size() != std::size_t(out) * mw.rank)
+                throw_expected(ErrorCode::invalid_argument,
+                               fmt::format("LoRA {} expects A [{}, {}] and B [{}, {}] for this base model but got {} and {} "
+                                           "values (is the adapter for another base model?)",
+                                           where, mw.rank, in, out, mw.rank, mw.a.size(), mw.b.size()));
+        }
+    cuda_check(cudaEventSynchronize(s.lora_ready), "waiting for the previous LoRA upload");  // staging is reused
+    auto* host = reinterpret_cast<uint16_t*>(s.lora_staging.data());
+    const std::size_t table = std::size_t(s.cfg.n_layers) * kNumLoraModules * (s.n_slots + 1);
+    auto* ranks = reinterpret_cast<int32_t*>(s.lora_staging.data() + s.slot_elems * 2);
+    auto* scales = reinterpret_cast<float*>(ranks + table);
+    for (int l = 0; l < s.cfg.n_layers; ++l)
+        for (int mi = 0; mi < kNumLoraModules; ++mi) {
+            const LoraModuleWeights& mw = w.layers[std::size_t(l)][std::size_t(mi)];
+            auto [in, out] = s.module_dims(mi);
+            uint16_t* a = host + s.module_offset[std::size_t(l) * kNumLoraModules + mi];
+            uint16_t* bt = a + std::size_t(s.max_rank) * in;
+            for (std::size_t i = 0; i < std::size_t(mw.rank) * in; ++i) a[i] = f32_to_bf16(mw.a[i]);
+            for (int r = 0; r < mw.rank; ++r)
+                for (int o = 0; o < out; ++o) bt[std::size_t(r) * out + o] = f32_to_bf16(mw.b[std::size_t(o) * mw.rank + r]);
+            std::size_t ti = (std::size_t(l) * kNumLoraModules + mi) * (s.n_slots + 1) + slot;
+            ranks[ti] = mw.rank;
+            scales[ti] = mw.scale;
+        }
+    uint16_t* dst = reinterpret_cast<uint16_t*>(s.lora.data()) + std::size_t(slot - 1) * s.slot_elems;
+    cuda_check(cudaMemcpyAsync(dst, host, s.slot_elems * 2, cudaMemcpyHostToDevice, s.lora_stream), "LoRA upload");
+    cuda_check(cudaMemcpyAsync(s.d_ranks, ranks, table * 4, cudaMemcpyHostToDevice, s.lora_stream), "LoRA ranks");
+    cuda_check(cudaMemcpyAsync(s.d_scales, scales, table * 4, cudaMemcpyHostToDevice, s.lora_stream), "LoRA scales");
+    cuda_check(cudaEventRecord(s.lora_ready, s.lora_stream), "cudaEventRecord");
+    s.lora_pending = true;
+    s.slot_loaded[std::size_t(slot)] = true;
+}
+
+void CudaRunner::clear_lora_slot(int slot) {
+    auto& s = *m;
+    check_slot(slot, s.n_slots);
+    cuda_check(cudaEventSynchronize(s.lora_ready), "waiting for the previous LoRA upload");
+    const std::size_t table = std::size_t(s.cfg.n_layers) * kNumLoraModules * (s.n_slots + 1);
+    auto* ranks = reinterpret_cast<int32_t*>(s.lora_staging.data() + s.slot_elems * 2);
+    for (std::size_t i = 0; i < table / (s.n_slots + 1); ++i) ranks[i * (s.n_slots + 1) + slot] = 0;
+    cuda_check(cudaMemcpyAsync(s.d_ranks, ranks, table * 4, cudaMemcpyHostToDevice, s.lora_stream), "LoRA ranks");
+    cuda_check(cudaEventRecord(s.lora_ready, s.lora_stream), "cudaEventRecord");
+    s.lora_pending = true;
+    s.slot_loaded[std::size_t(slot)] = false;
+}
+
+}  // namespace loradesk::runtime::cuda

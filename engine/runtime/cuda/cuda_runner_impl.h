@@ -1,0 +1,112 @@
+// Private state of CudaRunner shared by its translation units (setup/LoRA in cuda_runner.cpp, the forward
+// pass in cuda_forward.cpp): device arenas, per-layer weight pointers, streams, cuBLAS handle, staging.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attention_plan.h"
+#include "model/model_config.h"
+#include "runtime/cuda/cuda_runner.h"
+
+namespace loradesk::runtime::cuda {
+
+void cuda_check(cudaError_t e, const char* what);
+void cublas_check(cublasStatus_t s, const char* what);
+
+// One cudaMalloc'd block; freed on destruction.
+class DeviceArena {
+public:
+    DeviceArena() = default;
+    ~DeviceArena();
+    DeviceArena(const DeviceArena&) = delete;
+    DeviceArena& operator=(const DeviceArena&) = delete;
+    void allocate(std::size_t bytes, const char* what);  // throws Error(unavailable) when it does not fit
+    void release();
+    uint8_t* data() const { return m_ptr; }
+    std::size_t bytes() const { return m_bytes; }
+
+private:
+    uint8_t* m_ptr = nullptr;
+    std::size_t m_bytes = 0;
+};
+
+// Page-locked host memory for async copies; freed on destruction.
+class PinnedBuffer {
+public:
+    ~PinnedBuffer();
+    void reserve(std::size_t bytes);  // grows only
+    uint8_t* data() const { return m_ptr; }
+
+private:
+    uint8_t* m_ptr = nullptr;
+    std::size_t m_bytes = 0;
+};
+
+struct StepMeta;
+
+struct DeviceLayer {
+    const uint16_t *in_norm = nullptr, *post_norm = nullptr, *q_norm = nullptr, *k_norm = nullptr;
+    const uint16_t *wqkv = nullptr, *bqkv = nullptr;  // [q_dim + 2 kv_dim, hidden], rows q | k | v
+    const uint16_t *wo = nullptr, *bo = nullptr;      // [hidden, q_dim]
+    const uint16_t *wgu = nullptr, *bgu = nullptr;    // [2 inter, hidden], rows gate | up
+    const uint16_t *wd = nullptr, *bd = nullptr;      // [hidden, inter]
+};
+
+struct CudaRunner::Impl {
+    model::ModelConfig cfg;
+    int device = 0;
+    std::string name;
+    cudaStream_t stream = nullptr;       // compute
+    cudaStream_t lora_stream = nullptr;  // slot uploads
+    cudaEvent_t lora_ready = nullptr;    // recorded after each slot upload; compute waits on it
+    bool lora_pending = false;
+    cublasHandle_t cublas = nullptr;
+
+    DeviceArena weights;
+    const uint16_t *embed = nullptr, *final_norm = nullptr, *lm_head = nullptr;
+    std::vector<DeviceLayer> layers;
+    float* inv_freq = nullptr;  // [head_dim / 2], inside the weights arena
+
+    DeviceArena kv;
+    int n_pages = 0, page_size = 0;
+    std::size_t kv_layer_elems = 0;  // per layer, per K or V
+
+    // LoRA: slot-major regions; within a slot, per layer, per module: A [max_rank, in] then Bt [max_rank, out].
+    DeviceArena lora;
+    int n_slots = 0, max_rank = 0;
+    std::size_t slot_elems = 0;
+    std::vector<std::size_t> module_offset;  // [n_layers * 7] offset of A inside a slot region
+    PinnedBuffer lora_staging;               // one slot's bf16 values + the rank/scale tables
+    std::vector<bool> slot_loaded;           // [n_slots + 1]
+    int32_t* d_ranks = nullptr;              // [n_layers][7][n_slots + 1], inside the lora arena
+    float* d_scales = nullptr;
+
+    // Per-step workspace, sized for ws_tokens tokens / ws_logits logits rows / ws_att_items items; grows.
+    DeviceArena workspace;
+    int ws_tokens = 0, ws_logits = 0, ws_att_items = 0, ws_meta = 0;
+    float* residual = nullptr;
+    uint16_t *xn = nullptr, *qkv = nullptr, *attn = nullptr, *proj = nullptr, *gate_up = nullptr, *act = nullptr;
+    uint16_t* logit_rows = nullptr;
+    float *xa = nullptr, *logits = nullptr, *att_ws = nullptr;
+    int32_t *meta = nullptr, *greedy = nullptr;
+    PinnedBuffer h_meta, h_out;
+    kernels::AttentionPlan plan;
+    std::vector<int32_t> meta_host, plan_seg_slots;
+
+    std::pair<int, int> module_dims(int module) const;
+    void upload_weights(const std::string& model_dir);
+    void ensure_workspace(int n_tokens, int n_logits, int n_att_items, int n_meta);
+    void gemm(const uint16_t* w, const uint16_t* x, int n, int in, int out, void* y, int64_t ldy, bool f32_out);
+    void run_layers(const StepMeta& sm);
+    void apply_lora(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x, int64_t x_stride,
+              uint16_t* y, int64_t y_stride);
+    void run_step(const ForwardBatch& b);  // leaves logits in `logits` on the device
+};
+
+}  // namespace loradesk::runtime::cuda

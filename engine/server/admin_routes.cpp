@@ -1,0 +1,204 @@
+// Router endpoints that are not generation: models, tokenize/detokenize, vLLM adapter load/unload,
+// loradesk's adapter list / pin / unpin.
+#include <fmt/format.h>
+
+#include "server/api_error.h"
+#include "server/openai_format.h"
+#include "server/request_parse.h"
+#include "server/router.h"
+
+namespace loradesk::server {
+
+namespace {
+
+HttpResponse json_response(const ojson& body) {
+    HttpResponse r;
+    r.body = dump_json(body);
+    return r;
+}
+
+HttpResponse text_response(std::string text) {
+    HttpResponse r;
+    r.content_type = "text/plain; charset=utf-8";
+    r.body = std::move(text);
+    return r;
+}
+
+ojson adapter_json(const api::AdapterInfo& a) {
+    ojson j;
+    j["name"] = a.name;
+    j["aliases"] = a.aliases;
+    j["digest"] = a.digest;
+    j["path"] = a.path;
+    j["base_model"] = a.base_model;
+    j["rank"] = a.rank;
+    j["alpha"] = a.alpha;
+    j["rslora"] = a.rslora;
+    j["targets"] = a.targets;
+    j["size_bytes"] = a.size_bytes;
+    j["tier"] = a.tier;
+    j["pinned"] = a.pinned;
+    j["compatible"] = a.compatible;
+    j["incompatibility"] = a.compatible ? ojson(nullptr) : ojson(a.incompatibility);
+    j["running"] = a.running;
+    j["waiting"] = a.waiting;
+    j["requests_total"] = a.requests_total;
+    j["prompt_tokens_total"] = a.prompt_tokens_total;
+    j["cached_tokens_total"] = a.cached_tokens_total;
+    j["generated_tokens_total"] = a.generated_tokens_total;
+    j["last_load_ms"] = a.last_load_ms;
+    j["last_used_unix"] = a.last_used_unix;
+    j["created_unix"] = a.created_unix;
+    return j;
+}
+
+std::string require_string(const nlohmann::json& body, const char* name) {
+    auto it = body.find(name);
+    if (it == body.end() || !it->is_string() || it->get<std::string>().empty())
+        throw_invalid(name, fmt::format("'{}' is required and must be a non-empty string", name));
+    return it->get<std::string>();
+}
+
+bool optional_bool(const nlohmann::json& body, const char* name, bool fallback) {
+    auto it = body.find(name);
+    if (it == body.end() || it->is_null()) return fallback;
+    if (!it->is_boolean()) throw_invalid(name, fmt::format("'{}' must be a boolean", name));
+    return it->get<bool>();
+}
+
+}  // namespace
+
+HttpResponse Router::list_models() const {
+    const api::ModelInfo model = m_engine.model();
+    ojson data = ojson::array();
+    ojson base;
+    base["id"] = model.id;
+    base["object"] = "model";
+    base["created"] = unix_now();
+    base["owned_by"] = m_options.owned_by;
+    base["root"] = model.path;
+    base["parent"] = nullptr;
+    base["max_model_len"] = model.max_context;
+    data.push_back(std::move(base));
+    for (const api::AdapterInfo& a : m_engine.adapters()) {
+        if (!a.compatible) continue;  // listed by /v1/adapters with the reason; not servable
+        ojson m;
+        m["id"] = a.name;
+        m["object"] = "model";
+        m["created"] = a.created_unix;
+        m["owned_by"] = m_options.owned_by;
+        m["root"] = a.path;
+        m["parent"] = model.id;
+        m["max_model_len"] = model.max_context;
+        data.push_back(std::move(m));
+    }
+    return json_response(ojson{{"object", "list"}, {"data", std::move(data)}});
+}
+
+HttpResponse Router::get_model(const std::string& id) const {
+    const ojson list = nlohmann::ordered_json::parse(list_models().body);
+    for (const ojson& m : list["data"])
+        if (m["id"] == id) return json_response(m);
+    if (auto a = m_engine.adapter(id); a.ok() && a->compatible) {  // an alias answers as itself
+        for (ojson m : list["data"]) {
+            if (m["id"] != a->name) continue;
+            m["id"] = id;
+            return json_response(m);
+        }
+    }
+    throw ApiError(404, "invalid_request_error",
+                   fmt::format("The model `{}` does not exist; GET /v1/models lists the base model and adapters", id),
+                   "model", "model_not_found");
+}
+
+HttpResponse Router::tokenize(const HttpRequest& request) const {
+    require_available();
+    const nlohmann::json body = parse_json_body(request.body);
+    std::string text;
+    bool add_special = true;
+    if (body.contains("messages")) {
+        const nlohmann::json& messages = body["messages"];
+        if (!messages.is_array()) throw_invalid("messages", "'messages' must be an array");
+        const nlohmann::json tools = body.contains("tools") ? body["tools"] : nlohmann::json();
+        const nlohmann::json kwargs = body.contains("chat_template_kwargs") ? body["chat_template_kwargs"]
+                                                                             : nlohmann::json();
+        auto rendered = m_engine.render_chat(messages, tools, optional_bool(body, "add_generation_prompt", true), kwargs);
+        if (!rendered.ok()) throw api_error_from_status(rendered.status(), "messages");
+        text = rendered.value();
+        add_special = false;  // the chat template already emits BOS where the model wants one
+    } else {
+        text = require_string(body, "prompt");
+    }
+    add_special = optional_bool(body, "add_special_tokens", add_special);
+    auto ids = m_engine.tokenize(text, add_special);
+    if (!ids.ok()) throw api_error_from_status(ids.status(), "prompt");
+    ojson out;
+    out["count"] = ids->size();
+    out["max_model_len"] = m_engine.model().max_context;
+    out["tokens"] = ids.value();
+    if (optional_bool(body, "return_token_strs", false)) {
+        ojson strs = ojson::array();
+        for (int32_t id : ids.value()) {
+            auto piece = m_engine.detokenize({id}, false);
+            strs.push_back(piece.ok() ? piece.value() : std::string());
+        }
+        out["token_strs"] = std::move(strs);
+    }
+    return json_response(out);
+}
+
+HttpResponse Router::detokenize(const HttpRequest& request) const {
+    require_available();
+    const nlohmann::json body = parse_json_body(request.body);
+    auto it = body.find("tokens");
+    if (it == body.end() || !it->is_array()) throw_invalid("tokens", "'tokens' must be an array of token ids");
+    std::vector<int32_t> ids;
+    for (const nlohmann::json& t : *it) {
+        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX)
+            throw_invalid("tokens", "'tokens' must contain non-negative integer token ids");
+        ids.push_back(t.get<int32_t>());
+    }
+    auto text = m_engine.detokenize(ids, optional_bool(body, "skip_special_tokens", false));
+    if (!text.ok()) throw api_error_from_status(text.status(), "tokens");
+    return json_response(ojson{{"prompt", text.value()}});
+}
+
+HttpResponse Router::load_lora(const HttpRequest& request) {
+    require_available();
+    const nlohmann::json body = parse_json_body(request.body);
+    const std::string name = require_string(body, "lora_name");
+    const std::string path = resolve_adapter_path(require_string(body, "lora_path"), m_options.adapter_roots,
+                                                  "lora_path");
+    const Status s = m_engine.load_adapter(name, path);
+    if (!s.ok()) throw api_error_from_status(s, s.code == ErrorCode::conflict ? "lora_name" : "lora_path");
+    return text_response(fmt::format("Success: LoRA adapter '{}' added successfully", name));
+}
+
+HttpResponse Router::unload_lora(const HttpRequest& request) {
+    require_available();
+    const nlohmann::json body = parse_json_body(request.body);
+    const std::string name = require_string(body, "lora_name");
+    const Status s = m_engine.unload_adapter(name);
+    if (!s.ok()) throw api_error_from_status(s, "lora_name");
+    return text_response(fmt::format("Success: LoRA adapter '{}' removed successfully", name));
+}
+
+HttpResponse Router::list_adapters() const {
+    ojson data = ojson::array();
+    for (const api::AdapterInfo& a : m_engine.adapters()) data.push_back(adapter_json(a));
+    return json_response(ojson{{"object", "list"}, {"data", std::move(data)}});
+}
+
+HttpResponse Router::get_adapter(const std::string& name) const {
+    auto a = m_engine.adapter(name);
+    if (!a.ok()) throw api_error_from_status(a.status(), "name");
+    return json_response(adapter_json(a.value()));
+}
+
+HttpResponse Router::pin_adapter(const std::string& name, bool pinned) {
+    const Status s = m_engine.pin_adapter(name, pinned);
+    if (!s.ok()) throw api_error_from_status(s, "name");
+    return get_adapter(name);
+}
+
+}  // namespace loradesk::server

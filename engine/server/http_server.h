@@ -1,0 +1,33 @@
+// The socket transport: a cpp-httplib server (hidden behind a pimpl; http_server.cpp is the only file that
+// includes httplib.h) that feeds every request to a Router. Binds 127.0.0.1 by default, refuses to share
+// its port with another process, streams SSE responses chunked and cancels them when the client goes away.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "server/router.h"
+
+namespace loradesk::server {
+
+class HttpServer {
+public:
+    explicit HttpServer(Router& router);  // the router must outlive the server
+    ~HttpServer();                        // stops and joins
+    HttpServer(const HttpServer&) = delete;
+    HttpServer& operator=(const HttpServer&) = delete;
+
+    // Binds host:port from the router's options (port 0 = any free port) and starts the listening thread.
+    // Fails with ErrorCode::conflict and a clear message when the port is taken (also by another loradesk).
+    Status start();
+    int port() const;  // the bound port, after start()
+    // Stops accepting, lets running handlers end (streams see their writes fail), joins. Idempotent.
+    void stop();
+    bool running() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace loradesk::server

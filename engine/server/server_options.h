@@ -1,0 +1,30 @@
+// Options of the HTTP server (transport and route behaviour). Plain data, filled by loradeskd/the app.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace loradesk::server {
+
+struct ServerOptions {
+    std::string host = "127.0.0.1";  // loopback only unless the user asks for more
+    int port = 8080;                 // 0 = any free port (tests)
+    std::string api_key;             // empty = accept any key (local use); else Bearer / x-api-key / api-key
+    std::vector<std::string> adapter_roots;  // lora_path / load_lora_adapter paths must lie inside one
+    // Allowed browser origins; "*" in the port position matches any port, a lone "*" allows any origin.
+    std::vector<std::string> cors_origins = {"http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"};
+    // Extra Host header names accepted on a loopback bind without an API key (DNS-rebinding defence).
+    std::vector<std::string> allowed_hosts;
+    std::size_t max_body_bytes = std::size_t(32) << 20;  // 413 above
+    int threads = 256;                    // worker threads: each live SSE stream holds one
+    int read_timeout_s = 60;
+    int write_timeout_s = 600;            // a slow reader of a long generation
+    int keep_alive_ms = 5000;             // SSE ": keep-alive" comment after this much silence
+    int default_max_tokens = 4096;        // when the request gives none (clipped by the context)
+    int max_n = 64;                       // most choices per request (n, and prompts x n)
+    int retry_after_s = 1;                // Retry-After on 429 / 503
+    std::string owned_by = "loradesk";
+};
+
+}  // namespace loradesk::server

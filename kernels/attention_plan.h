@@ -1,0 +1,43 @@
+// Host-side planning for the paged attention kernels (flashinfer's plan/run split): the batch is cut
+// into work items of kAttentionTileRows query rows (token x head-in-group) by at most kv_chunk keys, so
+// that long contexts are split over many blocks (split-K), then merged per row tile.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace loradesk::kernels {
+
+constexpr int kAttentionTileRows = 16;
+
+struct AttentionWorkItem {
+    int32_t seq;
+    int32_t row_begin;  // row = token_in_seq * group_size + head_in_group
+    int32_t kv_begin;   // keys [kv_begin, kv_end) of the sequence
+    int32_t kv_end;
+};
+
+struct AttentionMergeGroup {
+    int32_t seq;
+    int32_t row_begin;
+    int32_t item_begin;  // the group's items are [item_begin, item_end)
+    int32_t item_end;
+};
+
+struct AttentionPlan {
+    std::vector<AttentionWorkItem> items;
+    std::vector<AttentionMergeGroup> groups;
+};
+
+// Fills plan (reusing its capacity) from host copies of the batch arrays. kv_chunk is a multiple of 32.
+// Rows past the causal horizon of a tile never read the keys that only later rows see.
+void plan_attention(const int32_t* qo_indptr, const int32_t* kv_indptr, const int32_t* kv_last_page_len,
+                    int n_seqs, int page_size, int group_size, int kv_chunk, AttentionPlan& plan);
+
+// Bytes of f32 workspace the plan needs: per item, per kv head, per row: m, l and head_dim sums.
+inline std::size_t attention_workspace_bytes(std::size_t n_items, int n_kv_heads, int head_dim) {
+    return n_items * std::size_t(n_kv_heads) * kAttentionTileRows * std::size_t(head_dim + 2) * sizeof(float);
+}
+
+}  // namespace loradesk::kernels

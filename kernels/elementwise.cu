@@ -1,0 +1,207 @@
+// Element-wise and row-wise kernels of the forward pass: embedding gather into the f32 residual stream,
+// fused residual add + RMSNorm (optionally on a gathered subset of rows, for the logits), q/k norm +
+// rotary embedding + paged K/V write, SiLU*mul, bias add and argmax. All f32 arithmetic on bf16 data.
+// Memory-bound and small next to the GEMMs; see docs/kernel-benchmarks.md for measured figures.
+#include <cuda_bf16.h>
+
+#include <cfloat>
+
+#include "launchers.h"
+
+namespace loradesk::kernels {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+__device__ __forceinline__ float ld(const uint16_t* p) { return __bfloat162float(*reinterpret_cast<const bf16*>(p)); }
+__device__ __forceinline__ void st(uint16_t* p, float v) { *reinterpret_cast<bf16*>(p) = __float2bfloat16_rn(v); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Sum over a block of up to 1024 threads; every thread gets the result.
+__device__ float block_sum(float v) {
+    __shared__ float partial[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = warp_sum(v);
+    __syncthreads();  // partial may still be read by a previous call
+    if (lane == 0) partial[warp] = v;
+    __syncthreads();
+    int n_warps = (blockDim.x + 31) >> 5;
+    float total = lane < n_warps ? partial[lane] : 0.0f;
+    return warp_sum(total);
+}
+
+__global__ void embedding_gather_kernel(const uint16_t* table, const int32_t* ids, int hidden, int vocab, float* out) {
+    int t = blockIdx.x, id = ids[t];
+    bool ok = id >= 0 && id < vocab;
+    for (int c = threadIdx.x; c < hidden; c += blockDim.x)
+        out[int64_t(t) * hidden + c] = ok ? ld(table + int64_t(id) * hidden + c) : 0.0f;
+}
+
+__global__ void add_rmsnorm_kernel(const uint16_t* x, float* residual, const uint16_t* weight, const int32_t* rows,
+                                   int hidden, float eps, uint16_t* out) {
+    int64_t r = rows ? rows[blockIdx.x] : blockIdx.x;
+    float* h = residual + r * hidden;
+    float ss = 0.0f;
+    for (int c = threadIdx.x; c < hidden; c += blockDim.x) {
+        float v = h[c];
+        if (x) {
+            v += ld(x + r * hidden + c);
+            h[c] = v;
+        }
+        ss += v * v;
+    }
+    float inv = rsqrtf(block_sum(ss) / hidden + eps);
+    uint16_t* o = out + int64_t(blockIdx.x) * hidden;
+    for (int c = threadIdx.x; c < hidden; c += blockDim.x) st(o + c, h[c] * inv * ld(weight + c));
+}
+
+constexpr int kRopeWarps = 4;
+constexpr int kMaxPairsPerLane = 4;  // head_dim <= 256
+
+// One warp per (token, head). Lane owns pairs (i, i + half) for i = lane + 32k: the rotation partners.
+__global__ void rope_kv_kernel(RopeKvParams p) {
+    int lane = threadIdx.x & 31;
+    int head = blockIdx.y * kRopeWarps + (threadIdx.x >> 5);
+    int t = blockIdx.x, total_heads = p.n_heads + 2 * p.n_kv_heads;
+    if (head >= total_heads) return;
+    int half = p.head_dim / 2;
+    uint16_t* src = p.qkv + t * p.qkv_row_stride + int64_t(head) * p.head_dim;
+    bool is_q = head < p.n_heads, is_v = head >= p.n_heads + p.n_kv_heads;
+    float lo[kMaxPairsPerLane], hi[kMaxPairsPerLane];
+    float ss = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kMaxPairsPerLane; ++k) {
+        int i = lane + 32 * k;
+        lo[k] = i < half ? ld(src + i) : 0.0f;
+        hi[k] = i < half ? ld(src + i + half) : 0.0f;
+        ss += lo[k] * lo[k] + hi[k] * hi[k];
+    }
+    if (!is_v) {
+        const uint16_t* norm = is_q ? p.q_norm : p.k_norm;
+        float inv = norm ? rsqrtf(warp_sum(ss) / p.head_dim + p.norm_eps) : 1.0f;
+        float pos = float(p.positions[t]);
+#pragma unroll
+        for (int k = 0; k < kMaxPairsPerLane; ++k) {
+            int i = lane + 32 * k;
+            if (i >= half) continue;
+            float x1 = lo[k], x2 = hi[k];
+            if (norm) x1 *= inv * ld(norm + i), x2 *= inv * ld(norm + i + half);
+            float s, c;
+            sincosf(pos * p.inv_freq[i], &s, &c);
+            lo[k] = x1 * c - x2 * s;
+            hi[k] = x2 * c + x1 * s;
+        }
+    }
+    uint16_t* dst = src;
+    if (!is_q) {
+        int kvh = is_v ? head - p.n_heads - p.n_kv_heads : head - p.n_heads;
+        dst = (is_v ? p.v_pages : p.k_pages) + (int64_t(p.kv_slots[t]) * p.n_kv_heads + kvh) * p.head_dim;
+    }
+#pragma unroll
+    for (int k = 0; k < kMaxPairsPerLane; ++k) {
+        int i = lane + 32 * k;
+        if (i < half) st(dst + i, lo[k]), st(dst + i + half, hi[k]);
+    }
+}
+
+__global__ void silu_mul_kernel(const uint16_t* gate_up, int64_t n, int inter, uint16_t* out) {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+        int64_t t = i / inter, c = i % inter;
+        float g = ld(gate_up + t * 2 * inter + c), u = ld(gate_up + t * 2 * inter + inter + c);
+        st(out + i, g / (1.0f + expf(-g)) * u);
+    }
+}
+
+__global__ void bias_add_kernel(uint16_t* y, int64_t stride, const uint16_t* bias, int64_t n, int cols) {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+        int64_t t = i / cols, c = i % cols;
+        uint16_t* p = y + t * stride + c;
+        st(p, ld(p) + ld(bias + c));
+    }
+}
+
+__global__ void argmax_kernel(const float* logits, int vocab, int32_t* out) {
+    const float* row = logits + int64_t(blockIdx.x) * vocab;
+    float best = -FLT_MAX;
+    int idx = INT32_MAX;
+    for (int c = threadIdx.x; c < vocab; c += blockDim.x) {
+        float v = row[c];
+        if (v > best) best = v, idx = c;  // NaN compares false and never wins
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        float ov = __shfl_xor_sync(0xffffffffu, best, o);
+        int oi = __shfl_xor_sync(0xffffffffu, idx, o);
+        if (ov > best || (ov == best && oi < idx)) best = ov, idx = oi;
+    }
+    __shared__ float sv[32];
+    __shared__ int si[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) sv[warp] = best, si[warp] = idx;
+    __syncthreads();
+    if (warp == 0) {
+        int n_warps = blockDim.x >> 5;
+        best = lane < n_warps ? sv[lane] : -FLT_MAX;
+        idx = lane < n_warps ? si[lane] : INT32_MAX;
+        for (int o = 16; o > 0; o >>= 1) {
+            float ov = __shfl_xor_sync(0xffffffffu, best, o);
+            int oi = __shfl_xor_sync(0xffffffffu, idx, o);
+            if (ov > best || (ov == best && oi < idx)) best = ov, idx = oi;
+        }
+        if (lane == 0) out[blockIdx.x] = idx == INT32_MAX ? 0 : idx;
+    }
+}
+
+int grid_for(int64_t n, int threads) { return int(std::min<int64_t>((n + threads - 1) / threads, 65535)); }
+
+}  // namespace
+
+cudaError_t embedding_gather(const uint16_t* table, const int32_t* ids, int n_tokens, int hidden, int vocab,
+                             float* out, cudaStream_t stream) {
+    if (n_tokens == 0) return cudaSuccess;
+    embedding_gather_kernel<<<n_tokens, 256, 0, stream>>>(table, ids, hidden, vocab, out);
+    return cudaGetLastError();
+}
+
+cudaError_t add_rmsnorm(const uint16_t* x, float* residual, const uint16_t* weight, const int32_t* rows,
+                        int n_rows, int hidden, float eps, uint16_t* out, cudaStream_t stream) {
+    if (n_rows == 0) return cudaSuccess;
+    int threads = hidden >= 4096 ? 1024 : hidden >= 1024 ? 512 : 128;
+    add_rmsnorm_kernel<<<n_rows, threads, 0, stream>>>(x, residual, weight, rows, hidden, eps, out);
+    return cudaGetLastError();
+}
+
+cudaError_t rope_kv_write(const RopeKvParams& p, cudaStream_t stream) {
+    if (p.head_dim % 2 != 0 || p.head_dim > 2 * 32 * kMaxPairsPerLane) return cudaErrorInvalidValue;
+    if (p.n_tokens == 0) return cudaSuccess;
+    int total_heads = p.n_heads + 2 * p.n_kv_heads;
+    dim3 grid(p.n_tokens, (total_heads + kRopeWarps - 1) / kRopeWarps);
+    rope_kv_kernel<<<grid, 32 * kRopeWarps, 0, stream>>>(p);
+    return cudaGetLastError();
+}
+
+cudaError_t silu_mul(const uint16_t* gate_up, int n_tokens, int inter, uint16_t* out, cudaStream_t stream) {
+    int64_t n = int64_t(n_tokens) * inter;
+    if (n == 0) return cudaSuccess;
+    silu_mul_kernel<<<grid_for(n, 256), 256, 0, stream>>>(gate_up, n, inter, out);
+    return cudaGetLastError();
+}
+
+cudaError_t bias_add(uint16_t* y, int64_t y_row_stride, const uint16_t* bias, int n_tokens, int cols,
+                     cudaStream_t stream) {
+    int64_t n = int64_t(n_tokens) * cols;
+    if (n == 0) return cudaSuccess;
+    bias_add_kernel<<<grid_for(n, 256), 256, 0, stream>>>(y, y_row_stride, bias, n, cols);
+    return cudaGetLastError();
+}
+
+cudaError_t argmax(const float* logits, int n_rows, int vocab, int32_t* out, cudaStream_t stream) {
+    if (n_rows == 0) return cudaSuccess;
+    argmax_kernel<<<n_rows, 512, 0, stream>>>(logits, vocab, out);
+    return cudaGetLastError();
+}
+
+}  // namespace loradesk::kernels

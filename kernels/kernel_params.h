@@ -1,0 +1,87 @@
+// Parameter structs shared by the CUDA kernels (launchers.h) and their C++ reference twins (ref/).
+// Plain C++ only: bf16 tensors are passed as uint16_t bit patterns so that both sides take the very same
+// struct and tests can run a kernel and its twin on identical arguments. Nothing here knows engine types.
+#pragma once
+
+#include <cstdint>
+
+namespace loradesk::kernels {
+
+enum class RopeKind { default_, linear, llama3 };
+
+// Rotary embedding on the fused QKV rows, optional per-head RMSNorm of q and k first (Qwen3), and the
+// write of this step's K and V into the paged pools. Row t of qkv is [q (n_heads*hd) | k (n_kv*hd) | v].
+// K/V pools: [n_pages, page_size, n_kv_heads, head_dim]; kv_slots[t] = page * page_size + offset.
+struct RopeKvParams {
+    uint16_t* qkv = nullptr;  // [n_tokens, qkv_row_stride]; q (and k, v) rotated/normalised in place
+    int64_t qkv_row_stride = 0;
+    int n_tokens = 0;
+    int n_heads = 0;
+    int n_kv_heads = 0;
+    int head_dim = 0;            // even, <= 256
+    const int32_t* positions = nullptr;  // [n_tokens] rotary positions
+    const int32_t* kv_slots = nullptr;   // [n_tokens]
+    const float* inv_freq = nullptr;     // [head_dim / 2]
+    const uint16_t* q_norm = nullptr;    // [head_dim] or null (no q/k norm)
+    const uint16_t* k_norm = nullptr;    // [head_dim] or null
+    float norm_eps = 1e-6f;
+    uint16_t* k_pages = nullptr;
+    uint16_t* v_pages = nullptr;
+};
+
+// Paged attention over the ForwardBatch layout (flashinfer conventions), causal within each sequence:
+// query token i of sequence s sits at KV position kv_len(s) - n_q(s) + i and sees keys 0..that position.
+struct AttentionParams {
+    const uint16_t* q = nullptr;  // [n_tokens, n_heads, head_dim] rows q_row_stride apart
+    int64_t q_row_stride = 0;
+    const uint16_t* k_pages = nullptr;  // [n_pages, page_size, n_kv_heads, head_dim]
+    const uint16_t* v_pages = nullptr;
+    const int32_t* qo_indptr = nullptr;         // [n_seqs + 1]
+    const int32_t* kv_indptr = nullptr;         // [n_seqs + 1]
+    const int32_t* kv_indices = nullptr;        // [total pages]
+    const int32_t* kv_last_page_len = nullptr;  // [n_seqs]
+    int n_seqs = 0;
+    int page_size = 16;
+    int n_heads = 0;
+    int n_kv_heads = 0;
+    int head_dim = 0;  // <= 256
+    float scale = 1.0f;  // usually 1/sqrt(head_dim)
+    uint16_t* out = nullptr;  // [n_tokens, n_heads * head_dim], dense
+};
+
+// One LoRA target inside a (possibly fused) projection output: the columns
+// [out_offset, out_offset + out_features) of y. Slot s >= 1 keeps A at a + (s-1)*slot_stride as
+// [max_rank, in_features] and B transposed at bt + (s-1)*slot_stride as [max_rank, out_features];
+// only the first ranks[s] rows are used. ranks[0] = 0 (slot 0 is the base model).
+struct LoraSlice {
+    const uint16_t* a = nullptr;
+    const uint16_t* bt = nullptr;
+    const int32_t* ranks = nullptr;   // [n_slots + 1]
+    const float* scales = nullptr;    // [n_slots + 1]
+    int out_offset = 0;
+    int out_features = 0;
+};
+
+constexpr int kMaxLoraSlices = 3;
+
+// SGMV over adapter segments: tokens [seg_indptr[i], seg_indptr[i+1]) use slot seg_slot[i].
+// shrink: xa[t, j*max_rank + r] = x[t] . A_j[r]       (r < rank of slice j's slot)
+// expand: y[t, off_j + c] += scale_j * sum_r xa[t, j*max_rank + r] * Bt_j[r, c]
+struct SgmvParams {
+    const uint16_t* x = nullptr;  // [n_tokens, x_row_stride]
+    int64_t x_row_stride = 0;
+    int in_features = 0;
+    float* xa = nullptr;          // [n_tokens, n_slices * max_rank]
+    uint16_t* y = nullptr;        // [n_tokens, y_row_stride]
+    int64_t y_row_stride = 0;
+    const int32_t* seg_indptr = nullptr;  // [n_segs + 1]
+    const int32_t* seg_slot = nullptr;    // [n_segs]
+    int n_segs = 0;
+    int max_seg_len = 0;  // longest segment (sizes the grid)
+    int max_rank = 0;
+    int64_t slot_stride = 0;  // elements between consecutive slots' A (and Bt) of one slice
+    int n_slices = 1;
+    LoraSlice slices[kMaxLoraSlices];
+};
+
+}  // namespace loradesk::kernels

@@ -1,0 +1,34 @@
+// CUDA launchers of loradesk_kernels. Every launcher takes raw device pointers (bf16 as uint16_t bit
+// patterns), sizes and an explicit stream, launches asynchronously and returns the launch status; none
+// throws, logs or synchronizes. Semantics are those of the twins in ref/ref_kernels.h, which tests hold
+// the kernels to.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "attention_plan.h"
+#include "kernel_params.h"
+
+namespace loradesk::kernels {
+
+cudaError_t embedding_gather(const uint16_t* table, const int32_t* ids, int n_tokens, int hidden, int vocab,
+                             float* out, cudaStream_t stream);
+cudaError_t add_rmsnorm(const uint16_t* x, float* residual, const uint16_t* weight, const int32_t* rows,
+                        int n_rows, int hidden, float eps, uint16_t* out, cudaStream_t stream);
+cudaError_t rope_kv_write(const RopeKvParams& p, cudaStream_t stream);
+cudaError_t silu_mul(const uint16_t* gate_up, int n_tokens, int inter, uint16_t* out, cudaStream_t stream);
+cudaError_t bias_add(uint16_t* y, int64_t y_row_stride, const uint16_t* bias, int n_tokens, int cols,
+                     cudaStream_t stream);
+cudaError_t argmax(const float* logits, int n_rows, int vocab, int32_t* out, cudaStream_t stream);
+
+// items/groups are device copies of an AttentionPlan built for p's batch; workspace holds
+// attention_workspace_bytes(n_items, ...) bytes.
+cudaError_t attention(const AttentionParams& p, const AttentionWorkItem* items, int n_items,
+                      const AttentionMergeGroup* groups, int n_groups, float* workspace, cudaStream_t stream);
+
+cudaError_t sgmv_shrink(const SgmvParams& p, cudaStream_t stream);
+cudaError_t sgmv_expand(const SgmvParams& p, cudaStream_t stream);
+
+}  // namespace loradesk::kernels

@@ -1,0 +1,52 @@
+// Reference twins of the SGMV LoRA kernels: per segment, per token, the shrink x.A^T into f32 and the
+// expand y += scale * xa.B^T, touching only each slot's real rank.
+#include "ref/ref_kernels.h"
+
+namespace loradesk::kernels::ref {
+
+void sgmv_shrink(const SgmvParams& p) {
+    for (int seg = 0; seg < p.n_segs; ++seg) {
+        int slot = p.seg_slot[seg];
+        if (slot <= 0) continue;
+        for (int j = 0; j < p.n_slices; ++j) {
+            const LoraSlice& sl = p.slices[j];
+            int rank = sl.ranks[slot];
+            const uint16_t* a = sl.a + int64_t(slot - 1) * p.slot_stride;
+            for (int t = p.seg_indptr[seg]; t < p.seg_indptr[seg + 1]; ++t) {
+                const uint16_t* x = p.x + t * p.x_row_stride;
+                for (int r = 0; r < rank; ++r) {
+                    double dot = 0;
+                    for (int c = 0; c < p.in_features; ++c)
+                        dot += double(bf16_to_f32(x[c])) * bf16_to_f32(a[int64_t(r) * p.in_features + c]);
+                    p.xa[int64_t(t) * p.n_slices * p.max_rank + j * p.max_rank + r] = float(dot);
+                }
+            }
+        }
+    }
+}
+
+void sgmv_expand(const SgmvParams& p) {
+    for (int seg = 0; seg < p.n_segs; ++seg) {
+        int slot = p.seg_slot[seg];
+        if (slot <= 0) continue;
+        for (int j = 0; j < p.n_slices; ++j) {
+            const LoraSlice& sl = p.slices[j];
+            int rank = sl.ranks[slot];
+            if (rank == 0) continue;
+            float scale = sl.scales[slot];
+            const uint16_t* bt = sl.bt + int64_t(slot - 1) * p.slot_stride;
+            for (int t = p.seg_indptr[seg]; t < p.seg_indptr[seg + 1]; ++t) {
+                const float* xa = p.xa + int64_t(t) * p.n_slices * p.max_rank + j * p.max_rank;
+                for (int c = 0; c < sl.out_features; ++c) {
+                    double delta = 0;
+                    for (int r = 0; r < rank; ++r)
+                        delta += double(xa[r]) * bf16_to_f32(bt[int64_t(r) * sl.out_features + c]);
+                    uint16_t& y = p.y[t * p.y_row_stride + sl.out_offset + c];
+                    y = f32_to_bf16(bf16_to_f32(y) + scale * float(delta));
+                }
+            }
+        }
+    }
+}
+
+}  // namespace loradesk::kernels::ref

@@ -1,0 +1,260 @@
+// CPU-only sanity of the kernel reference twins against independent direct formulas (no paging, no
+// segments, no fusion): RMSNorm, rotary tables and rotation, paged attention, SGMV, planning. Runs in CI.
+#include <QtTest>
+
+#include <cmath>
+#include <random>
+
+#include "attention_plan.h"
+#include "kernel_test_util.h"
+#include "ref/ref_kernels.h"
+
+using namespace loradesk::kernels;
+using namespace loradesk::kernels::test;
+
+class TstKernelTwins : public QObject {
+    Q_OBJECT
+private slots:
+    void rmsnorm_matches_formula_data() {
+        QTest::addColumn<int>("rows");
+        QTest::addColumn<int>("hidden");
+        QTest::newRow("1x1") << 1 << 1;
+        QTest::newRow("3x7") << 3 << 7;
+        QTest::newRow("7x733") << 7 << 733;
+    }
+    void rmsnorm_matches_formula() {
+        QFETCH(int, rows);
+        QFETCH(int, hidden);
+        std::mt19937 rng(rows * 1000 + hidden);
+        auto x = random_bf16(rng, std::size_t(rows) * hidden);
+        auto w = random_bf16(rng, hidden, 0.5f, 1.5f);
+        auto residual = random_f32(rng, std::size_t(rows) * hidden, -4.0f, 4.0f);
+        auto expect_res = residual;
+        std::vector<float> expect(std::size_t(rows) * hidden);
+        for (int r = 0; r < rows; ++r) {
+            double ss = 0;
+            for (int c = 0; c < hidden; ++c) {
+                float& h = expect_res[r * hidden + c];
+                h += ref::bf16_to_f32(x[r * hidden + c]);
+                ss += double(h) * h;
+            }
+            double inv = 1.0 / std::sqrt(ss / hidden + 1e-5);
+            for (int c = 0; c < hidden; ++c)
+                expect[r * hidden + c] = float(expect_res[r * hidden + c] * inv * ref::bf16_to_f32(w[c]));
+        }
+        std::vector<uint16_t> out(std::size_t(rows) * hidden);
+        ref::add_rmsnorm(x.data(), residual.data(), w.data(), nullptr, rows, hidden, 1e-5f, out.data());
+        QCOMPARE(max_abs_diff(residual, expect_res), 0.0);
+        QVERIFY(rel_l2(to_f32(out), expect) < 4e-3);  // bf16 output rounding only
+        // Gathered rows normalise only the rows asked for, in the order asked for.
+        std::vector<int32_t> pick{rows - 1, 0};
+        std::vector<uint16_t> picked(2 * std::size_t(hidden));
+        auto res2 = expect_res;
+        ref::add_rmsnorm(nullptr, res2.data(), w.data(), pick.data(), rows > 1 ? 2 : 1, hidden, 1e-5f, picked.data());
+        for (int c = 0; c < hidden; ++c) QCOMPARE(picked[c], out[std::size_t(rows - 1) * hidden + c]);
+    }
+
+    void rope_inv_freq_scalings() {
+        auto plain = ref::rope_inv_freq(128, 500000.0f, {});
+        QCOMPARE(plain.size(), std::size_t(64));
+        QCOMPARE(plain[0], 1.0f);
+        QVERIFY(std::fabs(plain[1] - float(std::pow(500000.0, -2.0 / 128))) < 1e-9);
+        ref::RopeScalingSpec lin{RopeKind::linear, 4.0f};
+        auto linear = ref::rope_inv_freq(128, 500000.0f, lin);
+        for (int i = 0; i < 64; ++i) QCOMPARE(linear[i], float(double(plain[i]) / 4.0) );
+        // Llama 3.1: factor 8, low 1, high 4, original 8192. High frequencies (short wavelengths) are kept,
+        // the lowest are divided by the factor, the band between is interpolated.
+        ref::RopeScalingSpec l3{RopeKind::llama3, 8.0f, 1.0f, 4.0f, 8192};
+        auto llama3 = ref::rope_inv_freq(128, 500000.0f, l3);
+        QCOMPARE(llama3[0], plain[0]);
+        QVERIFY(std::fabs(llama3[63] - plain[63] / 8.0f) < 1e-12f);
+        int between = 0;
+        for (int i = 0; i < 64; ++i) {
+            double wl = 2 * M_PI / plain[i];
+            if (wl >= 8192.0 / 4 && wl <= 8192.0) {
+                ++between;
+                QVERIFY(llama3[i] < plain[i] && llama3[i] > plain[i] / 8.0f);
+            }
+        }
+        QVERIFY(between > 0);
+    }
+
+    void rope_rotation_and_kv_write() {
+        std::mt19937 rng(7);
+        const int n_heads = 4, n_kv = 2, hd = 8, page_size = 4;
+        auto batch = make_paged_batch(rng, {{3, 5}, {1, 9}}, page_size);
+        const int n = batch.n_tokens(), stride = (n_heads + 2 * n_kv) * hd;
+        auto qkv = random_bf16(rng, std::size_t(n) * stride);
+        auto orig = qkv;
+        std::vector<uint16_t> k_pages(std::size_t(batch.n_pages) * page_size * n_kv * hd, 0xffff);
+        auto v_pages = k_pages;
+        auto inv_freq = ref::rope_inv_freq(hd, 10000.0f, {});
+        RopeKvParams p;
+        p.qkv = qkv.data(), p.qkv_row_stride = stride, p.n_tokens = n, p.n_heads = n_heads, p.n_kv_heads = n_kv;
+        p.head_dim = hd, p.positions = batch.positions.data(), p.kv_slots = batch.kv_slots.data();
+        p.inv_freq = inv_freq.data(), p.k_pages = k_pages.data(), p.v_pages = v_pages.data();
+        ref::rope_kv_write(p);
+        for (int t = 0; t < n; ++t) {
+            float pos = float(batch.positions[t]);
+            for (int h = 0; h < n_heads; ++h)
+                for (int i = 0; i < hd / 2; ++i) {
+                    float x1 = ref::bf16_to_f32(orig[t * stride + h * hd + i]);
+                    float x2 = ref::bf16_to_f32(orig[t * stride + h * hd + i + hd / 2]);
+                    float a = pos * inv_freq[i];
+                    QVERIFY(std::fabs(ref::bf16_to_f32(qkv[t * stride + h * hd + i]) - (x1 * std::cos(a) - x2 * std::sin(a))) < 1e-2);
+                }
+            for (int h = 0; h < n_kv; ++h)
+                for (int d = 0; d < hd; ++d)  // V is copied untouched into its page slot
+                    QCOMPARE(v_pages[(std::size_t(batch.kv_slots[t]) * n_kv + h) * hd + d],
+                             orig[t * stride + (n_heads + n_kv + h) * hd + d]);
+        }
+    }
+
+    // Paged twin == naive softmax(q k^T * scale + causal mask) v on contiguous K/V.
+    void attention_matches_naive_data() {
+        QTest::addColumn<int>("n_heads");
+        QTest::addColumn<int>("n_kv");
+        QTest::addColumn<int>("hd");
+        QTest::newRow("mha") << 3 << 3 << 16;
+        QTest::newRow("gqa") << 8 << 2 << 32;
+        QTest::newRow("mqa odd dim") << 4 << 1 << 7;
+    }
+    void attention_matches_naive() {
+        QFETCH(int, n_heads);
+        QFETCH(int, n_kv);
+        QFETCH(int, hd);
+        std::mt19937 rng(n_heads * 31 + hd);
+        const int page_size = 4;
+        auto batch = make_paged_batch(rng, {{5, 5}, {1, 13}, {3, 19}}, page_size);
+        const int n = batch.n_tokens(), q_stride = n_heads * hd + 5;
+        auto q = random_bf16(rng, std::size_t(n) * q_stride);
+        auto k_pages = random_bf16(rng, std::size_t(batch.n_pages) * page_size * n_kv * hd);
+        auto v_pages = random_bf16(rng, k_pages.size());
+        std::vector<uint16_t> out(std::size_t(n) * n_heads * hd);
+        AttentionParams p;
+        p.q = q.data(), p.q_row_stride = q_stride, p.k_pages = k_pages.data(), p.v_pages = v_pages.data();
+        p.qo_indptr = batch.qo_indptr.data(), p.kv_indptr = batch.kv_indptr.data();
+        p.kv_indices = batch.kv_indices.data(), p.kv_last_page_len = batch.kv_last_page_len.data();
+        p.n_seqs = batch.n_seqs(), p.page_size = page_size, p.n_heads = n_heads, p.n_kv_heads = n_kv;
+        p.head_dim = hd, p.scale = 1.0f / std::sqrt(float(hd)), p.out = out.data();
+        ref::attention(p);
+        std::vector<float> expect(out.size());
+        for (int s = 0; s < batch.n_seqs(); ++s) {
+            int n_q = batch.qo_indptr[s + 1] - batch.qo_indptr[s];
+            int kv_len = (batch.kv_indptr[s + 1] - batch.kv_indptr[s] - 1) * page_size + batch.kv_last_page_len[s];
+            // Gather this sequence's K/V into contiguous [kv_len, n_kv, hd] arrays first.
+            std::vector<float> K(std::size_t(kv_len) * n_kv * hd), V(K.size());
+            for (int j = 0; j < kv_len; ++j) {
+                std::size_t slot = std::size_t(batch.kv_indices[batch.kv_indptr[s] + j / page_size]) * page_size + j % page_size;
+                for (int e = 0; e < n_kv * hd; ++e) {
+                    K[std::size_t(j) * n_kv * hd + e] = ref::bf16_to_f32(k_pages[slot * n_kv * hd + e]);
+                    V[std::size_t(j) * n_kv * hd + e] = ref::bf16_to_f32(v_pages[slot * n_kv * hd + e]);
+                }
+            }
+            for (int i = 0; i < n_q; ++i) {
+                int t = batch.qo_indptr[s] + i;
+                for (int h = 0; h < n_heads; ++h) {
+                    int kvh = h * n_kv / n_heads;
+                    std::vector<double> w(kv_len, 0.0);
+                    double mx = -1e30, sum = 0;
+                    for (int j = 0; j < kv_len; ++j) {
+                        if (j > kv_len - n_q + i) continue;  // causal
+                        double d = 0;
+                        for (int e = 0; e < hd; ++e)
+                            d += ref::bf16_to_f32(q[std::size_t(t) * q_stride + h * hd + e]) * K[(std::size_t(j) * n_kv + kvh) * hd + e];
+                        w[j] = d / std::sqrt(double(hd));
+                        mx = std::max(mx, w[j]);
+                    }
+                    for (int j = 0; j <= kv_len - n_q + i; ++j) sum += (w[j] = std::exp(w[j] - mx));
+                    for (int e = 0; e < hd; ++e) {
+                        double o = 0;
+                        for (int j = 0; j <= kv_len - n_q + i; ++j) o += w[j] * V[(std::size_t(j) * n_kv + kvh) * hd + e];
+                        expect[(std::size_t(t) * n_heads + h) * hd + e] = float(o / sum);
+                    }
+                }
+            }
+        }
+        QVERIFY(rel_l2(to_f32(out), expect) < 4e-3);
+    }
+
+    // SGMV twin == y + scale * B (A x) computed per token straight from the unpadded weights.
+    void sgmv_matches_lora_formula() {
+        std::mt19937 rng(11);
+        const int in = 19, n_slots = 3, max_rank = 8, n = 7;
+        const int outs[2] = {5, 3};
+        const int ranks[n_slots + 1] = {0, 3, 8, 1};
+        const float scales[n_slots + 1] = {0.0f, 0.5f, 2.0f, 1.0f};
+        std::vector<int32_t> seg_indptr{0, 2, 3, 6, 7}, seg_slot{1, 0, 3, 2};
+        const int64_t slot_stride = int64_t(max_rank) * std::max(in, outs[0] + outs[1]);
+        auto a0 = random_bf16(rng, n_slots * slot_stride), a1 = random_bf16(rng, n_slots * slot_stride);
+        auto b0 = random_bf16(rng, n_slots * slot_stride), b1 = random_bf16(rng, n_slots * slot_stride);
+        std::vector<int32_t> rank_v(ranks, ranks + n_slots + 1);
+        std::vector<float> scale_v(scales, scales + n_slots + 1);
+        auto x = random_bf16(rng, std::size_t(n) * in);
+        auto y = random_bf16(rng, std::size_t(n) * 9);
+        auto y0 = y;
+        std::vector<float> xa(std::size_t(n) * 2 * max_rank, NAN);
+        SgmvParams p;
+        p.x = x.data(), p.x_row_stride = in, p.in_features = in, p.xa = xa.data(), p.y = y.data(), p.y_row_stride = 9;
+        p.seg_indptr = seg_indptr.data(), p.seg_slot = seg_slot.data(), p.n_segs = 4, p.max_seg_len = 3;
+        p.max_rank = max_rank, p.slot_stride = slot_stride, p.n_slices = 2;
+        p.slices[0] = {a0.data(), b0.data(), rank_v.data(), scale_v.data(), 0, outs[0]};
+        p.slices[1] = {a1.data(), b1.data(), rank_v.data(), scale_v.data(), outs[0] + 1, outs[1]};
+        ref::sgmv_shrink(p);
+        ref::sgmv_expand(p);
+        for (int s = 0; s < 4; ++s)
+            for (int t = seg_indptr[s]; t < seg_indptr[s + 1]; ++t)
+                for (int c = 0; c < 9; ++c) {
+                    float expect = ref::bf16_to_f32(y0[t * 9 + c]);
+                    int slot = seg_slot[s], j = c < outs[0] ? 0 : (c > outs[0] ? 1 : -1);
+                    if (slot > 0 && j >= 0) {
+                        const auto& a = j == 0 ? a0 : a1;
+                        const auto& b = j == 0 ? b0 : b1;
+                        int col = c - (j == 0 ? 0 : outs[0] + 1);
+                        double delta = 0;
+                        for (int r = 0; r < ranks[slot]; ++r) {
+                            double ax = 0;
+                            for (int i = 0; i < in; ++i)
+                                ax += ref::bf16_to_f32(a[(slot - 1) * slot_stride + r * in + i]) * ref::bf16_to_f32(x[t * in + i]);
+                            delta += ax * ref::bf16_to_f32(b[(slot - 1) * slot_stride + r * outs[j] + col]);
+                        }
+                        expect += float(scales[slot] * delta);
+                    }
+                    float got = ref::bf16_to_f32(y[t * 9 + c]);
+                    QVERIFY2(std::fabs(got - expect) <= 1e-2f * std::max(1.0f, std::fabs(expect)),
+                             qPrintable(QString("t %1 c %2: %3 vs %4").arg(t).arg(c).arg(got).arg(expect)));
+                }
+    }
+
+    void attention_plan_covers_causal_keys() {
+        std::vector<int32_t> qo{0, 1, 41}, kv_indptr{0, 7, 10}, last{5, 16};  // seq0: decode at 101; seq1: 40 new of 48
+        AttentionPlan plan;
+        plan_attention(qo.data(), kv_indptr.data(), last.data(), 2, 16, 4, 64, plan);
+        // seq0: 4 rows, keys 0..101 in chunks of 64 -> 2 items; seq1: 160 rows -> 10 tiles.
+        QCOMPARE(plan.groups.size(), std::size_t(11));
+        QCOMPARE(plan.groups[0].item_end - plan.groups[0].item_begin, 2);
+        QCOMPARE(plan.items[1].kv_end, 101);
+        for (const auto& g : plan.groups) {
+            int expect_begin = 0;
+            for (int i = g.item_begin; i < g.item_end; ++i) {
+                QCOMPARE(plan.items[i].kv_begin, expect_begin);
+                expect_begin = plan.items[i].kv_end;
+            }
+            if (g.seq == 1) {
+                int last_tok = (std::min(g.row_begin + kAttentionTileRows, 160) - 1) / 4;
+                QCOMPARE(expect_begin, 48 - 40 + last_tok + 1);  // exactly up to the tile's causal horizon
+            }
+        }
+    }
+
+    void argmax_first_of_ties() {
+        std::vector<float> logits{1, 3, 3, -1, NAN, -2, -5, -2};
+        std::vector<int32_t> out(2);
+        ref::argmax(logits.data(), 2, 4, out.data());
+        QCOMPARE(out[0], 1);
+        QCOMPARE(out[1], 1);
+    }
+};
+
+QTEST_GUILESS_MAIN(TstKernelTwins)
+#include "tst_kernel_twins.moc"

@@ -1,0 +1,180 @@
+// Whole-model correctness of the CUDA runner against the CPU reference runner on synthesized checkpoints of
+// all four architectures (Qwen3 q/k norm, Qwen2 qkv bias, Llama 3 rope scaling, Mistral): logits of a mixed
+// prefill (prompts over cached pages, three LoRA slots of odd ranks and base rows in one batch), then
+// greedy decode steps fed the CPU's tokens. Label cuda: needs a GPU.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "core/dtype.h"
+#include "model/synth_model.h"
+#include "runtime/cpu/cpu_runner.h"
+#include "runtime/cpu/sequence_driver.h"
+#include "runtime/cuda/cuda_runner.h"
+
+using namespace loradesk;
+using namespace loradesk::runtime;
+
+namespace {
+
+// rank 0 leaves a module unadapted; others get random A, B so that the delta is visible but not dominant.
+LoraWeights random_lora(const model::ModelConfig& c, int rank, uint64_t seed) {
+    std::mt19937 rng{uint32_t(seed)};
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    LoraWeights w;
+    w.layers.resize(std::size_t(c.n_layers));
+    for (int l = 0; l < c.n_layers; ++l)
+        for (int m = 0; m < kNumLoraModules; ++m) {
+            if ((l + m + int(seed)) % 4 == 0) continue;  // some modules stay unadapted
+            int in = m == 3 ? c.q_dim() : m == 6 ? c.intermediate_size : c.hidden_size;
+            int out = m == 0 ? c.q_dim() : (m == 1 || m == 2) ? c.kv_dim() : m >= 4 && m <= 5 ? c.intermediate_size : c.hidden_size;
+            auto& mw = w.layers[std::size_t(l)][std::size_t(m)];
+            mw.rank = rank;
+            mw.scale = 2.0f / float(rank);
+            mw.a.resize(std::size_t(rank) * in);
+            mw.b.resize(std::size_t(out) * rank);
+            for (auto& v : mw.a) v = bf16_to_f32(f32_to_bf16(dist(rng) / std::sqrt(float(in))));
+            for (auto& v : mw.b) v = bf16_to_f32(f32_to_bf16(dist(rng) * 0.5f));
+        }
+    return w;
+}
+
+double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (!std::isfinite(a[i])) return INFINITY;
+        num += double(a[i] - b[i]) * (a[i] - b[i]);
+        den += double(b[i]) * b[i];
+    }
+    return std::sqrt(num / std::max(den, 1e-30));
+}
+
+// Rows where the CPU's best token leads clearly must have the same argmax on the GPU.
+int argmax_disagreements(const std::vector<float>& gpu, const std::vector<float>& cpu, int vocab) {
+    int bad = 0;
+    for (std::size_t r = 0; r < cpu.size() / vocab; ++r) {
+        auto row = cpu.begin() + r * vocab;
+        std::vector<float> sorted(row, row + vocab);
+        std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+        int c = int(std::max_element(row, row + vocab) - row);
+        int g = int(std::max_element(gpu.begin() + r * vocab, gpu.begin() + (r + 1) * vocab) - (gpu.begin() + r * vocab));
+        if (c != g && sorted[0] - sorted[1] > 0.02f * std::max(1.0f, std::fabs(sorted[0]))) ++bad;
+    }
+    return bad;
+}
+
+}  // namespace
+
+class TstCudaRunner : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() {
+        if (!cuda::cuda_device_available()) QFAIL("no CUDA device: run this test on the GPU machine");
+    }
+
+    void matches_cpu_runner_data() {
+        QTest::addColumn<QString>("preset");
+        for (const char* p : {"tiny", "tiny-qwen2", "tiny-llama", "tiny-mistral"}) QTest::newRow(p) << QString(p);
+    }
+    void matches_cpu_runner() {
+        QFETCH(QString, preset);
+        QTemporaryDir dir;
+        model::SynthOptions so;
+        so.preset = preset.toStdString();
+        so.out_dir = dir.path().toStdString();
+        so.seed = 5;
+        const model::ModelConfig c = model::synth_model(so);
+        cpu::CpuRunner cpu_runner(so.out_dir, 2);
+        cuda::CudaRunner gpu(so.out_dir);
+        QCOMPARE(gpu.config().vocab_size, c.vocab_size);
+
+        const int page_size = 16, n_pages = 64;
+        std::vector<int32_t> order(n_pages);
+        for (int i = 0; i < n_pages; ++i) order[std::size_t(i)] = (i * 37) % n_pages;  // scattered pages
+        for (ModelRunner* r : {static_cast<ModelRunner*>(&cpu_runner), static_cast<ModelRunner*>(&gpu)}) {
+            r->configure_lora_slots(3, 16);
+            r->load_lora_slot(1, random_lora(c, 3, 1));
+            r->load_lora_slot(2, random_lora(c, 16, 2));
+            r->load_lora_slot(3, random_lora(c, 7, 3));
+        }
+        SequenceDriver dc(cpu_runner, n_pages, page_size, order);
+        SequenceDriver dg(gpu, n_pages, page_size, order);
+        const std::vector<int> seq_slots{0, 1, 1, 2, 3};
+        const std::vector<int> lens{37, 1, 19, 5, 70};
+        std::vector<SequenceDriver::Work> work;
+        std::mt19937 rng(9);
+        for (std::size_t i = 0; i < seq_slots.size(); ++i) {
+            const int a = dc.add_sequence(seq_slots[i]);
+            QCOMPARE(dg.add_sequence(seq_slots[i]), a);
+            std::vector<int32_t> toks(std::size_t(lens[i]));
+            for (auto& t : toks) t = int32_t(rng() % uint32_t(c.vocab_size));
+            work.push_back({a, toks});
+        }
+        // Prefill in two chunks so that the second one attends to cached pages.
+        std::vector<float> lc, lg;
+        for (int chunk = 0; chunk < 2; ++chunk) {
+            std::vector<SequenceDriver::Work> part;
+            for (const auto& w : work) {
+                std::size_t half = (w.tokens.size() + 1) / 2;
+                std::vector<int32_t> t = chunk == 0 ? std::vector<int32_t>(w.tokens.begin(), w.tokens.begin() + half)
+                                                    : std::vector<int32_t>(w.tokens.begin() + half, w.tokens.end());
+                if (!t.empty()) part.push_back({w.seq, t});
+            }
+            dc.step(part, true, lc);
+            dg.step(part, true, lg);
+            QCOMPARE(lg.size(), lc.size());
+            double err = rel_l2(lg, lc);
+            qInfo("%s prefill chunk %d: %zu rows, logits rel-L2 %.2e", qPrintable(preset), chunk, lc.size() / c.vocab_size, err);
+            QVERIFY2(err < 3e-2, qPrintable(QString("prefill logits rel err %1").arg(err)));
+            QCOMPARE(argmax_disagreements(lg, lc, c.vocab_size), 0);
+        }
+        // Greedy decode: both runners get the CPU's tokens, so any divergence shows in the logits.
+        std::vector<float> last_c(lc.end() - std::ptrdiff_t(work.size()) * c.vocab_size, lc.end());
+        int total_bad = 0;
+        for (int step = 0; step < 12; ++step) {
+            for (std::size_t i = 0; i < work.size(); ++i) {
+                auto row = last_c.begin() + std::ptrdiff_t(i) * c.vocab_size;
+                work[i].tokens = {int32_t(std::max_element(row, row + c.vocab_size) - row)};
+            }
+            dc.step(work, false, lc);
+            dg.step(work, false, lg);
+            double err = rel_l2(lg, lc);
+            QVERIFY2(err < 3e-2, qPrintable(QString("decode step %1 logits rel err %2").arg(step).arg(err)));
+            total_bad += argmax_disagreements(lg, lc, c.vocab_size);
+            last_c = lc;
+        }
+        QCOMPARE(total_bad, 0);
+        auto mem = gpu.memory();
+        QVERIFY(mem.weight_bytes > 0 && mem.kv_bytes == gpu.kv_page_bytes(page_size) * n_pages && mem.lora_slot_bytes > 0);
+    }
+
+    void rejects_bad_lora() {
+        QTemporaryDir dir;
+        model::SynthOptions so;
+        so.preset = "tiny";
+        so.out_dir = dir.path().toStdString();
+        const model::ModelConfig c = model::synth_model(so);
+        cuda::CudaRunner gpu(so.out_dir);
+        gpu.configure_lora_slots(2, 8);
+        auto throws = [&](int slot, const LoraWeights& w) {
+            try {
+                gpu.load_lora_slot(slot, w);
+            } catch (const std::runtime_error&) {
+                return true;
+            }
+            return false;
+        };
+        QVERIFY(throws(1, random_lora(c, 9, 1)));  // rank over the slot size
+        QVERIFY(throws(3, random_lora(c, 4, 1)));  // no such slot
+        LoraWeights wrong = random_lora(c, 4, 1);
+        wrong.layers.pop_back();
+        QVERIFY(throws(1, wrong));
+        QVERIFY(!throws(2, random_lora(c, 8, 1)));
+    }
+};
+
+QTEST_GUILESS_MAIN(TstCudaRunner)
+#include "tst_cuda_runner.moc"

@@ -1,0 +1,58 @@
+// A scripted, deterministic test double of api::Engine for the server tests and the JS SDK test server.
+// Replies are fixed token pieces; directives in the prompt text pick behaviours: #busy (429), #overflow
+// (context too long), #unavailable (503), #fail (error after 2 tokens), #engine-cancel, #slow (30 ms per
+// token), #stall (first token after 400 ms), #long (40 tokens), #tool, #think, #utf8. One prompt token per
+// word; prompts of max_context (4096) words or more overflow the context. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <mutex>
+
+#include "api/engine.h"
+
+namespace loradesk::testing {
+
+class ScriptedEngine : public api::Engine {
+public:
+    ScriptedEngine();
+
+    Result<std::shared_ptr<api::RequestStream>> submit(api::GenerateRequest request) override;
+    Status load_adapter(const std::string& name, const std::string& path) override;
+    Status unload_adapter(const std::string& name) override;
+    Status pin_adapter(const std::string& name, bool pinned) override;
+    Status set_alias(const std::string& alias, const std::string& name) override;
+    std::vector<api::AdapterInfo> adapters() const override;
+    Result<api::AdapterInfo> adapter(const std::string& name_or_alias) const override;
+    api::ModelInfo model() const override;
+    api::EngineStats stats() const override;
+    Result<std::vector<int32_t>> tokenize(const std::string& text, bool add_special_tokens) const override;
+    Result<std::string> detokenize(const std::vector<int32_t>& ids, bool skip_special_tokens) const override;
+    Result<std::string> render_chat(const nlohmann::json& messages, const nlohmann::json& tools,
+                                    bool add_generation_prompt, const nlohmann::json& kwargs) const override;
+    void shutdown() override {}
+
+    // What tests inspect.
+    std::vector<api::GenerateRequest> requests() const;
+    int cancelled() const { return m_cancelled->load(); }
+    int live_streams() const { return m_live->load(); }
+    int finished() const { return m_finished->load(); }
+    void set_cached_tokens(int n) { m_cached_tokens = n; }
+    void set_token_delay_ms(int ms) { m_default_delay_ms = ms; }
+
+    static constexpr int32_t kBos = 1;
+
+private:
+    const api::AdapterInfo* find(const std::string& name_or_alias) const;  // m_mutex held
+
+    mutable std::mutex m_mutex;
+    std::map<std::string, api::AdapterInfo> m_adapters;
+    std::vector<api::GenerateRequest> m_requests;
+    std::shared_ptr<std::atomic<int>> m_cancelled = std::make_shared<std::atomic<int>>(0);
+    std::shared_ptr<std::atomic<int>> m_live = std::make_shared<std::atomic<int>>(0);
+    std::shared_ptr<std::atomic<int>> m_finished = std::make_shared<std::atomic<int>>(0);
+    std::atomic<int> m_cached_tokens{0};
+    std::atomic<int> m_default_delay_ms{0};
+};
+
+}  // namespace loradesk::testing

@@ -1,0 +1,219 @@
+// engine/server request parsing: every parameter's accepted forms land in api::GenerateRequest; wrong types
+// and out-of-range values are 400s naming the parameter; lora_path cannot escape the adapter roots.
+#include <QtTest>
+
+#include <filesystem>
+#include <fstream>
+
+#include "server/api_error.h"
+#include "server/request_parse.h"
+
+using namespace loradesk;
+using namespace loradesk::server;
+using nlohmann::json;
+
+class TstServerParse : public QObject {
+    Q_OBJECT
+private slots:
+    void rejects_bad_values_data() {
+        QTest::addColumn<bool>("chat");
+        QTest::addColumn<QString>("body");
+        QTest::addColumn<QString>("param");
+        const QString m = R"("messages":[{"role":"user","content":"hi"}])";
+        auto chat = [&](const char* name, const QString& extra, const char* param) {
+            QTest::newRow(name) << true << "{" + m + (extra.isEmpty() ? "" : "," + extra) + "}" << param;
+        };
+        QTest::newRow("messages missing") << true << R"({"model":"x"})" << "messages";
+        QTest::newRow("messages empty") << true << R"({"messages":[]})" << "messages";
+        QTest::newRow("bad role") << true << R"({"messages":[{"role":"robot","content":"x"}]})" << "messages";
+        QTest::newRow("image part") << true
+                                    << R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})"
+                                    << "messages";
+        QTest::newRow("content number") << true << R"({"messages":[{"role":"user","content":5}]})" << "messages";
+        chat("model number", R"("model":5)", "model");
+        chat("temperature high", R"("temperature":2.5)", "temperature");
+        chat("temperature string", R"("temperature":"hot")", "temperature");
+        chat("top_p zero", R"("top_p":0)", "top_p");
+        chat("top_p high", R"("top_p":1.5)", "top_p");
+        chat("top_k float", R"("top_k":2.5)", "top_k");
+        chat("top_k below -1", R"("top_k":-2)", "top_k");
+        chat("min_p", R"("min_p":-0.1)", "min_p");
+        chat("presence", R"("presence_penalty":3)", "presence_penalty");
+        chat("frequency", R"("frequency_penalty":-2.1)", "frequency_penalty");
+        chat("repetition zero", R"("repetition_penalty":0)", "repetition_penalty");
+        chat("n zero", R"("n":0)", "n");
+        chat("n too many", R"("n":1000)", "n");
+        chat("max_tokens zero", R"("max_tokens":0)", "max_tokens");
+        chat("max_tokens string", R"("max_tokens":"10")", "max_tokens");
+        chat("max_completion_tokens", R"("max_completion_tokens":-1)", "max_completion_tokens");
+        chat("min_tokens > max", R"("max_tokens":2,"min_tokens":5)", "min_tokens");
+        chat("stop number", R"("stop":5)", "stop");
+        chat("stop list number", R"("stop":["a",1])", "stop");
+        chat("stop empty", R"("stop":[""])", "stop");
+        chat("stop_token_ids", R"("stop_token_ids":["a"])", "stop_token_ids");
+        chat("seed float", R"("seed":1.5)", "seed");
+        chat("logit_bias key", R"("logit_bias":{"abc":1})", "logit_bias");
+        chat("logit_bias range", R"("logit_bias":{"5":101})", "logit_bias");
+        chat("logprobs int", R"("logprobs":3)", "logprobs");
+        chat("top_logprobs without logprobs", R"("top_logprobs":2)", "top_logprobs");
+        chat("top_logprobs high", R"("logprobs":true,"top_logprobs":21)", "top_logprobs");
+        chat("stream string", R"("stream":"yes")", "stream");
+        chat("stream_options", R"("stream":true,"stream_options":[])", "stream_options");
+        chat("include_usage", R"("stream":true,"stream_options":{"include_usage":1})", "include_usage");
+        chat("tools object", R"("tools":{})", "tools");
+        chat("tool without name", R"("tools":[{"type":"function","function":{}}])", "tools");
+        chat("tool_choice", R"("tool_choice":"sometimes")", "tool_choice");
+        chat("template kwargs", R"("chat_template_kwargs":[1])", "chat_template_kwargs");
+        chat("json_schema", R"("response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{}}})",
+             "response_format");
+        chat("json_object", R"("response_format":{"type":"json_object"})", "response_format");
+        chat("user", R"("user":7)", "user");
+        chat("ignore_eos", R"("ignore_eos":"no")", "ignore_eos");
+        chat("echo", R"("echo":1)", "echo");
+        chat("lora_path outside", R"("lora_path":"/etc")", "lora_path");
+        QTest::newRow("prompt missing") << false << R"({"model":"x"})" << "prompt";
+        QTest::newRow("prompt object") << false << R"({"prompt":{}})" << "prompt";
+        QTest::newRow("prompt empty list") << false << R"({"prompt":[]})" << "prompt";
+        QTest::newRow("prompt mixed") << false << R"({"prompt":["a",{}]})" << "prompt";
+        QTest::newRow("prompt negative id") << false << R"({"prompt":[1,-2]})" << "prompt";
+        QTest::newRow("prompt empty ids") << false << R"({"prompt":[[]]})" << "prompt";
+        QTest::newRow("completion logprobs 6") << false << R"({"prompt":"a","logprobs":6})" << "logprobs";
+        QTest::newRow("completion logprobs bool") << false << R"({"prompt":"a","logprobs":true})" << "logprobs";
+        QTest::newRow("suffix") << false << R"({"prompt":"a","suffix":"b"})" << "suffix";
+        QTest::newRow("prompts x n") << false << R"({"prompt":["a","b","c"],"n":30})" << "prompt";
+    }
+    void rejects_bad_values() {
+        QFETCH(bool, chat);
+        QFETCH(QString, body);
+        QFETCH(QString, param);
+        ServerOptions options;
+        const json parsed = json::parse(body.toStdString());
+        try {
+            chat ? parse_chat_request(parsed, options) : parse_completion_request(parsed, options);
+            QFAIL("accepted an invalid request");
+        } catch (const ApiError& e) {
+            QCOMPARE(e.status, 400);
+            QCOMPARE(QString::fromStdString(e.param), param);
+            QVERIFY2(std::string(e.what()).size() > 10, e.what());
+        }
+    }
+
+    void chat_fields_reach_the_request() {
+        const json body = json::parse(R"({
+            "model":"sql-lora","messages":[{"role":"developer","content":"be brief"},
+              {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
+              {"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},
+              {"role":"tool","content":"42","tool_call_id":"c"}],
+            "max_tokens":10,"max_completion_tokens":20,"temperature":0,"top_p":0.9,"top_k":-1,"min_p":0.05,
+            "presence_penalty":0.5,"frequency_penalty":-0.5,"repetition_penalty":1.1,"seed":-3,
+            "logit_bias":{"7":-100,"9":2.5},"logprobs":true,"top_logprobs":3,"stop":"END","stop_token_ids":[2,3],
+            "stream":true,"stream_options":{"include_usage":true},"n":2,"user":"u","ignore_eos":true,"min_tokens":4,
+            "skip_special_tokens":false,"include_stop_str_in_output":true,"add_generation_prompt":false,
+            "chat_template_kwargs":{"enable_thinking":false},"tool_choice":"auto",
+            "tools":[{"type":"function","function":{"name":"f","parameters":{}}}],"unknown_field":{"x":1},
+            "response_format":{"type":"text"}})");
+        const ParsedGeneration p = parse_chat_request(body, ServerOptions{});
+        QCOMPARE(p.prompts.size(), std::size_t(1));
+        const api::GenerateRequest& r = p.prompts[0];
+        QCOMPARE(r.model, std::string("sql-lora"));
+        QCOMPARE((*r.messages)[0]["role"].get<std::string>(), std::string("system"));
+        QCOMPARE((*r.messages)[1]["content"].get<std::string>(), std::string("ab"));
+        QVERIFY((*r.messages)[2]["content"].is_null());
+        QCOMPARE(r.stop.max_tokens, 20);  // max_completion_tokens wins
+        QCOMPARE(r.sampling.temperature, 0.0f);
+        QCOMPARE(r.sampling.top_p, 0.9f);
+        QCOMPARE(r.sampling.top_k, 0);
+        QCOMPARE(r.sampling.min_p, 0.05f);
+        QCOMPARE(r.sampling.presence_penalty, 0.5f);
+        QCOMPARE(r.sampling.frequency_penalty, -0.5f);
+        QCOMPARE(r.sampling.repetition_penalty, 1.1f);
+        QCOMPARE(r.sampling.seed.value(), uint64_t(int64_t(-3)));
+        QCOMPARE(r.sampling.logit_bias.at(7), -100.0f);
+        QCOMPARE(r.sampling.logit_bias.at(9), 2.5f);
+        QCOMPARE(r.logprobs, 3);
+        QCOMPARE(r.stop.stop, std::vector<std::string>{"END"});
+        QCOMPARE(r.stop.stop_token_ids, (std::vector<int32_t>{2, 3}));
+        QVERIFY(r.stop.ignore_eos);
+        QVERIFY(r.stop.include_stop_str_in_output);
+        QCOMPARE(r.stop.min_tokens, 4);
+        QVERIFY(!r.skip_special_tokens);
+        QVERIFY(!r.add_generation_prompt);
+        QCOMPARE(r.chat_template_kwargs["enable_thinking"].get<bool>(), false);
+        QCOMPARE(r.tools.size(), std::size_t(1));
+        QVERIFY(p.stream && p.include_usage && p.parse_tool_calls);
+        QCOMPARE(p.n, 2);
+        QCOMPARE(p.user, std::string("u"));
+    }
+
+    void defaults_and_nulls() {
+        ServerOptions options;
+        options.default_max_tokens = 77;
+        const json body = json::parse(R"({"messages":[{"role":"user","content":"x"}],"temperature":null,"stop":null,
+                                          "stream_options":{"include_usage":true},"tool_choice":"none",
+                                          "tools":[{"type":"function","function":{"name":"f"}}]})");
+        const ParsedGeneration p = parse_chat_request(body, options);
+        const api::GenerateRequest& r = p.prompts[0];
+        QCOMPARE(r.stop.max_tokens, 77);
+        QCOMPARE(r.sampling.temperature, 1.0f);
+        QVERIFY(r.stop.stop.empty());
+        QCOMPARE(r.logprobs, -1);
+        QVERIFY(!p.include_usage);  // only meaningful with stream:true
+        QVERIFY(r.tools.is_null());  // tool_choice none: the model is not told about tools
+        QVERIFY(!p.parse_tool_calls);
+        QVERIFY(r.add_generation_prompt);
+        QVERIFY(r.skip_special_tokens);
+    }
+
+    void completion_prompt_forms_data() {
+        QTest::addColumn<QString>("prompt");
+        QTest::addColumn<int>("n_prompts");
+        QTest::addColumn<int>("first_ids");
+        QTest::newRow("string") << R"("hello")" << 1 << 0;
+        QTest::newRow("strings") << R"(["a","b","c"])" << 3 << 0;
+        QTest::newRow("ids") << R"([5,6,7])" << 1 << 3;
+        QTest::newRow("id lists") << R"([[5],[6,7]])" << 2 << 1;
+    }
+    void completion_prompt_forms() {
+        QFETCH(QString, prompt);
+        QFETCH(int, n_prompts);
+        QFETCH(int, first_ids);
+        const json body = json::parse(R"({"prompt":)" + prompt.toStdString() + R"(,"logprobs":2,"n":2,"echo":true})");
+        const ParsedGeneration p = parse_completion_request(body, ServerOptions{});
+        QCOMPARE(int(p.prompts.size()), n_prompts);
+        QCOMPARE(p.n_choices(), 2 * n_prompts);
+        QCOMPARE(int(p.prompts[0].prompt_ids.size()), first_ids);
+        QCOMPARE(p.prompts[0].prompt.has_value(), first_ids == 0);
+        QCOMPARE(p.prompts[0].logprobs, 2);
+        QVERIFY(p.echo);
+    }
+
+    void lora_path_stays_inside_roots() {
+        namespace fs = std::filesystem;
+        QTemporaryDir tmp;
+        const fs::path root = fs::path(tmp.path().toStdString()) / "adapters";
+        fs::create_directories(root / "a");
+        fs::create_directories(fs::path(tmp.path().toStdString()) / "outside");
+        fs::create_symlink(fs::path(tmp.path().toStdString()) / "outside", root / "link");
+        const std::vector<std::string> roots{root.string()};
+        QCOMPARE(resolve_adapter_path((root / "a").string(), roots, "lora_path"), (root / "a").string());
+        QCOMPARE(resolve_adapter_path((root / "a" / ".." / "a").string(), roots, "lora_path"), (root / "a").string());
+        for (const fs::path& bad : {root / ".." / "outside", root / "link", root, root / "missing"}) {
+            try {
+                resolve_adapter_path(bad.string(), roots, "lora_path");
+                QFAIL(qPrintable("accepted " + QString::fromStdString(bad.string())));
+            } catch (const ApiError& e) {
+                QCOMPARE(e.param, std::string("lora_path"));
+            }
+        }
+        QVERIFY_THROWS_EXCEPTION(ApiError, resolve_adapter_path((root / "a").string(), {}, "lora_path"));
+    }
+
+    void body_must_be_a_json_object() {
+        QVERIFY_THROWS_EXCEPTION(ApiError, parse_json_body("{bad"));
+        QVERIFY_THROWS_EXCEPTION(ApiError, parse_json_body("[1]"));
+        QVERIFY(parse_json_body("{}").is_object());
+    }
+};
+
+QTEST_GUILESS_MAIN(TstServerParse)
+#include "tst_server_parse.moc"
