@@ -4,6 +4,7 @@
 #include <QCloseEvent>
 #include <QHBoxLayout>
 #include <QListWidget>
+#include <QProgressBar>
 #include <QStackedWidget>
 #include <QStatusBar>
 
@@ -15,6 +16,7 @@
 #include "ui/models/log_model.h"
 #include "ui/playground_page.h"
 #include "ui/server_page.h"
+#include "ui/settings_page.h"
 
 namespace loradesk::ui {
 
@@ -32,6 +34,12 @@ MainWindow::MainWindow(QWidget* parent)
     layout->addWidget(m_nav);
     layout->addWidget(m_stack, 1);
     setCentralWidget(central);
+    m_starting = new QProgressBar(this);
+    m_starting->setObjectName("startingBar");
+    m_starting->setRange(0, 0);
+    m_starting->setMaximumWidth(160);
+    m_starting->hide();
+    statusBar()->addPermanentWidget(m_starting);
 
     m_dashboard = new DashboardPage(m_stack);
     m_adapters = new AdaptersPage(m_stack);
@@ -39,6 +47,7 @@ MainWindow::MainWindow(QWidget* parent)
     m_playground = new PlaygroundPage(m_stack);
     m_server = new ServerPage(m_stack);
     m_logs = new LogsPage(m_logModel, m_stack);
+    m_settings = new SettingsPage(m_stack);
     for (int p = 0; p < PageCount; ++p) {
         m_stack->addWidget(page(Page(p)));
         m_nav->addItem(pageTitle(Page(p)));
@@ -69,6 +78,7 @@ QString MainWindow::pageTitle(Page page) {
         case Playground: return tr("Playground");
         case Server: return tr("Server");
         case Logs: return tr("Logs");
+        case Settings: return tr("Settings");
         default: return {};
     }
 }
@@ -81,6 +91,7 @@ QWidget* MainWindow::page(Page page) const {
         case Playground: return m_playground;
         case Server: return m_server;
         case Logs: return m_logs;
+        case Settings: return m_settings;
         default: return nullptr;
     }
 }
@@ -90,6 +101,7 @@ MainWindow::Page MainWindow::currentPage() const { return Page(m_stack->currentI
 
 void MainWindow::showStarting(const QString& what) {
     m_dashboard->showMessage(what);
+    m_starting->show();
     statusBar()->showMessage(tr("Starting the engine…"));
 }
 
@@ -99,10 +111,12 @@ void MainWindow::setEngine(std::shared_ptr<api::Engine> engine) {
     m_detail->setEngine(engine);
     m_playground->setEngine(engine);
     m_poller->setEngine(engine);
+    m_starting->hide();
     statusBar()->showMessage(tr("Engine ready"));
 }
 
 void MainWindow::showEngineFailure(const QString& message) {
+    m_starting->hide();
     m_dashboard->showMessage(tr("The engine could not start: %1").arg(message));
     statusBar()->showMessage(tr("Engine failed to start"));
 }

@@ -1,6 +1,6 @@
 // MainWindow: the desktop application's window — a navigation list on the left and one page per view
-// (Dashboard, Adapters, Adapter detail, Playground, Server, Logs). It owns the poller that feeds the
-// pages engine snapshots and the log model that the Logs view shows. The engine comes from outside
+// (Dashboard, Adapters, Adapter detail, Playground, Server, Logs, Settings). It owns the poller that
+// feeds the pages engine snapshots and the log model that the Logs view shows. The engine comes from outside
 // (EngineHost in the app, a test double in tests); so does the HTTP server's ServerControl.
 #pragma once
 
@@ -12,6 +12,7 @@
 #include "ui/models/server_control.h"
 
 class QListWidget;
+class QProgressBar;
 class QStackedWidget;
 
 namespace loradesk::ui {
@@ -24,11 +25,12 @@ class LogModel;
 class LogsPage;
 class PlaygroundPage;
 class ServerPage;
+class SettingsPage;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    enum Page { Dashboard, Adapters, Detail, Playground, Server, Logs, PageCount };
+    enum Page { Dashboard, Adapters, Detail, Playground, Server, Logs, Settings, PageCount };
 
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
@@ -53,6 +55,7 @@ public:
     PlaygroundPage* playground() const { return m_playground; }
     ServerPage* server() const { return m_server; }
     LogsPage* logs() const { return m_logs; }
+    SettingsPage* settings() const { return m_settings; }
 
 signals:
     void folderImported(const QString& folder);
@@ -68,6 +71,7 @@ private:
     EnginePoller* m_poller;
     LogModel* m_logModel;
     QListWidget* m_nav;
+    QProgressBar* m_starting;  // indeterminate while the engine loads
     QStackedWidget* m_stack;
     DashboardPage* m_dashboard;
     AdaptersPage* m_adapters;
@@ -75,6 +79,7 @@ private:
     PlaygroundPage* m_playground;
     ServerPage* m_server;
     LogsPage* m_logs;
+    SettingsPage* m_settings;
     bool m_closeToTray = false;
 };
 

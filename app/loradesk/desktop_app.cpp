@@ -6,6 +6,7 @@
 #include "ui/engine_host.h"
 #include "ui/main_window.h"
 #include "ui/server_page.h"
+#include "ui/settings_page.h"
 #include "ui/single_instance.h"
 #include "ui/tray_icon.h"
 
@@ -49,6 +50,11 @@ int runDesktop(QApplication& app, LaunchOptions launch) {
         window.activateWindow();
     });
     window.setServerConfig({launch.serve.host, launch.serve.port, launch.serve.api_key});
+    window.settings()->setSettings(settings);
+    QObject::connect(window.settings(), &ui::SettingsPage::settingsSaved, &window, [&](const ui::AppSettings& s) {
+        settings = s;
+        settings.save(store);
+    });
     window.show();
     if (!problem.empty()) {
         window.showEngineFailure(QString::fromStdString(problem));
@@ -60,6 +66,7 @@ int runDesktop(QApplication& app, LaunchOptions launch) {
     QObject::connect(&host, &ui::EngineHost::ready, &window, [&] {
         window.setEngine(host.engine());
         rememberLaunch(store, settings, launch);
+        window.settings()->setSettings(settings);
         server = makeServerControl(host.engine(), launch.serve.engine.adapter_dirs);
         window.setServerControl(server.get());
         if (server && settings.serverOnStart) window.server()->startServer();
@@ -68,6 +75,7 @@ int runDesktop(QApplication& app, LaunchOptions launch) {
     QObject::connect(&window, &ui::MainWindow::folderImported, &window, [&](const QString& folder) {
         settings.addAdapterFolder(folder);
         settings.save(store);
+        window.settings()->setSettings(settings);
     });
     QObject::connect(&window, &ui::MainWindow::serverConfigChanged, &window, [&](const ui::ServerConfig& c) {
         settings.host = QString::fromStdString(c.host);

@@ -295,8 +295,8 @@ Result<std::string> ScriptedEngine::detokenize(const std::vector<int32_t>& ids, 
     return s;
 }
 
-Result<std::string> ScriptedEngine::render_chat(const nlohmann::json& messages, const nlohmann::json&, bool,
-                                                const nlohmann::json&) const {
+Result<std::string> ScriptedEngine::render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json&,
+                                                bool, const nlohmann::ordered_json&) const {
     return messages.dump();
 }
 

@@ -31,8 +31,8 @@ public:
     api::EngineStats stats() const override;
     Result<std::vector<int32_t>> tokenize(const std::string& text, bool add_special_tokens) const override;
     Result<std::string> detokenize(const std::vector<int32_t>& ids, bool skip_special_tokens) const override;
-    Result<std::string> render_chat(const nlohmann::json& messages, const nlohmann::json& tools,
-                                    bool add_generation_prompt, const nlohmann::json& kwargs) const override;
+    Result<std::string> render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                    bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const override;
     void shutdown() override;
 
     std::vector<std::string> calls() const;  // "load de /path", "pin de 1", ...

@@ -113,7 +113,7 @@ void TestUiModels::chatModelBuildsMessages() {
     model.beginAssistant();
     model.failAssistant("adapter 'x' is not registered");
     model.addUser("third");
-    const nlohmann::json m = model.messagesJson();
+    const nlohmann::ordered_json m = model.messagesJson();
     QCOMPARE(m.size(), size_t(4));
     QCOMPARE(QString::fromStdString(m[0]["role"]), QString("system"));
     QCOMPARE(QString::fromStdString(m[2]["content"]), QString("hello"));
@@ -131,7 +131,7 @@ void TestUiModels::chatStreamStreamsReply() {
     QSignalSpy finished(&stream, &ChatStream::finished);
     api::GenerateRequest r;
     r.model = "german";
-    r.messages = nlohmann::json::array({{{"role", "user"}, {"content", "guten tag"}}});
+    r.messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", "guten tag"}}});
     QVERIFY(stream.start(engine, r));
     QVERIFY(!stream.start(engine, r));  // busy
     QTRY_COMPARE(finished.count(), 1);

@@ -66,7 +66,7 @@ void TestUiScreenshots::everyView() {
     window.detail()->showAdapter("de");
     QTRY_COMPARE(loaded.count(), 1);
 
-    const char* files[] = {"dashboard", "adapters", "adapter_detail", "playground", "server", "logs"};
+    const char* files[] = {"dashboard", "adapters", "adapter_detail", "playground", "server", "logs", "settings"};
     for (int p = 0; p < MainWindow::PageCount; ++p) {
         window.showPage(MainWindow::Page(p));
         QTest::qWait(30);

@@ -4,6 +4,7 @@
 // adapter detail with its charts.
 #include <QCheckBox>
 #include <QComboBox>
+#include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QSpinBox>
@@ -32,6 +33,7 @@
 #include "ui/models/stats_history_model.h"
 #include "ui/playground_page.h"
 #include "ui/server_page.h"
+#include "ui/settings_page.h"
 
 using namespace loradesk;
 using namespace loradesk::ui;
@@ -51,6 +53,7 @@ private slots:
     void logsFilterByLevel();
     void serverStartStopAndSnippets();
     void detailShowsHistoryCharts();
+    void settingsSaveTheForm();
 
 private:
     bool hasCall(const std::string& call) const {
@@ -262,6 +265,32 @@ void TestUiViews::detailShowsHistoryCharts() {
     QCOMPARE(versions->item(0, 2)->text(), QString("current"));
     auto* config = m_window->detail()->findChild<QPlainTextEdit*>("configText");
     QVERIFY(config->toPlainText().contains("\"peft_type\": \"LORA\""));
+}
+
+void TestUiViews::settingsSaveTheForm() {
+    SettingsPage* page = m_window->settings();
+    AppSettings start;
+    start.modelDir = "/models/a";
+    start.port = 9000;
+    page->setSettings(start);
+    page->pickFolder = [] { return QString("/adapters/more"); };
+    QTest::mouseClick(page->findChild<QPushButton*>("addFolder"), Qt::LeftButton);
+    QTest::mouseClick(page->findChild<QPushButton*>("addFolder"), Qt::LeftButton);  // not added twice
+    auto* model = page->findChild<QLineEdit*>("modelEdit");
+    model->clear();
+    QTest::keyClicks(model, "/models/b");
+    page->findChild<QSpinBox*>("maxLoras")->setValue(12);
+    page->findChild<QComboBox*>("deviceCombo")->setCurrentText("cpu");
+    QSignalSpy saved(page, &SettingsPage::settingsSaved);
+    QTest::mouseClick(page->findChild<QPushButton*>("saveSettings"), Qt::LeftButton);
+    QCOMPARE(saved.count(), 1);
+    const auto s = saved[0][0].value<AppSettings>();
+    QCOMPARE(s.modelDir, QString("/models/b"));
+    QCOMPARE(s.adapterFolders, QStringList{"/adapters/more"});
+    QCOMPARE(s.maxLoras, 12);
+    QCOMPARE(s.device, QString("cpu"));
+    QCOMPARE(s.port, 9000);  // fields the page does not show are kept
+    QVERIFY(page->findChild<QLabel*>("settingsNote")->text().contains("Restart"));
 }
 
 QTEST_MAIN(TestUiViews)

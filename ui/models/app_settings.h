@@ -32,3 +32,5 @@ struct AppSettings {
 };
 
 }  // namespace loradesk::ui
+
+Q_DECLARE_METATYPE(loradesk::ui::AppSettings)

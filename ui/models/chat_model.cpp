@@ -91,8 +91,8 @@ QString ChatModel::lastAssistantText() const {
     return {};
 }
 
-nlohmann::json ChatModel::messagesJson() const {
-    nlohmann::json out = nlohmann::json::array();
+nlohmann::ordered_json ChatModel::messagesJson() const {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
     if (!m_system.isEmpty()) out.push_back({{"role", "system"}, {"content", m_system.toStdString()}});
     for (size_t i = 0; i < m_turns.size(); ++i) {
         const Turn& t = m_turns[i];

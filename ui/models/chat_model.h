@@ -33,7 +33,7 @@ public:
     bool streaming() const;
     QString lastAssistantText() const;
     // System prompt (if any), then finished user/assistant turns; failed turns are left out.
-    nlohmann::json messagesJson() const;
+    nlohmann::ordered_json messagesJson() const;
 
 private:
     struct Turn {
