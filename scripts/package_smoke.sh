@@ -5,7 +5,8 @@
 # the installed demo kit (/health, /v1/models, one completion) — then remove the package again.
 #   scripts/package_smoke.sh            needs root or sudo (dpkg), curl, desktop-file-utils, appstream
 # Env: LORADESK_PACKAGE_BUILD_DIR (default build-package), JOBS (default 2), KEEP_INSTALLED=1,
-#      LORADESK_PACKAGE_CONFIGURE=0 to package an existing CPU-only build dir as it is configured.
+#      LORADESK_PACKAGE_CONFIGURE=0 to package an existing CPU-only GUI build dir (only the install prefix
+#      and the install dependency are changed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -20,9 +21,14 @@ if dpkg-query -W -f='${Status}' loradesk 2>/dev/null | grep -q "install ok insta
 fi
 
 step "configure and build (CPU-only, the packaged configuration)"
+# The package installs under /usr (the service file and the demo-kit lookup are configured with the
+# prefix); packaging must not wait for targets it does not ship (tests, benchmarks).
+packaging=(-DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON)
 if [ "${LORADESK_PACKAGE_CONFIGURE:-1}" != 0 ]; then
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${packaging[@]}" \
     -DLORADESK_WITH_CUDA=OFF -DLORADESK_BUILD_GUI=ON -DLORADESK_BUILD_TESTS=OFF -DLORADESK_BUILD_BENCH=OFF >/dev/null
+else
+  cmake -S . -B "$build" "${packaging[@]}" >/dev/null
 fi
 grep -q "^LORADESK_WITH_CUDA:BOOL=OFF" "$build/CMakeCache.txt" || fail "$build is a CUDA build; package a CPU-only one"
 grep -q "^LORADESK_BUILD_GUI:BOOL=ON" "$build/CMakeCache.txt" || fail "$build does not build the desktop app"

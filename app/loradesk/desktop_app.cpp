@@ -63,13 +63,17 @@ int runDesktop(QApplication& app, LaunchOptions launch) {
 
     ui::EngineHost host(api::create_engine);
     std::unique_ptr<ui::ServerControl> server;
+    bool autoStarting = false;
     QObject::connect(&host, &ui::EngineHost::ready, &window, [&] {
         window.setEngine(host.engine());
         rememberLaunch(store, settings, launch);
         window.settings()->setSettings(settings);
         server = makeServerControl(host.engine(), launch.serve.engine.adapter_dirs);
         window.setServerControl(server.get());
+        // The automatic start uses this launch's options; only starts from the Server view are remembered.
+        autoStarting = true;
         if (server && settings.serverOnStart) window.server()->startServer();
+        autoStarting = false;
     });
     QObject::connect(&host, &ui::EngineHost::failed, &window, &ui::MainWindow::showEngineFailure);
     QObject::connect(&window, &ui::MainWindow::folderImported, &window, [&](const QString& folder) {
@@ -78,6 +82,7 @@ int runDesktop(QApplication& app, LaunchOptions launch) {
         window.settings()->setSettings(settings);
     });
     QObject::connect(&window, &ui::MainWindow::serverConfigChanged, &window, [&](const ui::ServerConfig& c) {
+        if (autoStarting) return;
         settings.host = QString::fromStdString(c.host);
         settings.port = c.port;
         settings.apiKey = QString::fromStdString(c.api_key);
