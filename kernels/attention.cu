@@ -193,8 +193,11 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, 
 }
 
 // Combines the split-K partials of each row tile: out = sum_i e^(m_i - M) acc_i / sum_i e^(m_i - M) l_i.
+// One warp per row; lanes take items in parallel for M and the denominator, then the per-item weights go
+// through shared memory 32 at a time while each lane sums its head_dim columns with independent loads.
 __global__ void __launch_bounds__(kThreads) attention_merge_kernel(AttentionParams p,
                                                                    const AttentionMergeGroup* groups, const float* ws) {
+    __shared__ float w_s[kWarps][32];
     const int hd = p.head_dim, group = p.n_heads / p.n_kv_heads;
     const AttentionMergeGroup g = groups[blockIdx.x];
     const int kvh = blockIdx.y, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -207,17 +210,34 @@ __global__ void __launch_bounds__(kThreads) attention_merge_kernel(AttentionPara
             return ws + ((int64_t(item) * p.n_kv_heads + kvh) * kAttentionTileRows + local) * (hd + 2);
         };
         float mx = -INFINITY;
-        for (int i = g.item_begin; i < g.item_end; ++i) mx = fmaxf(mx, part(i)[0]);
+        for (int i = g.item_begin + lane; i < g.item_end; i += 32) mx = fmaxf(mx, part(i)[0]);
+        mx = warp_max(mx);
         float denom = 0.0f;
-        for (int i = g.item_begin; i < g.item_end; ++i)
-            if (mx != -INFINITY) denom += part(i)[1] * expf(part(i)[0] - mx);
+        if (mx != -INFINITY)
+            for (int i = g.item_begin + lane; i < g.item_end; i += 32) denom += part(i)[1] * expf(part(i)[0] - mx);
+        denom = warp_sum(denom);
+        float sum[kMaxDPerLane] = {};
+        for (int base = g.item_begin; base < g.item_end; base += 32) {
+            const int n = min(32, g.item_end - base);
+            __syncwarp();
+            w_s[warp][lane] = lane < n && mx != -INFINITY ? expf(part(base + lane)[0] - mx) : 0.0f;
+            __syncwarp();
+            for (int j = 0; j < n; ++j) {
+                const float w = w_s[warp][j];
+                const float* acc = part(base + j) + 2;
+#pragma unroll
+                for (int k = 0; k < kMaxDPerLane; ++k) {
+                    int d = lane + 32 * k;
+                    if (d < hd) sum[k] += w * acc[d];
+                }
+            }
+        }
         int tok = row / group, h = kvh * group + row % group;
         bf16* out = reinterpret_cast<bf16*>(p.out) + int64_t(sv.q_begin + tok) * p.n_heads * hd + int64_t(h) * hd;
-        for (int d = lane; d < hd; d += 32) {
-            float sum = 0.0f;
-            for (int i = g.item_begin; i < g.item_end; ++i)
-                if (mx != -INFINITY) sum += part(i)[2 + d] * expf(part(i)[0] - mx);
-            out[d] = __float2bfloat16_rn(denom > 0.0f ? sum / denom : 0.0f);
+#pragma unroll
+        for (int k = 0; k < kMaxDPerLane; ++k) {
+            int d = lane + 32 * k;
+            if (d < hd) out[d] = __float2bfloat16_rn(denom > 0.0f ? sum[k] / denom : 0.0f);
         }
     }
 }

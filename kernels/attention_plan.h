@@ -35,6 +35,13 @@ struct AttentionPlan {
 void plan_attention(const int32_t* qo_indptr, const int32_t* kv_indptr, const int32_t* kv_last_page_len,
                     int n_seqs, int page_size, int group_size, int kv_chunk, AttentionPlan& plan);
 
+// Graph-friendly variant (CUDA graph replays bake the grid): exactly n_splits items per row tile, the
+// tile's causal horizon cut into n_splits ranges of equal 32-key-multiple length (trailing ones may be
+// empty, kv_begin == kv_end; the kernel writes an empty partial for them). So the item and group counts
+// depend only on the batch shape (sequences x tokens), never on the context lengths.
+void plan_attention_splits(const int32_t* qo_indptr, const int32_t* kv_indptr, const int32_t* kv_last_page_len,
+                           int n_seqs, int page_size, int group_size, int n_splits, AttentionPlan& plan);
+
 // Bytes of f32 workspace the plan needs: per item, per kv head, per row: m, l and head_dim sums.
 inline std::size_t attention_workspace_bytes(std::size_t n_items, int n_kv_heads, int head_dim) {
     return n_items * std::size_t(n_kv_heads) * kAttentionTileRows * std::size_t(head_dim + 2) * sizeof(float);

@@ -10,11 +10,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The demo model's folder name is its served model id.
+constexpr const char* kDemoModel = "fortune-6m";
+
 std::optional<DemoKit> kit_at(const fs::path& root) {
     std::error_code ec;
-    if (!fs::exists(root / "model" / "config.json", ec)) return std::nullopt;
+    if (!fs::exists(root / kDemoModel / "config.json", ec)) return std::nullopt;
     DemoKit kit;
-    kit.model_dir = (root / "model").string();
+    kit.model_dir = (root / kDemoModel).string();
     for (const char* name : {"de", "es", "it", "bofh"}) {
         fs::path dir = root / "adapters" / name;
         if (fs::exists(dir / "adapter_config.json", ec)) kit.adapters.emplace_back(name, dir.string());

@@ -14,7 +14,8 @@ struct DemoKit {
     std::vector<std::pair<std::string, std::string>> adapters;  // (name, dir): de, es, it, bofh
 };
 
-// $LORADESK_DEMO_DIR, <exe>/../share/loradesk/demo, then the source tree's resources/demo.
+// $LORADESK_DEMO_DIR, <exe>/../share/loradesk/demo, then the source tree's resources/demo; each holds
+// fortune-6m/ (the model, served under that id) and adapters/<name>/.
 std::optional<DemoKit> find_demo_kit();
 
 }  // namespace loradesk::cli

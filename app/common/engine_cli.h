@@ -16,6 +16,7 @@ struct ServeOptions {
     int port = 8080;
     std::string api_key;
     bool demo = false;  // --demo, or no --model given
+    std::vector<std::string> extra_adapter_roots;  // folders load_lora_adapter may read besides --adapters
 };
 
 std::vector<OptionSpec> engine_option_specs();

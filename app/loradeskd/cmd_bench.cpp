@@ -1,89 +1,232 @@
-// loradeskd bench: prefill and decode throughput of a runner on a batch of identical synthetic
-// prompts. Checks the outputs first (finite, and identical sequences agree) so a broken runner
-// cannot report a speed.
+// loradeskd bench: prefill throughput / TTFT of single prompts and greedy decode throughput at several batch
+// sizes, optionally with random LoRA adapters (one per slot, sequences spread over them), each beside the
+// memory roofline of the step (weights + KV bytes / device copy bandwidth measured in the same run, CUDA).
+// Checks outputs first (finite, identical base sequences agree) so a broken runner cannot report a speed.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli.h"
 #include "core/error.h"
 #include "runtime/cpu/runner_factory.h"
 #include "runtime/cpu/sequence_driver.h"
+#ifdef LORADESK_HAS_CUDA_RUNNER
+#include "runtime/cuda/cuda_runner.h"
+#endif
 
 namespace {
 
 using namespace loradesk;
 using Clock = std::chrono::steady_clock;
 
-void check_rows(const std::vector<float>& logits, int vocab, int batch, const char* phase) {
-    for (float v : logits)
-        if (!std::isfinite(v)) throw_error(ErrorCode::internal, std::string("bench: non-finite logit after ") + phase);
-    for (int b = 1; b < batch; ++b)
-        for (int i = 0; i < vocab; ++i) {
-            const float a = logits[std::size_t(i)], x = logits[std::size_t(b) * vocab + i];
-            if (std::fabs(a - x) > 1e-4f * (1.0f + std::fabs(a)))
-                throw_error(ErrorCode::internal, std::string("bench: identical sequences disagree after ") + phase);
+std::vector<int> parse_list(const std::string& s, const char* what) {
+    std::vector<int> out;
+    std::stringstream ss(s);
+    for (std::string item; std::getline(ss, item, ',');) {
+        int v = 0;
+        try {
+            v = std::stoi(item);
+        } catch (const std::exception&) {
+            v = 0;
         }
+        if (v < 1) throw_expected(ErrorCode::invalid_argument, std::string("--") + what + " takes positive integers, like 1,8,32");
+        out.push_back(v);
+    }
+    return out;
+}
+
+// Adapter with every module at `rank`, values from a cheap hash (big models x many adapters must load fast).
+runtime::LoraWeights synth_lora(const model::ModelConfig& c, int rank, uint32_t seed) {
+    runtime::LoraWeights w;
+    w.layers.resize(std::size_t(c.n_layers));
+    uint32_t x = seed * 2654435761u + 1;
+    auto next = [&x]() { x ^= x << 13, x ^= x >> 17, x ^= x << 5; return float(x & 0xffff) / 32768.0f - 1.0f; };
+    for (auto& layer : w.layers)
+        for (int m = 0; m < runtime::kNumLoraModules; ++m) {
+            const int in = m == 3 ? c.q_dim() : m == 6 ? c.intermediate_size : c.hidden_size;
+            const int out = m == 0 ? c.q_dim() : (m == 1 || m == 2) ? c.kv_dim() : (m == 4 || m == 5) ? c.intermediate_size
+                                                                                                         : c.hidden_size;
+            auto& mw = layer[std::size_t(m)];
+            mw.rank = rank, mw.scale = 2.0f;  // alpha 32 / rank 16
+            mw.a.resize(std::size_t(rank) * in), mw.b.resize(std::size_t(out) * rank);
+            const float sa = 1.0f / std::sqrt(float(in)), sb = 0.02f;
+            for (auto& v : mw.a) v = next() * sa;
+            for (auto& v : mw.b) v = next() * sb;
+        }
+    return w;
+}
+
+// Bytes of weights one decode step streams: every projection and lm_head (the embedding is only gathered).
+double decode_weight_bytes(const model::ModelConfig& c) {
+    const double h = c.hidden_size, per_layer = h * (c.q_dim() + 2.0 * c.kv_dim()) + double(c.q_dim()) * h +
+                                                3.0 * h * c.intermediate_size;
+    return 2.0 * (c.n_layers * per_layer + double(c.vocab_size) * h);
+}
+
+struct Bench {
+    runtime::ModelRunner* runner = nullptr;
+#ifdef LORADESK_HAS_CUDA_RUNNER
+    runtime::cuda::CudaRunner* cuda = nullptr;
+#endif
+    int vocab = 0;
+
+    // One step; returns the greedy token of each logits row (argmax on the device for CUDA).
+    std::vector<int32_t> step(runtime::SequenceDriver& d, const std::vector<runtime::SequenceDriver::Work>& w) {
+        std::vector<int32_t> tokens;
+#ifdef LORADESK_HAS_CUDA_RUNNER
+        if (cuda) {
+            cuda->forward_greedy(d.build(w, false), tokens);
+            return tokens;
+        }
+#endif
+        std::vector<float> logits;
+        d.step(w, false, logits);
+        for (float v : logits)
+            if (!std::isfinite(v)) throw_error(ErrorCode::internal, "bench: non-finite logit");
+        for (std::size_t r = 0; r < w.size(); ++r) {
+            auto row = logits.begin() + std::ptrdiff_t(r) * vocab;
+            tokens.push_back(int32_t(std::max_element(row, row + vocab) - row));
+        }
+        return tokens;
+    }
+};
+
+void emit(bool json, const nlohmann::json& j, const std::string& text) {
+    std::printf("%s\n", json ? j.dump().c_str() : text.c_str());
+    std::fflush(stdout);
 }
 
 int run_bench(const cli::Args& args) {
-    const int prompt_len = int(args.get_int("prompt-len", 128));
-    const int new_tokens = int(args.get_int("new-tokens", 32));
-    const int batch = int(args.get_int("batch", 1));
-    if (prompt_len < 1 || new_tokens < 1 || batch < 1)
-        throw_expected(ErrorCode::invalid_argument, "--prompt-len, --new-tokens and --batch must be at least 1");
-    auto runner = runtime::create_runner(args.get("device", "cpu"), args.require("model"), int(args.get_int("threads", 0)));
-    const model::ModelConfig& c = runner->config();
-    const int vocab = c.vocab_size;
+    const int prompt_len = int(args.get_int("prompt-len", 512));
+    const int new_tokens = int(args.get_int("new-tokens", 256));
+    const std::vector<int> batches = parse_list(args.get("batch", "1"), "batch");
+    const std::vector<int> prefill_lens = parse_list(args.get("prefill-lens", std::to_string(prompt_len)), "prefill-lens");
+    const int lora_rank = int(args.get_int("lora-rank", 0)), n_adapters = int(args.get_int("lora-adapters", lora_rank > 0 ? 1 : 0));
+    const bool json = args.flag("json");
+    if (prompt_len < 1 || new_tokens < 1 || lora_rank < 0 || n_adapters < 0 || (lora_rank > 0) != (n_adapters > 0))
+        throw_expected(ErrorCode::invalid_argument, "--prompt-len and --new-tokens must be at least 1; --lora-rank R needs "
+                                                    "--lora-adapters N >= 1 (and the reverse)");
+    const std::string device = args.get("device", "cpu");
+    const int max_tokens = std::max(*std::max_element(prefill_lens.begin(), prefill_lens.end()), prompt_len);
+    Bench bench;
+    std::unique_ptr<runtime::ModelRunner> owner;
+    double copy_gbps = 0;
+#ifdef LORADESK_HAS_CUDA_RUNNER
+    if (device == "cuda") {
+        runtime::cuda::CudaRunnerOptions o;
+        o.max_batch_tokens = std::max(max_tokens, 4096);
+        o.cuda_graphs = !args.flag("no-graphs");
+        copy_gbps = runtime::cuda::measure_copy_bandwidth_gbps();
+        auto r = std::make_unique<runtime::cuda::CudaRunner>(args.require("model"), 0, o);
+        bench.cuda = r.get();
+        owner = std::move(r);
+    }
+#endif
+    if (!owner) owner = runtime::create_runner(device, args.require("model"), int(args.get_int("threads", 0)));
+    bench.runner = owner.get();
+    const model::ModelConfig& c = bench.runner->config();
+    bench.vocab = c.vocab_size;
+    const double weight_bytes = decode_weight_bytes(c), kv_token_bytes = double(bench.runner->kv_page_bytes(1));
+    emit(json, {{"device", bench.runner->device_name()}, {"model", c.architecture_name}, {"copy_gbps", copy_gbps},
+                {"decode_weight_gib", weight_bytes / 1073741824.0}},
+         std::string(c.architecture_name) + " on " + bench.runner->device_name() + ": " +
+             std::to_string(weight_bytes / 1073741824.0) + " GiB of weights per decode step, device copy bandwidth " +
+             std::to_string(copy_gbps) + " GB/s");
+    bench.runner->configure_lora_slots(n_adapters, lora_rank);
+    for (int a = 0; a < n_adapters; ++a) bench.runner->load_lora_slot(a + 1, synth_lora(c, lora_rank, uint32_t(a + 1)));
+    auto prompt_of = [&](int len) {
+        std::vector<int32_t> p(static_cast<std::size_t>(len));
+        for (int i = 0; i < len; ++i) p[std::size_t(i)] = int32_t((uint32_t(i) * 2654435761u) % uint32_t(std::min(c.vocab_size, 4096)));
+        return p;
+    };
     const int page_size = 16;
-    const int pages_per_seq = (prompt_len + new_tokens) / page_size + 1;
-    runtime::SequenceDriver driver(*runner, pages_per_seq * batch, page_size);
-    std::vector<int32_t> prompt(static_cast<std::size_t>(prompt_len));
-    for (int i = 0; i < prompt_len; ++i) prompt[std::size_t(i)] = int32_t((uint32_t(i) * 2654435761u) % uint32_t(std::min(vocab, 4096)));
-    std::vector<runtime::SequenceDriver::Work> work;
-    for (int b = 0; b < batch; ++b) work.push_back({driver.add_sequence(), prompt});
 
-    std::vector<float> logits;
-    auto t0 = Clock::now();
-    driver.step(work, false, logits);
-    const double prefill_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    check_rows(logits, vocab, batch, "prefill");
-    double decode_s = 0;
-    for (int step = 0; step < new_tokens; ++step) {
-        const int32_t tok = int32_t(std::max_element(logits.begin(), logits.begin() + vocab) - logits.begin());
-        for (auto& w : work) w.tokens = {tok};
-        auto t1 = Clock::now();
-        driver.step(work, false, logits);
-        decode_s += std::chrono::duration<double>(Clock::now() - t1).count();
-        check_rows(logits, vocab, batch, "decode");
+    // Prefill / TTFT: one prompt at a time (after one untimed warm-up of the same length), base model.
+    for (int len : prefill_lens) {
+        runtime::SequenceDriver d(*bench.runner, 2 * (len / page_size + 2), page_size);
+        std::vector<runtime::SequenceDriver::Work> w{{d.add_sequence(), prompt_of(len)}};
+        bench.step(d, w);
+        w[0].seq = d.add_sequence();
+        auto t0 = Clock::now();
+        bench.step(d, w);
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        emit(json, {{"phase", "prefill"}, {"prompt_len", len}, {"ttft_ms", 1e3 * s}, {"tokens_per_s", len / s}},
+             "prefill " + std::to_string(len) + " tokens: " + std::to_string(len / s) + " tokens/s, TTFT " +
+                 std::to_string(1e3 * s) + " ms");
     }
-    const double prefill_tps = double(batch) * prompt_len / prefill_s;
-    const double decode_tps = double(batch) * new_tokens / decode_s;
-    if (args.flag("json")) {
-        nlohmann::json j = {{"device", runner->device_name()}, {"model", c.architecture_name}, {"prompt_len", prompt_len},
-                            {"new_tokens", new_tokens}, {"batch", batch}, {"prefill_tokens_per_s", prefill_tps},
-                            {"decode_tokens_per_s", decode_tps}};
-        std::printf("%s\n", j.dump().c_str());
-    } else {
-        std::printf("%s on %s: batch %d, prompt %d, new %d\n", c.architecture_name.c_str(), runner->device_name().c_str(), batch,
-                    prompt_len, new_tokens);
-        std::printf("prefill: %.1f tokens/s (%.3f s)\ndecode:  %.2f tokens/s (%.3f s, %.1f ms/step)\n", prefill_tps, prefill_s,
-                    decode_tps, decode_s, 1000.0 * decode_s / new_tokens);
+
+    // Decode: B sequences of the same prompt (spread over the adapters, grouped by slot), one untimed step
+    // (captures the graphs), then new_tokens timed greedy steps.
+    for (int B : batches) {
+        const int pages_per_seq = (prompt_len + new_tokens + 1) / page_size + 2;
+        runtime::SequenceDriver d(*bench.runner, pages_per_seq * B, page_size);
+        std::vector<runtime::SequenceDriver::Work> work;
+        for (int b = 0; b < B; ++b)
+            work.push_back({d.add_sequence(n_adapters > 0 ? 1 + int(int64_t(b) * n_adapters / B) : 0), prompt_of(prompt_len)});
+        std::vector<int32_t> tokens;
+        for (std::size_t first = 0; first < work.size();) {  // prefill in chunks within the token budget
+            std::size_t last = first;
+            int tok = 0;
+            while (last < work.size() && (last == first || tok + prompt_len <= max_tokens)) tok += prompt_len, ++last;
+            std::vector<runtime::SequenceDriver::Work> part(work.begin() + std::ptrdiff_t(first), work.begin() + std::ptrdiff_t(last));
+            auto t = bench.step(d, part);
+            tokens.insert(tokens.end(), t.begin(), t.end());
+            first = last;
+        }
+        double decode_s = 0;
+        for (int s = 0; s <= new_tokens; ++s) {
+            for (int b = 0; b < B; ++b) {
+                if (tokens[std::size_t(b)] < 0 || tokens[std::size_t(b)] >= c.vocab_size)
+                    throw_error(ErrorCode::internal, "bench: token out of range");
+                if (n_adapters == 0 && tokens[std::size_t(b)] != tokens[0])
+                    throw_error(ErrorCode::internal, "bench: identical sequences disagree");
+                work[std::size_t(b)].tokens = {tokens[std::size_t(b)]};
+            }
+            auto t0 = Clock::now();
+            tokens = bench.step(d, work);
+            if (s > 0) decode_s += std::chrono::duration<double>(Clock::now() - t0).count();
+        }
+        const double tps = double(B) * new_tokens / decode_s, ms = 1e3 * decode_s / new_tokens;
+        const double avg_ctx = prompt_len + new_tokens / 2.0;
+        const double roof_ms = copy_gbps > 0 ? 1e3 * (weight_bytes + B * avg_ctx * kv_token_bytes) / (copy_gbps * 1e9) : 0;
+        emit(json,
+             {{"phase", "decode"}, {"batch", B}, {"prompt_len", prompt_len}, {"new_tokens", new_tokens},
+              {"lora_rank", lora_rank}, {"lora_adapters", n_adapters}, {"tokens_per_s", tps}, {"ms_per_step", ms},
+              {"roofline_ms_per_step", roof_ms}, {"roofline_tokens_per_s", roof_ms > 0 ? 1e3 * B / roof_ms : 0.0}},
+             "decode batch " + std::to_string(B) + (n_adapters ? " (" + std::to_string(n_adapters) + " adapters, rank " +
+                                                                     std::to_string(lora_rank) + ")" : "") +
+                 ": " + std::to_string(tps) + " tokens/s, " + std::to_string(ms) + " ms/step (memory roofline " +
+                 std::to_string(roof_ms) + " ms/step)");
     }
+#ifdef LORADESK_HAS_CUDA_RUNNER
+    if (bench.cuda) {
+        const auto st = bench.cuda->graph_stats();
+        emit(json, {{"graph_captures", st.captures}, {"graph_replays", st.replays}, {"eager_steps", st.eager_steps},
+                    {"workspace_grows", st.workspace_grows}},
+             "graphs: " + std::to_string(st.captures) + " captured, " + std::to_string(st.replays) + " replays, " +
+                 std::to_string(st.eager_steps) + " eager steps, " + std::to_string(st.workspace_grows) + " workspace grows");
+    }
+#endif
     return 0;
 }
 
-LORADESK_COMMAND({"bench", "prefill and decode throughput of a runner",
-                  "loradeskd bench --model DIR [--device cpu] [--prompt-len N] [--new-tokens N] [--batch B]",
+LORADESK_COMMAND({"bench", "prefill / TTFT and greedy decode throughput of a runner, beside the memory roofline",
+                  "loradeskd bench --model DIR [--device cpu|cuda|auto] [--prompt-len 512] [--new-tokens 256] "
+                  "[--batch 1,8,32] [--prefill-lens 512,2048] [--lora-rank R --lora-adapters N] [--no-graphs] [--json]",
                   {{"model", "DIR", "Hugging Face model directory"},
-                   {"device", "DEV", "cpu (default) or auto"},
-                   {"prompt-len", "N", "prompt tokens per sequence (default 128)"},
-                   {"new-tokens", "N", "decode steps (default 32)"},
-                   {"batch", "B", "sequences decoded together (default 1)"},
+                   {"device", "DEV", "cpu (default), cuda or auto"},
+                   {"prompt-len", "N", "prompt tokens per decoding sequence (default 512)"},
+                   {"new-tokens", "N", "timed decode steps (default 256)"},
+                   {"batch", "LIST", "decode batch sizes, comma-separated (default 1)"},
+                   {"prefill-lens", "LIST", "single-prompt prefill lengths timed for TTFT (default: the prompt length)"},
+                   {"lora-rank", "R", "give sequences random all-module LoRA adapters of rank R"},
+                   {"lora-adapters", "N", "number of distinct adapters (slots) the batch is spread over"},
+                   {"no-graphs", "", "CUDA: run decode steps eagerly instead of replaying CUDA graphs"},
                    {"threads", "N", "CPU threads (0 = all cores)"},
-                   {"json", "", "print a JSON summary"}},
+                   {"json", "", "print one JSON object per measurement"}},
                   &run_bench});
 
 }  // namespace

@@ -1,9 +1,8 @@
 // loradeskd detokenize: token ids -> text with a model's tokenizer (HF `decode` semantics); --incremental
 // shows the streaming deltas the server would send, --batch serves the tokenizer oracle tests.
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli.h"
@@ -20,7 +19,8 @@ using loradesk::tokenizer::Tokenizer;
 void check_ids(const Tokenizer& tok, const std::vector<int32_t>& ids) {
     for (int32_t id : ids)
         if (!tok.is_known_id(id))
-            throw_expected(ErrorCode::invalid_argument, "token id " + std::to_string(id) + " is not in this tokenizer (ids go up to " +
+            throw_expected(ErrorCode::invalid_argument, "token id " + std::to_string(id) +
+                                                            " is not in this tokenizer (ids go up to " +
                                                             std::to_string(tok.vocab_size() - 1) + ")");
 }
 
@@ -40,20 +40,24 @@ std::vector<std::vector<int32_t>> read_batch(const std::string& path) {
     try {
         return nlohmann::json::parse(ss.str()).get<std::vector<std::vector<int32_t>>>();
     } catch (const nlohmann::json::exception& e) {
-        throw_expected(ErrorCode::invalid_argument, "--batch file must be a JSON array of id arrays: " + std::string(e.what()));
+        throw_expected(ErrorCode::invalid_argument,
+                       "--batch file must be a JSON array of id arrays: " + std::string(e.what()));
     }
 }
 
 int run_detokenize(const loradesk::cli::Args& args) {
     auto tok = Tokenizer::load(args.require("tokenizer"));
     const bool skip = args.flag("skip-special"), incremental = args.flag("incremental");
-    if (args.has("batch") == args.has("ids")) throw_expected(ErrorCode::invalid_argument, "give exactly one of --ids or --batch");
+    if (args.has("batch") == args.has("ids"))
+        throw_expected(ErrorCode::invalid_argument, "give exactly one of --ids or --batch");
     if (args.has("batch")) {
         nlohmann::json out = nlohmann::json::array();
         for (auto& ids : read_batch(args.get("batch"))) {
             check_ids(*tok, ids);
-            if (incremental) out.push_back(deltas(tok, ids, skip));
-            else out.push_back(tok->decode(ids, skip));
+            if (incremental)
+                out.push_back({{"text", tok->decode(ids, skip)}, {"deltas", deltas(tok, ids, skip)}});
+            else
+                out.push_back(tok->decode(ids, skip));
         }
         std::printf("%s\n", out.dump().c_str());
         return 0;
@@ -76,11 +80,13 @@ int run_detokenize(const loradesk::cli::Args& args) {
 LORADESK_COMMAND({
     "detokenize",
     "Turn token ids back into text with a model's tokenizer",
-    "loradeskd detokenize --tokenizer DIR (--ids 1,2,3 | --batch F.json) [--skip-special] [--incremental] [--no-newline]",
+    "loradeskd detokenize --tokenizer DIR (--ids 1,2,3 | --batch F.json) [--skip-special] [--incremental] "
+    "[--no-newline]",
     {
         {"tokenizer", "DIR", "folder with tokenizer.json (and tokenizer_config.json)"},
         {"ids", "1,2,3", "comma-separated token ids"},
-        {"batch", "F.json", "JSON array of id arrays; prints a JSON array of texts"},
+        {"batch", "F.json",
+         "JSON array of id arrays; prints a JSON array of texts ({text, deltas} with --incremental)"},
         {"skip-special", "", "leave out special tokens (BOS, EOS, chat markers)"},
         {"incremental", "", "stream the ids one by one and print the JSON array of text deltas (last: the flush)"},
         {"no-newline", "", "do not print a newline after the text"},

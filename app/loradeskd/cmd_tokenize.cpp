@@ -1,9 +1,8 @@
 // loradeskd tokenize: text -> token ids with a model's tokenizer (HF `encode` semantics), for scripts
 // and the tokenizer oracle tests.
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli.h"
@@ -41,7 +40,8 @@ int run_tokenize(const loradesk::cli::Args& args) {
         } catch (const nlohmann::json::exception& e) {
             throw_expected(ErrorCode::invalid_argument, "--batch file is not valid JSON: " + std::string(e.what()));
         }
-        if (!batch.is_array()) throw_expected(ErrorCode::invalid_argument, "--batch file must hold a JSON array of strings");
+        if (!batch.is_array())
+            throw_expected(ErrorCode::invalid_argument, "--batch file must hold a JSON array of strings");
         std::string out = "[";
         for (std::size_t i = 0; i < batch.size(); ++i) {
             if (!batch[i].is_string())

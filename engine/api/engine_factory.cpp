@@ -145,7 +145,7 @@ std::shared_ptr<EngineCore> build_core(const EngineOptions& options) {
     core->registry.set_on_freed([weak](const std::string& digest) {
         if (auto c = weak.lock()) {
             c->store->forget(digest);
-            c->loop->evict_namespace(digest);
+            c->loop->evict_adapter(digest);
         }
     });
 

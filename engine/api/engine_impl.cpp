@@ -1,6 +1,7 @@
 #include "api/engine_impl.h"
 
 #include <filesystem>
+#include <random>
 #include <set>
 
 #include "api/request_stream_impl.h"
@@ -28,11 +29,24 @@ const char* tier_of(const lora::TieredStore& store, const std::string& digest) {
     return "disk";
 }
 
-// The facade's sampling and stop fields as the engine loop takes them.
+// The facade's sampling fields as the engine loop's sampler takes them. Without a seed each request
+// draws its own, so two unseeded requests differ; with one, a request reproduces regardless of its
+// batch mates.
 sched::SamplingConfig to_loop_sampling(const GenerateRequest& r) {
+    static std::atomic<uint64_t> unseeded{0x9e3779b97f4a7c15ull ^ uint64_t(std::random_device{}())};
     sched::SamplingConfig c;
-    c.temperature = r.sampling.temperature;
-    c.logprobs = r.logprobs;
+    auto& p = c.params;
+    const auto& s = r.sampling;
+    p.temperature = s.temperature;
+    p.top_k = s.top_k;
+    p.top_p = s.top_p;
+    p.min_p = s.min_p;
+    p.repetition_penalty = s.repetition_penalty;
+    p.presence_penalty = s.presence_penalty;
+    p.frequency_penalty = s.frequency_penalty;
+    for (auto& [id, bias] : s.logit_bias) p.logit_bias.emplace_back(id, bias);
+    p.seed = s.seed ? *s.seed : unseeded.fetch_add(0x632be59bd9b4e019ull);
+    p.top_logprobs = r.logprobs;
     return c;
 }
 

@@ -45,8 +45,16 @@ StreamImpl::StreamImpl(std::shared_ptr<EngineCore> core, std::shared_ptr<sched::
       m_lease(std::move(lease)) {}
 
 StreamImpl::~StreamImpl() {
-    // A consumer that walks away without reading to the end must not leave the sequence running.
+    // A consumer that walks away without reading to the end (client disconnected) must not leave the
+    // sequence running, nor the request counted as running.
     if (!m_finished) m_core->loop->cancel(m_channel->id());
+    if (!m_accounted) {
+        sched::FinishOut f;
+        f.reason = sched::FinishReason::cancelled;
+        f.prompt_tokens = m_info.prompt_tokens;
+        f.completion_tokens = m_n_generated;
+        account_finish(f);
+    }
 }
 
 void StreamImpl::cancel() {
@@ -82,6 +90,7 @@ void StreamImpl::on_token(const sched::TokenOut& t) {
         m_core->generated_rate.add(1);
     }
     m_core->generated_tokens_total.fetch_add(1, std::memory_order_relaxed);
+    ++m_n_generated;
     if (m_stopped_by_string) return;  // tokens already in flight when the stop string matched
     std::vector<TokenLogprob> lps;
     if (m_want_logprobs) {
@@ -139,6 +148,8 @@ void StreamImpl::on_finish(const sched::FinishOut& f) {
 }
 
 void StreamImpl::account_finish(const sched::FinishOut& f) {
+    if (m_accounted) return;
+    m_accounted = true;
     const std::string& digest = m_info.adapter_digest;
     {
         std::lock_guard lock(m_core->mutex);

@@ -47,6 +47,8 @@ private:
     bool m_stopped_by_string = false;
     std::string m_stop_string;
     bool m_finished = false;
+    bool m_accounted = false;   // counters and statistics updated for this request
+    int m_n_generated = 0;      // tokens seen so far (for a stream dropped before its finish)
     std::mutex m_cancel_mutex;
 };
 

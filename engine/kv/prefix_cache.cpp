@@ -137,10 +137,13 @@ PrefixNode* PrefixCache::extend(PrefixNode* locked, std::span<const int32_t> tok
         node->children.emplace(child->key, std::move(child));
         node = raw;
     }
-    if (node != locked) {
-        lock_path(node);
-        unlock_path(locked);
-    }
+    // The old path stays locked by this sequence; only the new nodes below it take its lock. Walking just
+    // those (not up to the root) keeps decode-time inserts O(new pages).
+    for (PrefixNode* n = node; n != locked; n = n->parent)
+        if (n->lock++ == 0) {
+            --m_unlocked_pages;
+            lru_remove(n);
+        }
     return node;
 }
 

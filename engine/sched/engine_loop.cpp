@@ -74,15 +74,6 @@ void EngineLoop::stop() {
     if (m_thread.joinable() && m_thread.get_id() != std::this_thread::get_id()) m_thread.join();
 }
 
-void EngineLoop::evict_namespace(const std::string& ns) {
-    if (ns.empty()) return;  // the base namespace is never evicted by unloading
-    {
-        std::lock_guard lock(m_mutex);
-        m_evictions.push_back(ns);
-    }
-    m_cv.notify_all();
-}
-
 std::shared_ptr<RequestChannel> EngineLoop::submit(LoopRequest r) {
     const int n_prompt = int(r.prompt.size());
     const int ctx = m_cfg.sched.max_context, vocab = m_runner.config().vocab_size;
@@ -95,7 +86,15 @@ std::shared_ptr<RequestChannel> EngineLoop::submit(LoopRequest r) {
         if (t < 0 || t >= vocab)
             throw_expected(ErrorCode::invalid_argument, "prompt token id " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(vocab));
     if (r.stop.max_tokens <= 0) throw_expected(ErrorCode::invalid_argument, "max_tokens must be at least 1");
+    try {
+        r.sampling.params.validate(vocab);
+    } catch (const Error& e) {
+        throw_expected(ErrorCode::invalid_argument, e.what());
+    }
     if (n_prompt >= ctx) throw_expected(ErrorCode::context_too_long, context_too_long_message(ctx, n_prompt, r.stop.max_tokens));
+    if (m_pool->pages_for_tokens(n_prompt + 1) > m_n_pages)
+        throw_expected(ErrorCode::capacity, "the prompt of " + std::to_string(n_prompt) + " tokens does not fit the KV cache of " +
+                                                std::to_string(m_n_pages * m_cfg.page_size) + " tokens; raise --kv-memory");
     if (!r.ns.empty() && m_n_slots == 0)
         throw_expected(ErrorCode::unavailable, "adapters cannot be served: this engine has no LoRA slots (start it with --max-loras 1 or more)");
     if (m_queued.load() >= m_cfg.sched.max_waiting + m_cfg.sched.capacity.max_running)
@@ -118,6 +117,14 @@ void EngineLoop::cancel(uint64_t id, FinishReason reason, std::string detail) {
     m_cv.notify_all();
 }
 
+void EngineLoop::evict_adapter(std::string digest) {
+    {
+        std::lock_guard lock(m_mutex);
+        m_evictions.push_back(std::move(digest));
+    }
+    m_cv.notify_all();
+}
+
 LoopStats EngineLoop::stats() const {
     std::lock_guard lock(m_mutex);
     return m_stats;
@@ -136,8 +143,10 @@ void EngineLoop::drain_inbox() {
     for (auto& ns : evictions) m_cache->evict_namespace(ns);
     for (auto& [req, ch] : submits) {
         try {
+            auto sampler = std::make_unique<runtime::Sampler>(req.sampling.params, req.prompt);
             m_sched->submit({std::move(req.ns), std::move(req.prompt), req.sampling, std::move(req.stop)}, ch->id());
             m_channels.emplace(ch->id(), ch);
+            m_samplers.emplace(ch->id(), std::move(sampler));
         } catch (const Error& e) {  // e.g. the queue filled up between the caller's check and now
             FinishOut f;
             f.reason = FinishReason::error;
@@ -150,29 +159,57 @@ void EngineLoop::drain_inbox() {
 }
 
 void EngineLoop::step() {
-    if (!m_sched->plan(m_plan)) return;
+    try {
+        if (!m_sched->plan(m_plan)) return;
+    } catch (const std::exception& e) {
+        // A broken invariant (e.g. a residency granting a slot that does not exist): fail what is in
+        // flight with the reason rather than take the process down; new requests start clean.
+        log::error("engine planning failed: {}", e.what());
+        std::vector<uint64_t> ids;
+        for (auto& [id, ch] : m_channels) ids.push_back(id);
+        for (uint64_t id : ids) m_sched->finish(id, FinishReason::error, std::string("the engine failed to plan a step: ") + e.what());
+        return;
+    }
     std::vector<int32_t> sampled;
     std::vector<TokenOut> outs;
     try {
         m_runner.forward(m_plan.batch, m_logits);
         const std::size_t vocab = std::size_t(m_runner.config().vocab_size);
         for (std::size_t i = 0; i < m_plan.sampling.size(); ++i) {
-            std::span<const float> row(m_logits.data() + i * vocab, vocab);
-            outs.push_back(greedy_sample(row, m_plan.sampling[i]->sampling.logprobs));
-            sampled.push_back(outs.back().token_id);
+            runtime::Sampler& sampler = *m_samplers.at(m_plan.sampling[i]->id);
+            runtime::SampleResult r = sampler.sample(m_logits.data() + i * vocab, int(vocab));
+            sampler.accept(r.token);
+            TokenOut out;
+            out.token_id = r.token;
+            out.logprob = r.logprob;
+            for (auto& t : r.top) out.top.emplace_back(t.token, t.logprob);
+            outs.push_back(std::move(out));
+            sampled.push_back(r.token);
         }
     } catch (const std::exception& e) {
         log::error("engine step failed: {}", e.what());
         for (Sequence* s : m_plan.seqs) m_sched->finish(s->id, FinishReason::error, std::string("the model step failed: ") + e.what());
         return;
     }
-    std::vector<uint64_t> ids;
-    for (Sequence* s : m_plan.sampling) ids.push_back(s->id);
-    m_sched->commit(m_plan, sampled);  // may end sequences: use the ids captured above
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-        auto it = m_channels.find(ids[i]);
-        if (it != m_channels.end()) it->second->push(std::move(outs[i]));
+    for (std::size_t i = 0; i < outs.size(); ++i) m_pending.emplace_back(m_plan.sampling[i]->id, std::move(outs[i]));
+    m_sched->commit(m_plan, sampled);  // may end sequences: m_pending keeps their ids
+}
+
+void EngineLoop::publish_stats() {
+    std::lock_guard lock(m_mutex);
+    m_stats.running = m_sched->n_running();
+    m_stats.waiting = m_sched->n_waiting();
+    m_stats.pages_free = m_pool->n_free();
+    m_stats.pages_cached = m_cache->n_cached_pages();
+    m_stats.counters = m_sched->counters();
+}
+
+void EngineLoop::emit_tokens() {
+    for (auto& [id, out] : m_pending) {
+        auto it = m_channels.find(id);
+        if (it != m_channels.end()) it->second->push(std::move(out));
     }
+    m_pending.clear();
 }
 
 void EngineLoop::emit_finished() {
@@ -192,6 +229,7 @@ void EngineLoop::emit_finished() {
         f.latency_ms = ms(now - s->t_submit);
         it->second->push(std::move(f));
         m_channels.erase(it);
+        m_samplers.erase(s->id);
         --m_queued;
     }
 }
@@ -209,24 +247,20 @@ void EngineLoop::run() {
         drain_inbox();
         const int64_t before = m_sched->counters().steps;
         step();
+        // Stats first, so that a reader woken by the last event sees the state that produced it.
+        publish_stats();
+        emit_tokens();
         emit_finished();
-        {
-            std::lock_guard lock(m_mutex);
-            m_stats.running = m_sched->n_running();
-            m_stats.waiting = m_sched->n_waiting();
-            m_stats.pages_free = m_pool->n_free();
-            m_stats.pages_cached = m_cache->n_cached_pages();
-            m_stats.counters = m_sched->counters();
-        }
         if (m_sched->counters().steps == before && (m_sched->n_running() || m_sched->n_waiting())) {
             std::unique_lock lock(m_mutex);
-            m_cv.wait_for(lock, std::chrono::milliseconds(1), [&] { return m_stop || !m_submits.empty() || !m_cancels.empty(); });
+            m_cv.wait_for(lock, std::chrono::milliseconds(1), [&] { return m_stop || !m_submits.empty() || !m_cancels.empty() || !m_evictions.empty(); });
         }
     }
     // Shutting down: every open request ends as cancelled so that readers are not left waiting.
     std::vector<uint64_t> open;
     for (auto& [id, ch] : m_channels) open.push_back(id);
     for (uint64_t id : open) m_sched->finish(id, FinishReason::cancelled, "the engine is shutting down");
+    publish_stats();
     emit_finished();
 }
 

@@ -1,8 +1,8 @@
 // EngineLoop: the one thread that owns the runner, the KV page pool, the prefix cache and the scheduler.
 // Other threads submit and cancel through a locked inbox and read each request's events (token ids,
-// optional logprobs, then one finish with usage and timings) from its RequestChannel. Sampling is greedy
-// argmax until runtime/sampler.h lands. Stop strings live in the text layer, which calls cancel() with
-// FinishReason::stop and the string.
+// optional logprobs, then one finish with usage and timings) from its RequestChannel. Each request has
+// its own runtime::Sampler (penalties, seed). Stop strings live in the text layer, which calls cancel()
+// with FinishReason::stop and the string.
 #pragma once
 
 #include <atomic>
@@ -33,7 +33,7 @@ struct LoopRequest {
 
 struct TokenOut {
     int32_t token_id = 0;
-    float logprob = 0.0f;                         // filled when sampling.logprobs >= 0
+    float logprob = 0.0f;                         // filled when sampling.params.top_logprobs >= 0
     std::vector<std::pair<int32_t, float>> top;  // best alternatives, most likely first
 };
 
@@ -95,9 +95,9 @@ public:
     std::shared_ptr<RequestChannel> submit(LoopRequest request);
     // Ends a request at once (client gone: cancelled; stop string found: stop + the string). Any thread.
     void cancel(uint64_t id, FinishReason reason = FinishReason::cancelled, std::string detail = {});
-    // Drops the adapter's KV namespace (it was unloaded for good): unlocked pages are freed at once,
-    // pages of running requests when those end. Idempotent. Any thread; applied on the loop thread.
-    void evict_namespace(const std::string& ns);
+    // Adapter unloaded or changed: drops its prefix-cache namespace at once (locked pages follow when
+    // their requests end). Any thread.
+    void evict_adapter(std::string digest);
     // Cancels every open request (readers see cancelled), stops and joins the thread; later submits
     // fail with unavailable. Idempotent; the destructor calls it.
     void stop();
@@ -113,7 +113,9 @@ private:
     void run();
     void drain_inbox();
     void step();
+    void emit_tokens();
     void emit_finished();
+    void publish_stats();
 
     runtime::ModelRunner& m_runner;
     lora::AdapterResidency& m_residency;
@@ -128,19 +130,22 @@ private:
     std::condition_variable m_cv;
     std::vector<std::pair<LoopRequest, std::shared_ptr<RequestChannel>>> m_submits;
     std::vector<Cancel> m_cancels;
+    std::vector<std::string> m_evictions;
     bool m_stop = false;
-    std::vector<std::string> m_evictions;  // namespaces to evict, guarded by m_mutex
     LoopStats m_stats;
     std::atomic<uint64_t> m_next_id{1};
     std::atomic<int> m_queued{0};  // submitted, not yet finished
 
     std::unordered_map<uint64_t, std::shared_ptr<RequestChannel>> m_channels;  // loop thread only
+    std::unordered_map<uint64_t, std::unique_ptr<runtime::Sampler>> m_samplers;  // loop thread only
     StepPlan m_plan;
+    std::vector<std::pair<uint64_t, TokenOut>> m_pending;  // this step's tokens, sent after stats
     std::vector<float> m_logits;
     std::thread m_thread;
 };
 
-// Greedy choice over one logits row; fills logprob and `n_top` alternatives when n_top >= 0.
+// Greedy choice over one logits row; fills logprob and `n_top` alternatives when n_top >= 0. A cheap
+// stand-in for runtime::Sampler where tests and benches drive a Scheduler directly.
 TokenOut greedy_sample(std::span<const float> row, int n_top);
 
 }  // namespace loradesk::sched

@@ -3,6 +3,7 @@
 #include "sched/scheduler.h"
 
 #include <algorithm>
+#include <climits>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -55,11 +56,19 @@ uint64_t Scheduler::submit(SubmitSpec spec, uint64_t id) {
     auto s = std::make_unique<Sequence>();
     s->id = id;
     s->ns = std::move(spec.ns);
+    if (!s->ns.empty()) {
+        auto [it, fresh] = m_adapter_ids.try_emplace(s->ns, int(m_adapter_ids.size()) + 1);
+        s->adapter = it->second;
+        if (fresh) m_slot_of.resize(std::size_t(s->adapter) + 1, 0);
+    }
     s->tokens = std::move(spec.prompt);
     s->n_prompt = n_prompt;
     s->sampling = spec.sampling;
     s->stop = std::move(spec.stop);
     s->stop.max_tokens = std::min(s->stop.max_tokens, m_cfg.max_context - n_prompt);
+    // Room for the whole completion up front: no reallocation on the decode path.
+    s->tokens.reserve(std::size_t(n_prompt + s->stop.max_tokens));
+    s->pages.reserve(std::size_t(m_pool.pages_for_tokens(n_prompt + s->stop.max_tokens)));
     s->arrival = m_next_arrival++;
     s->enqueued_step = m_step;
     s->t_submit = std::chrono::steady_clock::now();
@@ -87,6 +96,7 @@ void Scheduler::release_kv(Sequence& s) {
         s.lock = m_cache.extend(s.lock, computed, s.pages);
         m_cache.release(s.lock);
         s.lock = nullptr;
+        s.lock_depth = 0;
     }
     m_pool.release_all(s.pages);
     s.pages.clear();
@@ -130,7 +140,8 @@ bool Scheduler::admit(Sequence& s) {
     std::span<const int32_t> key(s.tokens.data(), s.tokens.size() - 1);
     kv::PrefixMatch m = m_cache.acquire(s.ns, key);
     s.lock = m.lock;
-    s.pages = std::move(m.pages);
+    s.lock_depth = kv::PrefixCache::depth(m.lock);
+    s.pages.assign(m.pages.begin(), m.pages.end());  // keeps the capacity reserved at submit
     s.n_computed = m.n_tokens;
     if (s.n_cached_prompt < 0) {
         s.n_cached_prompt = std::min(m.n_tokens, s.n_prompt);
@@ -151,9 +162,12 @@ bool Scheduler::grow(Sequence& s, int n_tokens) {
 }
 
 void Scheduler::cache_full_pages(Sequence& s) {
-    if (s.lock && s.n_computed / m_pool.page_size() > kv::PrefixCache::depth(s.lock)) {
+    if (s.lock && s.n_computed / m_pool.page_size() > s.lock_depth) {
         std::span<const int32_t> computed(s.tokens.data(), std::size_t(s.n_computed));
         s.lock = m_cache.extend(s.lock, computed, s.pages);
+        s.lock_depth = kv::PrefixCache::depth(s.lock);
+        // A retired namespace (adapter unloaded) caches nothing more: stop asking.
+        if (s.lock_depth < s.n_computed / m_pool.page_size()) s.lock_depth = INT32_MAX;
     }
 }
 

@@ -88,7 +88,11 @@ private:
     bool grow(Sequence& s, int n_tokens);
     void cache_full_pages(Sequence& s);
     bool check_stop(Sequence& s);
-    void apply_residency(CapacityPlan& cap, std::vector<Sequence*>& run, std::vector<Sequence*>& admit);
+    // Fills the capacity step's inputs; returns the pages available (free + evictable).
+    int gather_candidates(std::vector<CapacityCandidate>& running, std::vector<CapacityCandidate>& waiting);
+    // Grants slots for the step's adapters; drops not-ready adapters' sequences from the step and ends
+    // those of failed adapters with the residency's error.
+    void apply_residency(const std::vector<std::string>& adapters, std::vector<Sequence*>& go, std::vector<Sequence*>& admit_list);
     void build_batch(StepPlan& out, std::vector<Sequence*>& seqs, const std::vector<int>& n_tokens);
     void remove_from(std::vector<Sequence*>& list, Sequence* s);
 
@@ -100,7 +104,8 @@ private:
     std::vector<Sequence*> m_running;  // admitted, in admission order
     std::vector<Sequence*> m_waiting;  // in queue order
     std::vector<std::unique_ptr<Sequence>> m_finished;
-    std::unordered_map<std::string, int> m_slots;  // digest -> slot granted for the current step
+    std::unordered_map<std::string, int> m_adapter_ids;  // digest -> small id (1..); never reused
+    std::vector<int> m_slot_of;                          // adapter id -> slot granted this step
     uint64_t m_next_id = 1;
     uint64_t m_next_arrival = 0;
     int64_t m_step = 0;

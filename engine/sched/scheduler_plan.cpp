@@ -15,16 +15,8 @@ int waiting_scan_limit(const CapacityConfig& c, int n_running) { return std::max
 
 }  // namespace
 
-bool Scheduler::plan(StepPlan& out) {
-    out.batch = runtime::ForwardBatch{};
-    out.batch.page_size = m_pool.page_size();
-    out.seqs.clear();
-    out.n_tokens.clear();
-    out.sampling.clear();
+int Scheduler::gather_candidates(std::vector<CapacityCandidate>& run_c, std::vector<CapacityCandidate>& wait_c) {
     const CapacityConfig& cc = m_cfg.capacity;
-
-    // 1. Candidates with the pages their next chunk needs.
-    std::vector<CapacityCandidate> run_c, wait_c;
     run_c.reserve(m_running.size());
     int available = m_pool.n_free() + m_cache.n_evictable_pages(), need = 0;
     for (std::size_t i = 0; i < m_running.size(); ++i) {
@@ -32,7 +24,7 @@ bool Scheduler::plan(StepPlan& out) {
         int chunk = std::min(s.n_pending(), cc.max_batch_tokens);
         int pages = std::max(0, m_pool.pages_for_tokens(s.n_computed + chunk) - int(s.pages.size()));
         need += pages;
-        run_c.push_back({int(i), s.ns, pages, chunk, s.arrival, 0, 0});
+        run_c.push_back({int(i), s.ns, s.adapter, pages, chunk, s.arrival, 0, 0});
     }
     if (need > available)  // only then is preemption on the table: pages nobody else holds come back
         for (auto& c : run_c)
@@ -44,9 +36,56 @@ bool Scheduler::plan(StepPlan& out) {
             int hit = m_cache.match_length(s.ns, std::span<const int32_t>(s.tokens.data(), s.tokens.size() - 1));
             int chunk = std::min(int(s.tokens.size()) - hit, cc.max_batch_tokens);
             int pages = m_pool.pages_for_tokens(hit + chunk) - hit / m_pool.page_size();
-            wait_c.push_back({i, s.ns, pages, chunk, s.arrival, m_step - s.enqueued_step, 0});
+            wait_c.push_back({i, s.ns, s.adapter, pages, chunk, s.arrival, m_step - s.enqueued_step, 0});
         }
     }
+
+    return available;
+}
+
+void Scheduler::apply_residency(const std::vector<std::string>& adapters, std::vector<Sequence*>& go,
+                                std::vector<Sequence*>& admit_list) {
+    std::vector<lora::SlotGrant> grants = m_residency.acquire_slots(adapters);
+    if (grants.size() != adapters.size()) throw_error(ErrorCode::internal, "adapter residency returned the wrong number of grants");
+    std::unordered_set<int> not_ready;
+    for (std::size_t a = 0; a < grants.size(); ++a) {
+        const std::string& digest = adapters[a];
+        if (grants[a].state == lora::Residency::ready) {
+            if (grants[a].slot < 1 || grants[a].slot > m_residency.n_slots())
+                throw_error(ErrorCode::internal, "adapter residency granted slot " + std::to_string(grants[a].slot));
+            m_slot_of[std::size_t(m_adapter_ids.at(digest))] = grants[a].slot;
+            continue;
+        }
+        not_ready.insert(m_adapter_ids.at(digest));
+        if (grants[a].state == lora::Residency::failed) {
+            std::vector<Sequence*> doomed;
+            for (auto& [id, s] : m_seqs)
+                if (s->ns == digest) doomed.push_back(s.get());
+            for (Sequence* s : doomed) end(s, FinishReason::error, grants[a].error);
+        }
+    }
+    auto drop = [&](std::vector<Sequence*>& v) {
+        std::erase_if(v, [&](Sequence* s) { return not_ready.count(s->adapter) > 0; });
+    };
+    drop(go);
+    drop(admit_list);
+}
+
+bool Scheduler::plan(StepPlan& out) {
+    // Cleared, not reallocated: the arrays keep their capacity from step to step.
+    runtime::ForwardBatch& b = out.batch;
+    for (auto* v : {&b.token_ids, &b.positions, &b.qo_indptr, &b.kv_indptr, &b.kv_indices, &b.kv_last_page_len,
+                    &b.seq_lora_slot, &b.lora_seg_indptr, &b.lora_seg_slot, &b.logits_indices})
+        v->clear();
+    b.page_size = m_pool.page_size();
+    out.seqs.clear();
+    out.n_tokens.clear();
+    out.sampling.clear();
+    const CapacityConfig& cc = m_cfg.capacity;
+
+    // 1. Candidates with the pages their next chunk needs.
+    std::vector<CapacityCandidate> run_c, wait_c;
+    const int available = gather_candidates(run_c, wait_c);
 
     // 2. Capacity step, then residency for the adapters it chose.
     CapacityPlan cap = plan_capacity(cc, run_c, wait_c, available);
@@ -57,33 +96,7 @@ bool Scheduler::plan(StepPlan& out) {
     for (int i : cap.preempted) victims.push_back(m_running[std::size_t(i)]);
     for (Sequence* v : victims) preempt(*v);
 
-    m_slots.clear();
-    if (!cap.adapters.empty()) {
-        std::vector<lora::SlotGrant> grants = m_residency.acquire_slots(cap.adapters);
-        if (grants.size() != cap.adapters.size()) throw_error(ErrorCode::internal, "adapter residency returned the wrong number of grants");
-        std::unordered_set<std::string> not_ready;
-        for (std::size_t a = 0; a < grants.size(); ++a) {
-            const std::string& digest = cap.adapters[a];
-            if (grants[a].state == lora::Residency::ready) {
-                if (grants[a].slot < 1 || grants[a].slot > m_residency.n_slots())
-                    throw_error(ErrorCode::internal, "adapter residency granted slot " + std::to_string(grants[a].slot));
-                m_slots[digest] = grants[a].slot;
-                continue;
-            }
-            not_ready.insert(digest);
-            if (grants[a].state == lora::Residency::failed) {
-                std::vector<Sequence*> doomed;
-                for (auto& [id, s] : m_seqs)
-                    if (s->ns == digest) doomed.push_back(s.get());
-                for (Sequence* s : doomed) end(s, FinishReason::error, grants[a].error);
-            }
-        }
-        auto drop = [&](std::vector<Sequence*>& v) {
-            std::erase_if(v, [&](Sequence* s) { return not_ready.count(s->ns) > 0; });
-        };
-        drop(go);
-        drop(admit_list);
-    }
+    if (!cap.adapters.empty()) apply_residency(cap.adapters, go, admit_list);
     for (Sequence* s : admit_list) admit(*s);
     go.insert(go.end(), admit_list.begin(), admit_list.end());
 
@@ -109,14 +122,19 @@ bool Scheduler::plan(StepPlan& out) {
 }
 
 void Scheduler::build_batch(StepPlan& out, std::vector<Sequence*>& seqs, const std::vector<int>& n_tokens) {
-    std::vector<std::pair<Sequence*, int>> run;
+    // Ordered by slot (a stable counting sort: slots are 0..n_slots) so that each adapter's tokens form
+    // one contiguous SGMV segment.
+    const int n_slots = m_residency.n_slots();
+    std::vector<int> count(std::size_t(n_slots) + 2, 0);
     for (std::size_t i = 0; i < seqs.size(); ++i)
         if (n_tokens[i] > 0) {
-            seqs[i]->slot = seqs[i]->ns.empty() ? 0 : m_slots.at(seqs[i]->ns);
-            run.emplace_back(seqs[i], n_tokens[i]);
+            seqs[i]->slot = seqs[i]->adapter == 0 ? 0 : m_slot_of[std::size_t(seqs[i]->adapter)];
+            ++count[std::size_t(seqs[i]->slot) + 1];
         }
-    // Sorted by slot so that each adapter's tokens are one contiguous SGMV segment.
-    std::stable_sort(run.begin(), run.end(), [](auto& a, auto& b) { return a.first->slot < b.first->slot; });
+    for (std::size_t k = 1; k < count.size(); ++k) count[k] += count[k - 1];
+    std::vector<std::pair<Sequence*, int>> run(std::size_t(count.back()));
+    for (std::size_t i = 0; i < seqs.size(); ++i)
+        if (n_tokens[i] > 0) run[std::size_t(count[std::size_t(seqs[i]->slot)]++)] = {seqs[i], n_tokens[i]};
     runtime::ForwardBatch& b = out.batch;
     const int ps = m_pool.page_size();
     b.qo_indptr.assign(1, 0);
@@ -149,13 +167,11 @@ void Scheduler::commit(const StepPlan& plan, std::span<const int32_t> sampled) {
                                              std::to_string(plan.sampling.size()) + " sampling sequences");
     ++m_step;
     ++m_counters.steps;
-    for (std::size_t i = 0; i < plan.seqs.size(); ++i) {
-        plan.seqs[i]->n_computed += plan.n_tokens[i];
-        m_counters.computed_tokens += plan.n_tokens[i];
-    }
-    std::vector<Sequence*> cacheable;
     std::size_t k = 0;
-    for (Sequence* s : plan.seqs) {
+    for (std::size_t i = 0; i < plan.seqs.size(); ++i) {
+        Sequence* s = plan.seqs[i];
+        s->n_computed += plan.n_tokens[i];
+        m_counters.computed_tokens += plan.n_tokens[i];
         if (k < plan.sampling.size() && plan.sampling[k] == s) {
             s->tokens.push_back(sampled[k++]);
             ++m_counters.generated_tokens;

@@ -18,13 +18,21 @@ Policy parse_policy(std::string_view name) {
 
 namespace {
 
+// Adapters of the step, by id (ints on the hot path; names kept for the residency call).
 struct AdapterSet {
     int max_loras;
+    std::vector<int> ids;
     std::vector<std::string_view> names;
-    bool has(std::string_view ns) const { return ns.empty() || std::find(names.begin(), names.end(), ns) != names.end(); }
-    bool fits(std::string_view ns) const { return has(ns) || int(names.size()) < max_loras; }
-    void add(std::string_view ns) {
-        if (!has(ns)) names.push_back(ns);
+    bool has(const CapacityCandidate& c) const { return c.adapter == 0 || std::find(ids.begin(), ids.end(), c.adapter) != ids.end(); }
+    bool fits(const CapacityCandidate& c) const { return has(c) || int(ids.size()) < max_loras; }
+    void add(const CapacityCandidate& c) {
+        if (has(c)) return;
+        ids.push_back(c.adapter);
+        names.push_back(c.ns);
+    }
+    void clear() {
+        ids.clear();
+        names.clear();
     }
 };
 
@@ -38,12 +46,12 @@ std::vector<const CapacityCandidate*> waiting_order(const CapacityConfig& cfg, s
     std::sort(rest.begin(), rest.end(), by_arrival);
     if (cfg.policy == Policy::pack) {
         // Group by adapter: groups already in the step first, then by each group's oldest request.
-        std::map<std::string_view, uint64_t> oldest;
-        for (auto* w : rest) oldest.try_emplace(w->ns, w->arrival);
+        std::map<int, uint64_t> oldest;
+        for (auto* w : rest) oldest.try_emplace(w->adapter, w->arrival);
         std::stable_sort(rest.begin(), rest.end(), [&](const CapacityCandidate* a, const CapacityCandidate* b) {
-            bool ia = in_step.has(a->ns), ib = in_step.has(b->ns);
+            bool ia = in_step.has(*a), ib = in_step.has(*b);
             if (ia != ib) return ia;
-            return oldest[a->ns] < oldest[b->ns];
+            return oldest[a->adapter] < oldest[b->adapter];
         });
     }
     aged.insert(aged.end(), rest.begin(), rest.end());
@@ -64,11 +72,11 @@ CapacityPlan plan_capacity(const CapacityConfig& cfg, std::span<const CapacityCa
     int need = 0, tokens = 0;
     std::vector<const CapacityCandidate*> going;
     for (auto* r : run) {
-        if (!adapters.fits(r->ns)) {
+        if (!adapters.fits(*r)) {
             plan.deferred.push_back(r->id);
             continue;
         }
-        adapters.add(r->ns);
+        adapters.add(*r);
         going.push_back(r);
         need += r->pages_needed;
     }
@@ -80,9 +88,9 @@ CapacityPlan plan_capacity(const CapacityConfig& cfg, std::span<const CapacityCa
         available_pages += victim->reclaimable;
         plan.preempted.push_back(victim->id);
     }
-    adapters.names.clear();
+    adapters.clear();
     for (auto* r : going) {
-        adapters.add(r->ns);
+        adapters.add(*r);
         plan.running.push_back(r->id);
         tokens += r->tokens;
     }
@@ -99,13 +107,13 @@ CapacityPlan plan_capacity(const CapacityConfig& cfg, std::span<const CapacityCa
     for (const CapacityCandidate* w : waiting_order(cfg, waiting, adapters)) {
         bool aged = w->waited_steps >= cfg.max_wait_steps;
         bool fits = !blocked && n_running < cfg.max_running && tokens < cfg.max_batch_tokens &&
-                    adapters.fits(w->ns) && need + w->pages_needed <= available_pages;
+                    adapters.fits(*w) && need + w->pages_needed <= available_pages;
         if (!fits) {
             plan.deferred.push_back(w->id);
             if (aged) blocked = true;
             continue;
         }
-        adapters.add(w->ns);
+        adapters.add(*w);
         plan.admitted.push_back(w->id);
         need += w->pages_needed;
         tokens += w->tokens;

@@ -30,6 +30,7 @@ struct CapacityConfig {
 struct CapacityCandidate {
     int id = 0;               // caller's index
     std::string_view ns;      // adapter digest, "" = base (needs no slot)
+    int adapter = 0;          // id of ns, unique per digest; 0 = base
     int pages_needed = 0;     // new pages for its next chunk
     int tokens = 0;           // tokens of its next chunk (1 for a decode)
     uint64_t arrival = 0;

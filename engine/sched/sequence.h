@@ -10,12 +10,17 @@
 #include <vector>
 
 #include "kv/prefix_cache.h"
+#include "runtime/sampler.h"
 
 namespace loradesk::sched {
 
+// The runtime sampler's parameters; greedy unless the request says otherwise (temperature 0).
 struct SamplingConfig {
-    float temperature = 0.0f;  // the loop samples greedily for now; kept so the sampler can take over
-    int logprobs = -1;         // -1 = off; else number of top alternatives to report
+    runtime::SamplingParams params = [] {
+        runtime::SamplingParams p;
+        p.temperature = 0.0f;
+        return p;
+    }();
 };
 
 struct StopConfig {
@@ -35,6 +40,7 @@ const char* finish_reason_name(FinishReason r);
 struct Sequence {
     uint64_t id = 0;
     std::string ns;  // adapter content digest; "" = base model
+    int adapter = 0; // the scheduler's small id for ns (0 = base), so the hot path compares ints
     std::vector<int32_t> tokens;  // prompt followed by generated ids
     int n_prompt = 0;
     SamplingConfig sampling;
@@ -43,6 +49,7 @@ struct Sequence {
     // KV state. pages[i] holds tokens [i*page_size, (i+1)*page_size); the first n_computed tokens have KV.
     std::vector<int32_t> pages;      // one PagePool reference each
     kv::PrefixNode* lock = nullptr;  // locked prefix-cache path while admitted
+    int lock_depth = 0;              // PrefixCache::depth(lock), kept here to avoid touching the node
     int n_computed = 0;
     int n_cached_prompt = -1;  // prompt tokens served by the cache at first admission; -1 = not yet admitted
 

@@ -29,7 +29,7 @@ struct TextSplit {
 };
 
 class AddedTokenMatcher {
-public:
+  public:
     AddedTokenMatcher() = default;
     // `patterns` are the strings to look for (the token contents, normalized when the token is).
     AddedTokenMatcher(std::vector<AddedToken> tokens, const std::vector<std::string>& patterns);
@@ -38,7 +38,7 @@ public:
     // Splits text into added tokens and the gaps between them (gaps may be empty-free; no empty splits).
     std::vector<TextSplit> split(std::string_view text) const;
 
-private:
+  private:
     // Longest pattern starting at `pos`: index into m_tokens, or -1.
     int longest_at(std::string_view text, std::size_t pos, std::size_t* length) const;
 

@@ -3,7 +3,6 @@
 #include "tokenizer/bpe_model.h"
 
 #include <nlohmann/json.hpp>
-
 #include <queue>
 
 #include "core/error.h"
@@ -18,7 +17,8 @@ namespace {
 std::optional<std::string> optional_string(const json& m, const char* key) {
     if (!m.contains(key) || m[key].is_null()) return std::nullopt;
     if (!m[key].is_string())
-        throw_expected(ErrorCode::corrupt_file, std::string("tokenizer.json: model.") + key + " must be a string or null");
+        throw_expected(ErrorCode::corrupt_file,
+                       std::string("tokenizer.json: model.") + key + " must be a string or null");
     return m[key].get<std::string>();
 }
 
@@ -32,7 +32,8 @@ std::pair<std::string, std::string> parse_merge(const json& m, std::size_t index
                                                         "' is not two tokens separated by one space");
         return {s.substr(0, sp), s.substr(sp + 1)};
     }
-    if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) return {m[0].get<std::string>(), m[1].get<std::string>()};
+    if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string())
+        return {m[0].get<std::string>(), m[1].get<std::string>()};
     throw_expected(ErrorCode::corrupt_file, "tokenizer.json: merge #" + std::to_string(index) +
                                                 " must be \"a b\" or [\"a\", \"b\"], got " + m.dump());
 }
@@ -48,7 +49,8 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const json& m) {
                                                    "(byte-level BPE like Qwen/Llama 3, and SentencePiece-style BPE "
                                                    "with byte_fallback like Llama 2/Mistral/Gemma)");
     if (m.contains("dropout") && !m["dropout"].is_null() && m["dropout"].get<double>() != 0.0)
-        throw_expected(ErrorCode::unsupported, "tokenizer.json: BPE dropout is not supported for inference; set it to null");
+        throw_expected(ErrorCode::unsupported,
+                       "tokenizer.json: BPE dropout is not supported for inference; set it to null");
     auto bpe = std::make_unique<BpeModel>();
     if (!m.contains("vocab") || !m["vocab"].is_object())
         throw_expected(ErrorCode::corrupt_file, "tokenizer.json: model.vocab must be an object of token -> id");
@@ -57,7 +59,8 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const json& m) {
     int32_t max_id = -1;
     for (auto it = vocab.begin(); it != vocab.end(); ++it) {
         if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() > INT32_MAX)
-            throw_expected(ErrorCode::corrupt_file, "tokenizer.json: vocab entry '" + it.key() + "' needs a non-negative integer id");
+            throw_expected(ErrorCode::corrupt_file,
+                           "tokenizer.json: vocab entry '" + it.key() + "' needs a non-negative integer id");
         int32_t id = it.value().get<int32_t>();
         bpe->m_vocab.emplace(it.key(), id);
         max_id = std::max(max_id, id);
@@ -72,7 +75,8 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const json& m) {
     bpe->m_ignore_merges = m.value("ignore_merges", false);
     if (auto unk = optional_string(m, "unk_token")) {
         auto id = bpe->token_to_id(*unk);
-        if (!id) throw_expected(ErrorCode::corrupt_file, "tokenizer.json: unk_token '" + *unk + "' is not in the vocab");
+        if (!id)
+            throw_expected(ErrorCode::corrupt_file, "tokenizer.json: unk_token '" + *unk + "' is not in the vocab");
         bpe->m_unk_id = id;
     }
     for (int b = 0; b < 256; ++b) {
@@ -81,7 +85,8 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const json& m) {
         bpe->m_byte_ids[std::size_t(b)] = bpe->token_to_id(name).value_or(-1);
     }
 
-    const json merges = m.value("merges", json::array());
+    static const json kNoMerges = json::array();
+    const json& merges = m.contains("merges") ? m["merges"] : kNoMerges;
     if (!merges.is_array()) throw_expected(ErrorCode::corrupt_file, "tokenizer.json: model.merges must be an array");
     bpe->m_merges.reserve(merges.size());
     const std::size_t plen = bpe->m_continuing_prefix.size();
@@ -92,8 +97,8 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const json& m) {
         std::string merged = a + (plen && b.compare(0, plen, bpe->m_continuing_prefix) == 0 ? b.substr(plen) : b);
         auto inew = bpe->token_to_id(merged);
         if (!ia || !ib || !inew)
-            throw_expected(ErrorCode::corrupt_file, "tokenizer.json: merge #" + std::to_string(i) + " ('" + a + "', '" + b +
-                                                        "') uses a token missing from the vocab");
+            throw_expected(ErrorCode::corrupt_file, "tokenizer.json: merge #" + std::to_string(i) + " ('" + a + "', '" +
+                                                        b + "') uses a token missing from the vocab");
         bpe->m_merges[pair_key(*ia, *ib)] = Merge{int32_t(i), *inew};
     }
     return bpe;

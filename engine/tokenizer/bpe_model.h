@@ -25,7 +25,7 @@ struct StringHash {
 using VocabMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
 
 class BpeModel {
-public:
+  public:
     // `model` is the tokenizer.json "model" object. Throws ExpectedError for non-BPE types (naming what
     // is supported) and for malformed vocab/merges.
     static std::unique_ptr<BpeModel> from_json(const nlohmann::json& model);
@@ -39,7 +39,7 @@ public:
     // One past the largest id in the vocab.
     int32_t vocab_size() const { return int32_t(m_id_to_token.size()); }
 
-private:
+  private:
     struct Merge {
         int32_t rank;
         int32_t new_id;

@@ -52,7 +52,8 @@ std::string IncrementalDetokenizer::decode_from(std::size_t begin) const {
 
 std::size_t IncrementalDetokenizer::stable_length(const std::string& text) const {
     std::size_t n = text.size();
-    while (n >= kReplacementChar.size() && text.compare(n - kReplacementChar.size(), kReplacementChar.size(), kReplacementChar) == 0)
+    while (n >= kReplacementChar.size() &&
+           text.compare(n - kReplacementChar.size(), kReplacementChar.size(), kReplacementChar) == 0)
         n -= kReplacementChar.size();
     if (n == text.size()) return n;
     bool incomplete = false;
@@ -130,7 +131,8 @@ std::string IncrementalDetokenizer::push(int32_t id) {
         m_pending_tokens = 0;
         m_emitted_raw += raw;
     }
-    if (stable == text.size() && m_window_emitted == text.size() && m_ids.size() - m_window > 2) try_advance_window(text);
+    if (stable == text.size() && m_window_emitted == text.size() && m_ids.size() - m_window > 2)
+        try_advance_window(text);
     std::string delta = clean_stream(raw, false);
     m_emitted_total += delta;
     return delta;
@@ -139,7 +141,8 @@ std::string IncrementalDetokenizer::push(int32_t id) {
 std::string IncrementalDetokenizer::finish() {
     // Reconcile with a full decode: it is the definition of the right answer and costs one pass.
     std::string full = decode_from(0);
-    std::string generated = full.compare(0, m_context_text.size(), m_context_text) == 0 ? full.substr(m_context_text.size()) : full;
+    std::string generated =
+        full.compare(0, m_context_text.size(), m_context_text) == 0 ? full.substr(m_context_text.size()) : full;
     std::string raw_rest;
     if (generated.compare(0, m_emitted_raw.size(), m_emitted_raw) == 0) {
         raw_rest = generated.substr(m_emitted_raw.size());

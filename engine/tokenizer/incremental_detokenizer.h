@@ -14,7 +14,7 @@ namespace loradesk::tokenizer {
 class Tokenizer;
 
 class IncrementalDetokenizer {
-public:
+  public:
     // `context_ids` (e.g. the last few prompt tokens) are decoded for context only, never emitted, so
     // that the first generated token keeps the leading space it has inside the full text.
     IncrementalDetokenizer(std::shared_ptr<const Tokenizer> tokenizer, bool skip_special_tokens,
@@ -27,7 +27,7 @@ public:
 
     const std::string& text() const { return m_emitted_total; }  // all text emitted so far
 
-private:
+  private:
     std::string decode_from(std::size_t begin) const;  // raw: no clean-up
     std::size_t stable_length(const std::string& text) const;
     void try_advance_window(const std::string& text);
@@ -36,7 +36,7 @@ private:
 
     std::shared_ptr<const Tokenizer> m_tokenizer;
     bool m_skip_special;
-    std::vector<int32_t> m_ids;      // context + generated ids
+    std::vector<int32_t> m_ids;  // context + generated ids
     std::size_t m_n_context = 0;
     // Tokens that decode to the lone bytes 0x80 and 0xA0 (UTF-8 continuations), used to test whether
     // trailing U+FFFDs are an incomplete character; -1 when the vocabulary has none.
@@ -45,20 +45,20 @@ private:
     // so text from an open run can still change: it is held until a non-byte token closes the run.
     bool m_byte_fallback = false;
     bool byte_run_open() const;
-    std::size_t m_window = 0;        // decoding starts here; earlier ids are only context for none
+    std::size_t m_window = 0;          // decoding starts here; earlier ids are only context for none
     std::size_t m_window_emitted = 0;  // bytes of decode(window) already emitted (or context)
     std::size_t m_pending_tokens = 0;  // tokens pushed since the last delta
     std::string m_context_text;
-    std::string m_emitted_raw;      // raw text emitted by the window (before clean-up)
-    std::string m_clean_pending;    // raw text the clean-up stage still holds
-    std::string m_emitted_total;    // final text handed out
+    std::string m_emitted_raw;    // raw text emitted by the window (before clean-up)
+    std::string m_clean_pending;  // raw text the clean-up stage still holds
+    std::string m_emitted_total;  // final text handed out
 };
 
 // Holds back text that may still become one of the stop strings. push() returns the text that is safe
 // to emit; once a stop string is found, `stopped` is set, `text` is what came before it and further
 // input is ignored. Not thread-safe (one per sequence).
 class StopStringMatcher {
-public:
+  public:
     explicit StopStringMatcher(std::vector<std::string> stops);
 
     struct Result {
@@ -71,7 +71,7 @@ public:
     std::string finish();
     bool stopped() const { return m_stopped; }
 
-private:
+  private:
     std::vector<std::string> m_stops;
     std::string m_buffer;
     bool m_stopped = false;

@@ -48,16 +48,21 @@ std::string string_field(const json& j, const char* key, const char* where) {
 void Normalizer::add_steps(const json& c, std::vector<Step>& steps) {
     if (c.is_null()) return;
     if (!c.is_object() || !c.contains("type") || !c["type"].is_string())
-        throw_expected(ErrorCode::corrupt_file, "tokenizer.json: normalizer must be an object with a \"type\", got " + c.dump());
+        throw_expected(ErrorCode::corrupt_file,
+                       "tokenizer.json: normalizer must be an object with a \"type\", got " + c.dump());
     const std::string type = c["type"];
     if (type == "Sequence") {
         if (!c.contains("normalizers") || !c["normalizers"].is_array())
-            throw_expected(ErrorCode::corrupt_file, "tokenizer.json: Sequence normalizer needs a \"normalizers\" array");
+            throw_expected(ErrorCode::corrupt_file,
+                           "tokenizer.json: Sequence normalizer needs a \"normalizers\" array");
         for (auto& n : c["normalizers"]) add_steps(n, steps);
     } else if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
         Step s;
         s.kind = Kind::unicode;
-        s.form = type == "NFC" ? NormalForm::nfc : type == "NFD" ? NormalForm::nfd : type == "NFKC" ? NormalForm::nfkc : NormalForm::nfkd;
+        s.form = type == "NFC"    ? NormalForm::nfc
+                 : type == "NFD"  ? NormalForm::nfd
+                 : type == "NFKC" ? NormalForm::nfkc
+                                  : NormalForm::nfkd;
         steps.push_back(std::move(s));
     } else if (type == "Lowercase") {
         steps.push_back(step_of(Kind::lowercase));
@@ -79,9 +84,10 @@ void Normalizer::add_steps(const json& c, std::vector<Step>& steps) {
         s.text = string_field(c, "content", "Replace normalizer");
         steps.push_back(std::move(s));
     } else {
-        throw_expected(ErrorCode::unsupported,
-                       "tokenizer.json: normalizer type '" + type +
-                           "' is not supported (supported: NFC, NFD, NFKC, NFKD, Lowercase, Strip, Prepend, Replace, Sequence)");
+        throw_expected(
+            ErrorCode::unsupported,
+            "tokenizer.json: normalizer type '" + type +
+                "' is not supported (supported: NFC, NFD, NFKC, NFKD, Lowercase, Strip, Prepend, Replace, Sequence)");
     }
 }
 
@@ -94,8 +100,12 @@ Normalizer Normalizer::from_json(const json& config) {
 std::string Normalizer::normalize(std::string text) const {
     for (const Step& s : m_steps) {
         switch (s.kind) {
-            case Kind::unicode: text = normalize_unicode(text, s.form); break;
-            case Kind::lowercase: text = to_lower_unicode(text); break;
+            case Kind::unicode:
+                text = normalize_unicode(text, s.form);
+                break;
+            case Kind::lowercase:
+                text = to_lower_unicode(text);
+                break;
             case Kind::strip: {
                 std::size_t b = 0, e = text.size();
                 if (s.strip_left) {
@@ -121,7 +131,9 @@ std::string Normalizer::normalize(std::string text) const {
                 // HF prepends only to non-empty text, so empty spans stay empty.
                 if (!text.empty()) text = s.text + text;
                 break;
-            case Kind::replace: text = replace_all(*s.pattern, text, s.text); break;
+            case Kind::replace:
+                text = replace_all(*s.pattern, text, s.text);
+                break;
         }
     }
     return text;

@@ -13,7 +13,7 @@
 namespace loradesk::tokenizer {
 
 class Normalizer {
-public:
+  public:
     // `config` is the JSON value of "normalizer" (null gives the identity). Throws ExpectedError naming
     // the supported types for anything else.
     static Normalizer from_json(const nlohmann::json& config);
@@ -21,14 +21,14 @@ public:
     std::string normalize(std::string text) const;
     bool empty() const { return m_steps.empty(); }
 
-private:
+  private:
     enum class Kind { unicode, lowercase, strip, prepend, replace };
     struct Step {
         Kind kind = Kind{};
         NormalForm form = NormalForm::nfc;
         bool strip_left = false, strip_right = false;
-        std::string text;                      // prepend content / replacement content
-        std::shared_ptr<PcreRegex> pattern;    // replace pattern (literal strings are escaped)
+        std::string text;                    // prepend content / replacement content
+        std::shared_ptr<PcreRegex> pattern;  // replace pattern (literal strings are escaped)
     };
     static Step step_of(Kind kind) {
         Step s;

@@ -28,14 +28,18 @@ PcreRegex::~PcreRegex() { pcre2_code_free(static_cast<pcre2_code*>(m_code)); }
 
 std::vector<std::pair<std::size_t, std::size_t>> PcreRegex::find_all(std::string_view text) const {
     auto* code = static_cast<pcre2_code*>(m_code);
-    std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> md(pcre2_match_data_create_from_pattern(code, nullptr),
-                                                                           &pcre2_match_data_free);
+    std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> md(
+        pcre2_match_data_create_from_pattern(code, nullptr), &pcre2_match_data_free);
     std::vector<std::pair<std::size_t, std::size_t>> out;
     auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
     std::size_t pos = 0;
     while (pos <= text.size()) {
         int rc = m_jit ? pcre2_jit_match(code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md.get(), nullptr)
                        : pcre2_match(code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md.get(), nullptr);
+        // The JIT runs on a small fixed stack; the interpreter keeps its frames on the heap, so a pathological
+        // input (huge whitespace runs against lookaheads) still gets an answer.
+        if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
+            rc = pcre2_match(code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md.get(), nullptr);
         if (rc == PCRE2_ERROR_NOMATCH) break;
         if (rc < 0) {
             PCRE2_UCHAR buf[256];

@@ -13,7 +13,7 @@
 namespace loradesk::tokenizer {
 
 class PcreRegex {
-public:
+  public:
     // Throws ExpectedError(corrupt_file) with PCRE2's message and offset when the pattern does not compile.
     explicit PcreRegex(const std::string& pattern);
     ~PcreRegex();
@@ -24,7 +24,7 @@ public:
     std::vector<std::pair<std::size_t, std::size_t>> find_all(std::string_view text) const;
     const std::string& pattern() const { return m_pattern; }
 
-private:
+  private:
     std::string m_pattern;
     void* m_code = nullptr;  // pcre2_code_8*
     bool m_jit = false;

@@ -1,9 +1,8 @@
 // Pre-tokenizer steps, each mapping a list of spans to a finer list of spans.
 #include "tokenizer/pre_tokenizer.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "tokenizer/normalizer.h"
@@ -60,23 +59,29 @@ std::vector<std::string> split_with_behavior(const std::string& text,
             break;
         case SplitBehavior::merged_with_previous:
             for (auto& s : segs) {
-                if (s.is_match && !previous_match && !out.empty()) out.back().second = s.e;
-                else out.emplace_back(s.b, s.e);
+                if (s.is_match && !previous_match && !out.empty())
+                    out.back().second = s.e;
+                else
+                    out.emplace_back(s.b, s.e);
                 previous_match = s.is_match;
             }
             break;
         case SplitBehavior::merged_with_next:
             for (auto it = segs.rbegin(); it != segs.rend(); ++it) {
-                if (it->is_match && !previous_match && !out.empty()) out.back().first = it->b;
-                else out.emplace_back(it->b, it->e);
+                if (it->is_match && !previous_match && !out.empty())
+                    out.back().first = it->b;
+                else
+                    out.emplace_back(it->b, it->e);
                 previous_match = it->is_match;
             }
             std::reverse(out.begin(), out.end());
             break;
         case SplitBehavior::contiguous:
             for (std::size_t i = 0; i < segs.size(); ++i) {
-                if (i > 0 && segs[i].is_match == previous_match) out.back().second = segs[i].e;
-                else out.emplace_back(segs[i].b, segs[i].e);
+                if (i > 0 && segs[i].is_match == previous_match)
+                    out.back().second = segs[i].e;
+                else
+                    out.emplace_back(segs[i].b, segs[i].e);
                 previous_match = segs[i].is_match;
             }
             break;
@@ -91,11 +96,13 @@ std::vector<std::string> split_with_behavior(const std::string& text,
 void PreTokenizer::add_steps(const json& c, std::vector<Step>& steps) {
     if (c.is_null()) return;
     if (!c.is_object() || !c.contains("type") || !c["type"].is_string())
-        throw_expected(ErrorCode::corrupt_file, "tokenizer.json: pre_tokenizer must be an object with a \"type\", got " + c.dump());
+        throw_expected(ErrorCode::corrupt_file,
+                       "tokenizer.json: pre_tokenizer must be an object with a \"type\", got " + c.dump());
     const std::string type = c["type"];
     if (type == "Sequence") {
         if (!c.contains("pretokenizers") || !c["pretokenizers"].is_array())
-            throw_expected(ErrorCode::corrupt_file, "tokenizer.json: Sequence pre_tokenizer needs a \"pretokenizers\" array");
+            throw_expected(ErrorCode::corrupt_file,
+                           "tokenizer.json: Sequence pre_tokenizer needs a \"pretokenizers\" array");
         for (auto& p : c["pretokenizers"]) add_steps(p, steps);
     } else if (type == "Split") {
         Step s;
@@ -119,10 +126,15 @@ void PreTokenizer::add_steps(const json& c, std::vector<Step>& steps) {
         std::string scheme = c.contains("prepend_scheme") && c["prepend_scheme"].is_string()
                                  ? c["prepend_scheme"].get<std::string>()
                                  : (c.value("add_prefix_space", true) ? "always" : "never");
-        if (scheme == "first") s.prepend = PrependScheme::first;
-        else if (scheme == "always") s.prepend = PrependScheme::always;
-        else if (scheme == "never") s.prepend = PrependScheme::never;
-        else throw_expected(ErrorCode::corrupt_file, "tokenizer.json: Metaspace prepend_scheme '" + scheme + "' is unknown (first, always, never)");
+        if (scheme == "first")
+            s.prepend = PrependScheme::first;
+        else if (scheme == "always")
+            s.prepend = PrependScheme::always;
+        else if (scheme == "never")
+            s.prepend = PrependScheme::never;
+        else
+            throw_expected(ErrorCode::corrupt_file, "tokenizer.json: Metaspace prepend_scheme '" + scheme +
+                                                        "' is unknown (first, always, never)");
         s.metaspace_split = c.value("split", true);
         s.pattern = std::make_shared<PcreRegex>(pcre_escape(s.replacement));
         steps.push_back(std::move(s));
@@ -167,16 +179,21 @@ void PreTokenizer::apply(const Step& s, std::vector<PreToken>& pieces) {
     for (PreToken& piece : pieces) {
         switch (s.kind) {
             case Kind::split:
-                push_split(piece, split_with_behavior(piece.text, s.pattern->find_all(piece.text), s.behavior, s.invert));
+                push_split(piece,
+                           split_with_behavior(piece.text, s.pattern->find_all(piece.text), s.behavior, s.invert));
                 break;
             case Kind::digits:
-                push_split(piece, split_with_behavior(piece.text, s.pattern->find_all(piece.text), SplitBehavior::isolated, false));
+                push_split(piece, split_with_behavior(piece.text, s.pattern->find_all(piece.text),
+                                                      SplitBehavior::isolated, false));
                 break;
             case Kind::byte_level: {
                 if (s.add_prefix_space && piece.text.rfind(' ', 0) != 0) piece.text.insert(0, 1, ' ');
                 std::vector<std::string> parts;
-                if (s.pattern) parts = split_with_behavior(piece.text, s.pattern->find_all(piece.text), SplitBehavior::isolated, false);
-                else if (!piece.text.empty()) parts.push_back(std::move(piece.text));
+                if (s.pattern)
+                    parts = split_with_behavior(piece.text, s.pattern->find_all(piece.text), SplitBehavior::isolated,
+                                                false);
+                else if (!piece.text.empty())
+                    parts.push_back(std::move(piece.text));
                 const auto& table = byte_to_unicode_table();
                 for (auto& part : parts) {
                     std::string mapped;
@@ -191,13 +208,17 @@ void PreTokenizer::apply(const Step& s, std::vector<PreToken>& pieces) {
                 std::string text;
                 text.reserve(piece.text.size() + 3);
                 for (char c : piece.text) {
-                    if (c == ' ') text += s.replacement;
-                    else text += c;
+                    if (c == ' ')
+                        text += s.replacement;
+                    else
+                        text += c;
                 }
-                bool prepend = s.prepend == PrependScheme::always || (s.prepend == PrependScheme::first && piece.at_start);
+                bool prepend =
+                    s.prepend == PrependScheme::always || (s.prepend == PrependScheme::first && piece.at_start);
                 if (prepend && text.rfind(s.replacement, 0) != 0) text.insert(0, s.replacement);
                 if (s.metaspace_split) {
-                    push_split(piece, split_with_behavior(text, s.pattern->find_all(text), SplitBehavior::merged_with_next, false));
+                    push_split(piece, split_with_behavior(text, s.pattern->find_all(text),
+                                                          SplitBehavior::merged_with_next, false));
                 } else if (!text.empty()) {
                     next.push_back({std::move(text), piece.at_start});
                 }

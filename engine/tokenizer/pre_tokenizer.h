@@ -28,14 +28,14 @@ std::vector<std::string> split_with_behavior(const std::string& text,
                                              SplitBehavior behavior, bool invert);
 
 class PreTokenizer {
-public:
+  public:
     static PreTokenizer from_json(const nlohmann::json& config);
 
     // Appends the pre-tokens of `piece` to `out`.
     void pre_tokenize(PreToken piece, std::vector<PreToken>& out) const;
     bool empty() const { return m_steps.empty(); }
 
-private:
+  private:
     enum class Kind { split, byte_level, metaspace, digits };
     enum class PrependScheme { first, always, never };
     struct Step {
@@ -43,8 +43,8 @@ private:
         std::shared_ptr<PcreRegex> pattern;  // split / byte_level with use_regex / digits
         SplitBehavior behavior = SplitBehavior::isolated;
         bool invert = false;
-        bool add_prefix_space = false;       // byte_level
-        std::string replacement;             // metaspace
+        bool add_prefix_space = false;  // byte_level
+        std::string replacement;        // metaspace
         PrependScheme prepend = PrependScheme::always;
         bool metaspace_split = true;
     };

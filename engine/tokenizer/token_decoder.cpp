@@ -14,7 +14,8 @@ using nlohmann::json;
 void TokenDecoder::add_steps(const json& c, std::vector<Step>& steps) {
     if (c.is_null()) return;
     if (!c.is_object() || !c.contains("type") || !c["type"].is_string())
-        throw_expected(ErrorCode::corrupt_file, "tokenizer.json: decoder must be an object with a \"type\", got " + c.dump());
+        throw_expected(ErrorCode::corrupt_file,
+                       "tokenizer.json: decoder must be an object with a \"type\", got " + c.dump());
     const std::string type = c["type"];
     if (type == "Sequence") {
         if (!c.contains("decoders") || !c["decoders"].is_array())
@@ -92,7 +93,9 @@ void decode_byte_level(std::vector<std::string>& tokens) {
 
 int byte_token_value(const std::string& t) {
     if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>') return -1;
-    auto hex = [](char c) { return c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1; };
+    auto hex = [](char c) {
+        return c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1;
+    };
     int hi = hex(t[3]), lo = hex(t[4]);
     return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
 }
@@ -103,7 +106,8 @@ void decode_byte_fallback(std::vector<std::string>& tokens) {
     auto flush = [&] {
         if (pending.empty()) return;
         // HF: a run of byte tokens that is not valid UTF-8 becomes one U+FFFD per byte.
-        if (find_invalid_utf8(pending) == std::string::npos) out.push_back(pending);
+        if (find_invalid_utf8(pending) == std::string::npos)
+            out.push_back(pending);
         else
             for (std::size_t i = 0; i < pending.size(); ++i) out.emplace_back(kReplacementChar);
         pending.clear();
@@ -125,8 +129,12 @@ void decode_byte_fallback(std::vector<std::string>& tokens) {
 
 void TokenDecoder::apply(const Step& s, std::vector<std::string>& tokens) {
     switch (s.kind) {
-        case Kind::byte_level: decode_byte_level(tokens); break;
-        case Kind::byte_fallback: decode_byte_fallback(tokens); break;
+        case Kind::byte_level:
+            decode_byte_level(tokens);
+            break;
+        case Kind::byte_fallback:
+            decode_byte_fallback(tokens);
+            break;
         case Kind::fuse: {
             std::string all;
             for (auto& t : tokens) all += t;
@@ -152,7 +160,8 @@ void TokenDecoder::apply(const Step& s, std::vector<std::string>& tokens) {
         case Kind::strip:
             for (std::string& t : tokens) {
                 std::size_t b = 0, e = t.size();
-                for (std::size_t k = 0; k < s.strip_start && t.compare(b, s.replacement.size(), s.replacement) == 0 && b < e; ++k)
+                for (std::size_t k = 0;
+                     k < s.strip_start && t.compare(b, s.replacement.size(), s.replacement) == 0 && b < e; ++k)
                     b += s.replacement.size();
                 for (std::size_t k = 0; k < s.strip_stop && e >= b + s.replacement.size() &&
                                         t.compare(e - s.replacement.size(), s.replacement.size(), s.replacement) == 0;

@@ -13,13 +13,13 @@
 namespace loradesk::tokenizer {
 
 class TokenDecoder {
-public:
+  public:
     static TokenDecoder from_json(const nlohmann::json& config);
 
     // Invalid UTF-8 produced by byte-level or byte-fallback tokens becomes U+FFFD.
     std::string decode(std::vector<std::string> tokens) const;
 
-private:
+  private:
     enum class Kind { byte_level, metaspace, byte_fallback, fuse, strip, replace };
     struct Step {
         Kind kind = Kind{};

@@ -2,11 +2,11 @@
 // normalizer -> pre-tokenizer -> BPE -> post-processor) and decode (tokens -> decoder -> clean-up).
 #include "tokenizer/tokenizer.h"
 
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 #include "core/error.h"
 
@@ -43,7 +43,8 @@ std::string config_token(const json& config, const char* key) {
 
 AddedToken parse_added_token(const json& a, const std::string& where) {
     if (!a.is_object() || !a.contains("content") || !a["content"].is_string())
-        throw_expected(ErrorCode::corrupt_file, where + ": every added token needs a string \"content\", got " + a.dump());
+        throw_expected(ErrorCode::corrupt_file,
+                       where + ": every added token needs a string \"content\", got " + a.dump());
     AddedToken t;
     t.content = a["content"].get<std::string>();
     if (t.content.empty()) throw_expected(ErrorCode::corrupt_file, where + ": an added token has empty content");
@@ -61,7 +62,7 @@ AddedToken parse_added_token(const json& a, const std::string& where) {
 
 std::string clean_up_tokenization(std::string text) {
     static const std::pair<std::string_view, std::string_view> kRules[] = {
-        {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+        {" .", "."},     {" ?", "?"},   {" !", "!"},   {" ,", ","},     {" ' ", "'"},
         {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
     for (auto [from, to] : kRules) {
         if (text.find(from) == std::string::npos) continue;
@@ -96,10 +97,11 @@ std::shared_ptr<Tokenizer> Tokenizer::from_json_text(std::string_view tokenizer_
     json tok = parse_json(tokenizer_json, "tokenizer.json");
     json config = config_json.empty() ? json::object() : parse_json(config_json, "tokenizer_config.json");
     if (!tok.is_object() || !tok.contains("model"))
-        throw_expected(ErrorCode::corrupt_file, "tokenizer.json has no \"model\" (is it a Hugging Face tokenizers file?)");
+        throw_expected(ErrorCode::corrupt_file,
+                       "tokenizer.json has no \"model\" (is it a Hugging Face tokenizers file?)");
     if (!config.is_object()) throw_expected(ErrorCode::corrupt_file, "tokenizer_config.json must be a JSON object");
     std::shared_ptr<Tokenizer> t(new Tokenizer());
-    t->m_model = BpeModel::from_json(tok["model"]);
+    t->m_model = BpeModel::from_json(std::as_const(tok)["model"]);
     t->m_normalizer = Normalizer::from_json(tok.value("normalizer", json()));
     t->m_pre_tokenizer = PreTokenizer::from_json(tok.value("pre_tokenizer", json()));
     t->m_decoder = TokenDecoder::from_json(tok.value("decoder", json()));
@@ -120,11 +122,13 @@ void Tokenizer::load_added_tokens(const json& tok, const json& config) {
         tokens.push_back(std::move(t));
     };
     if (tok.contains("added_tokens") && !tok["added_tokens"].is_null()) {
-        if (!tok["added_tokens"].is_array()) throw_expected(ErrorCode::corrupt_file, "tokenizer.json: added_tokens must be an array");
+        if (!tok["added_tokens"].is_array())
+            throw_expected(ErrorCode::corrupt_file, "tokenizer.json: added_tokens must be an array");
         for (auto& a : tok["added_tokens"]) {
             AddedToken t = parse_added_token(a, "tokenizer.json");
             if (!a.contains("id") || !a["id"].is_number_integer() || a["id"].get<int64_t>() < 0)
-                throw_expected(ErrorCode::corrupt_file, "tokenizer.json: added token '" + t.content + "' needs a non-negative integer id");
+                throw_expected(ErrorCode::corrupt_file,
+                               "tokenizer.json: added token '" + t.content + "' needs a non-negative integer id");
             t.id = a["id"].get<int32_t>();
             add(std::move(t));
         }
@@ -136,7 +140,8 @@ void Tokenizer::load_added_tokens(const json& tok, const json& config) {
             try {
                 t.id = std::stoi(key);
             } catch (const std::exception&) {
-                throw_expected(ErrorCode::corrupt_file, "tokenizer_config.json: added_tokens_decoder key '" + key + "' is not an id");
+                throw_expected(ErrorCode::corrupt_file,
+                               "tokenizer_config.json: added_tokens_decoder key '" + key + "' is not an id");
             }
             add(std::move(t));
         }
@@ -163,11 +168,15 @@ void Tokenizer::load_special_token_names(const json& config) {
     m_eos_token = config_token(config, "eos_token");
     if (!m_bos_token.empty()) {
         m_bos_id = token_to_id(m_bos_token);
-        if (!m_bos_id) throw_expected(ErrorCode::corrupt_file, "tokenizer_config.json: bos_token '" + m_bos_token + "' is not a known token");
+        if (!m_bos_id)
+            throw_expected(ErrorCode::corrupt_file,
+                           "tokenizer_config.json: bos_token '" + m_bos_token + "' is not a known token");
     }
     if (!m_eos_token.empty()) {
         m_eos_id = token_to_id(m_eos_token);
-        if (!m_eos_id) throw_expected(ErrorCode::corrupt_file, "tokenizer_config.json: eos_token '" + m_eos_token + "' is not a known token");
+        if (!m_eos_id)
+            throw_expected(ErrorCode::corrupt_file,
+                           "tokenizer_config.json: eos_token '" + m_eos_token + "' is not a known token");
     }
 }
 
@@ -183,7 +192,8 @@ void Tokenizer::load_post_processor(const json& post, const json& config) {
     const std::string type = post["type"];
     auto token_pair_id = [&](const json& p, const char* name) {
         if (!p.is_array() || p.size() != 2 || !p[1].is_number_integer())
-            throw_expected(ErrorCode::corrupt_file, std::string("tokenizer.json: ") + type + " needs \"" + name + "\": [token, id]");
+            throw_expected(ErrorCode::corrupt_file,
+                           std::string("tokenizer.json: ") + type + " needs \"" + name + "\": [token, id]");
         return p[1].get<int32_t>();
     };
     if (type == "Sequence") {
@@ -205,12 +215,13 @@ void Tokenizer::load_post_processor(const json& post, const json& config) {
             } else if (piece.contains("SpecialToken")) {
                 std::string name = piece["SpecialToken"].value("id", std::string());
                 if (!specials.contains(name) || !specials[name].contains("ids") || !specials[name]["ids"].is_array())
-                    throw_expected(ErrorCode::corrupt_file, "tokenizer.json: TemplateProcessing uses special token '" + name +
-                                                                "' that is not in its special_tokens");
+                    throw_expected(ErrorCode::corrupt_file, "tokenizer.json: TemplateProcessing uses special token '" +
+                                                                name + "' that is not in its special_tokens");
                 auto& target = seen_sequence ? suffix : prefix;
                 for (auto& id : specials[name]["ids"]) target.push_back(id.get<int32_t>());
             } else {
-                throw_expected(ErrorCode::corrupt_file, "tokenizer.json: TemplateProcessing piece " + piece.dump() + " is not understood");
+                throw_expected(ErrorCode::corrupt_file,
+                               "tokenizer.json: TemplateProcessing piece " + piece.dump() + " is not understood");
             }
         }
         m_prefix_ids.insert(m_prefix_ids.begin(), prefix.begin(), prefix.end());
@@ -252,8 +263,10 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
         encode_span(text, true, ids);
     } else {
         for (const TextSplit& s : m_raw_matcher.split(text)) {
-            if (s.id >= 0) ids.push_back(s.id);
-            else encode_span(text.substr(s.begin, s.end - s.begin), s.begin == 0, ids);
+            if (s.id >= 0)
+                ids.push_back(s.id);
+            else
+                encode_span(text.substr(s.begin, s.end - s.begin), s.begin == 0, ids);
         }
     }
     if (add_special_tokens) ids.insert(ids.end(), m_suffix_ids.begin(), m_suffix_ids.end());
@@ -294,6 +307,8 @@ bool Tokenizer::is_special(int32_t id) const {
     return it != m_added_by_id.end() && it->second.special;
 }
 
-bool Tokenizer::is_known_id(int32_t id) const { return m_added_by_id.count(id) > 0 || !m_model->id_to_token(id).empty(); }
+bool Tokenizer::is_known_id(int32_t id) const {
+    return m_added_by_id.count(id) > 0 || !m_model->id_to_token(id).empty();
+}
 
 }  // namespace loradesk::tokenizer

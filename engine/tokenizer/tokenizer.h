@@ -20,7 +20,7 @@
 namespace loradesk::tokenizer {
 
 class Tokenizer {
-public:
+  public:
     // `dir` holds tokenizer.json (required) and tokenizer_config.json (optional). Throws ExpectedError
     // (not_found, corrupt_file or unsupported) with a message that names the file and the problem.
     static std::shared_ptr<Tokenizer> load(const std::string& dir);
@@ -47,7 +47,7 @@ public:
     const std::string& eos_token() const { return m_eos_token; }
     bool clean_up_tokenization_spaces() const { return m_clean_up_spaces; }
 
-private:
+  private:
     Tokenizer() = default;
     void load_added_tokens(const nlohmann::json& tok, const nlohmann::json& config);
     void load_post_processor(const nlohmann::json& post, const nlohmann::json& config);
@@ -60,8 +60,8 @@ private:
     TokenDecoder m_decoder;
     std::unordered_map<int32_t, AddedToken> m_added_by_id;
     VocabMap m_added_by_content;
-    AddedTokenMatcher m_raw_matcher;         // tokens with normalized=false, matched on the input
-    AddedTokenMatcher m_normalized_matcher;  // normalized=true, matched after normalization
+    AddedTokenMatcher m_raw_matcher;                  // tokens with normalized=false, matched on the input
+    AddedTokenMatcher m_normalized_matcher;           // normalized=true, matched after normalization
     std::vector<int32_t> m_prefix_ids, m_suffix_ids;  // post-processing of a single sequence
     int32_t m_vocab_size = 0;
     std::optional<int32_t> m_bos_id, m_eos_id;

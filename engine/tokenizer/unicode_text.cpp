@@ -57,7 +57,8 @@ char32_t next_code_point(std::string_view s, std::size_t& pos) {
     }
     std::size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
     char32_t cp = c & (0x7F >> len);
-    for (std::size_t i = 1; i < len && pos + i < s.size(); ++i) cp = (cp << 6) | (static_cast<unsigned char>(s[pos + i]) & 0x3F);
+    for (std::size_t i = 1; i < len && pos + i < s.size(); ++i)
+        cp = (cp << 6) | (static_cast<unsigned char>(s[pos + i]) & 0x3F);
     pos += len;
     return cp;
 }
@@ -94,7 +95,10 @@ std::string utf8_lossy(std::string_view s) {
         }
         // Maximal subpart: a lead byte followed by the continuation bytes that were still valid for it.
         unsigned char c = p[i];
-        std::size_t need = (c >= 0xC2 && c <= 0xDF) ? 1 : (c >= 0xE0 && c <= 0xEF) ? 2 : (c >= 0xF0 && c <= 0xF4) ? 3 : 0;
+        std::size_t need = (c >= 0xC2 && c <= 0xDF)   ? 1
+                           : (c >= 0xE0 && c <= 0xEF) ? 2
+                           : (c >= 0xF0 && c <= 0xF4) ? 3
+                                                      : 0;
         std::size_t j = i + 1;
         for (std::size_t k = 0; k < need && j < s.size(); ++k, ++j) {
             unsigned char ck = p[j];
@@ -115,8 +119,20 @@ std::string utf8_lossy(std::string_view s) {
 
 bool is_unicode_whitespace(char32_t cp) {
     switch (cp) {
-        case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0x85: case 0xA0: case 0x1680:
-        case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
+        case 0x09:
+        case 0x0A:
+        case 0x0B:
+        case 0x0C:
+        case 0x0D:
+        case 0x20:
+        case 0x85:
+        case 0xA0:
+        case 0x1680:
+        case 0x2028:
+        case 0x2029:
+        case 0x202F:
+        case 0x205F:
+        case 0x3000:
             return true;
         default:
             return cp >= 0x2000 && cp <= 0x200A;
@@ -140,10 +156,18 @@ std::string normalize_unicode(std::string_view text, NormalForm form) {
     if (text.empty()) return {};
     int options = UTF8PROC_STABLE;
     switch (form) {
-        case NormalForm::nfc: options |= UTF8PROC_COMPOSE; break;
-        case NormalForm::nfd: options |= UTF8PROC_DECOMPOSE; break;
-        case NormalForm::nfkc: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
-        case NormalForm::nfkd: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+        case NormalForm::nfc:
+            options |= UTF8PROC_COMPOSE;
+            break;
+        case NormalForm::nfd:
+            options |= UTF8PROC_DECOMPOSE;
+            break;
+        case NormalForm::nfkc:
+            options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+            break;
+        case NormalForm::nfkd:
+            options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+            break;
     }
     utf8proc_uint8_t* out = nullptr;
     auto n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()), utf8proc_ssize_t(text.size()), &out,

@@ -114,3 +114,77 @@ FEATURES = [
     "{% for x in none_v %}{% endfor %}",
     "{{ undefined_thing + 1 }}",
 ]
+
+FEATURES += [
+    # numbers and printing
+    "{{ 1e16 }} {{ 123456789012345.6 }} {{ 0.0001 }} {{ 0.00001 }} {{ 1 / 3 }} {{ 2 / 3 * 3 }} {{ 1e300 * 10 }} {{ -1e-300 / 1e300 }}",
+    "{{ 1.5e300|tojson }} {{ 100.0|tojson }} {{ 1e16|tojson }} {{ 0.00001|tojson }} {{ [1e-7, 12.0]|tojson }}",
+    "{{ -7 // 2.0 }} {{ 7 % 2.5 }} {{ 'abc' * 0 }}|{{ [1] * -1 }} {{ 2 ** 0.5 }} {{ 10 // 3 * 3 + 10 % 3 }} {{ (1 + 2) * 3 }} {{ 1 + 2 * 3 }} {{ -2 ** 2 }}",
+    "{{ none_v == false }} {{ 0 == false }} {{ 1 in [true] }} {{ 'a' in ['a'] }} {{ ('a', 1) }} {{ {1: 'a'} }} {{ {1: 'a'}[1] }} {{ {'k': 1}.k }}",
+    "{% if {} %}a{% endif %}{% if 0.0 %}b{% endif %}{% if [0] %}c{% endif %}{% if ' ' %}d{% endif %}{% if none_v %}e{% endif %}",
+    "{{ 'a' ~ none_v }} {{ 1 ~ 2 }} {{ xs ~ '' }} {{ '%d items'|format(3) }} {{ '%s-%s' % ('a', 'b') }} {{ '%05.1f' % 3.14159 }} {{ '%x' % 255 }} {{ '%%' % () }}",
+    # iteration
+    "{% for k in d %}{{ k }}{% endfor %} {% for c in 'ab' %}{{ c }}.{% endfor %} {% for c in u %}{{ c }}|{% endfor %}",
+    "{% for a in [1, 2] %}{% for b in 'xy' %}{{ loop.index }}{{ b }}{{ a }} {% endfor %}{{ loop.index }};{% endfor %}",
+    "{{ messages[-1]['content'] }} {{ messages|length }} {{ messages[0].role|upper }} {{ xs|map('string')|join(',') }} {{ ['1', '2']|map('int')|sum }}",
+    "{{ xs|select('greaterthan', 1)|list }} {{ xs|select('in', [1, 2])|list }} {{ xs|select('divisibleby', 2)|list }} {{ [none, 1]|select('none')|list }} {{ [1, none]|reject('none')|list }}",
+    "{{ range(10)|batch(3)|list }} {{ d.get('a', 0) + 1 }} {{ none_v is sameas none }} {{ t is sameas true }} {{ undefined_thing|default }}|",
+    "{{ undefined_thing|length }} {{ undefined_thing|list }} {{ undefined_thing|join }}| {{ undefined_thing is string }} {{ none_v|string }} {{ none_v|lower }} {{ t|int }} {{ [3, 1]|sort|first }}",
+    "{% for x in undefined_thing %}never{% else %}else-branch{% endfor %} {{ undefined_thing ~ 'x' }} {{ undefined_thing == undefined_thing }} {{ undefined_thing is none }}",
+    "{{ 'a-b-c'.split('-', -1) }} {{ ' a '.strip(None) }}|{{ 'abc'.find('c') }} {{ '{:>5}'.format('a') }}|{{ '{:.2f}'.format(3.14159) }} {{ '{!r}'.format('a') }} {{ '{:<4}|'.format('ab') }} {{ '{:^7}|'.format('mid') }}",
+    "{% set ns = namespace(a=1) %}{{ ns }} {{ ns.a }} {{ ns.missing is defined }} {% set ns2 = namespace({'x': 2}, y=3) %}{{ ns2.x + ns2.y }}",
+    "{% set x = 'a' %}{% set x = x ~ 'b' %}{{ x }} {% set l = xs + [9] %}{{ l }} {{ xs }}",
+    "{% macro m(a, b=a ~ '!') %}{{ a }}{{ b }}{% endmacro %}{{ m('x') }} {{ m(b='y', a='z') }} {% macro rec(n) %}{{ n }}{% if n > 0 %}{{ rec(n - 1) }}{% endif %}{% endmacro %}{{ rec(3) }}",
+    "{% macro list_items(items) %}{% for i in items %}<{{ caller(i) }}>{% endfor %}{% endmacro %}{% call(item) list_items(xs) %}[{{ item * 2 }}]{% endcall %}",
+    "{% set out %}{% for x in xs %}{{ x }}{% if not loop.last %}, {% endif %}{% endfor %}{% endset %}({{ out }}) {{ out|length }}",
+    "{{ people|map(attribute='name')|map('upper')|select('ne', 'BOB')|join(' & ') }} {{ people|selectattr('age', 'defined')|selectattr('age', 'number')|list|length }}",
+    "{{ people|sort(attribute='age', reverse=true)|map(attribute='name')|list if false else 'skip' }} {{ people|map(attribute='age')|select('number')|max }} {{ people|min(attribute='name') }}",
+    "{{ nested|tojson(indent=2) }}|{{ people|tojson(separators=(',', ':'), sort_keys=true) }}|{{ 'tab\\there'|tojson }}|{{ '\\u2028 \\x7f'|tojson }}",
+    "{{ 'Hello World'|replace('o', '0')|lower|title }} {{ s|trim|truncate(9) }} {{ 'a b c d e f g h i j k'|wordcount }} {{ '  x  '|trim('x ') }}|{{ 'xxaxx'|trim('x') }}",
+    "{{ xs|first is number }} {{ d|first }} {{ d|last }} {{ 'héllo'|last }} {{ ''|first is defined }} {{ xs|unique|length }} {{ d|length }} {{ u|length }} {{ u|reverse }}",
+    "{{ 'abc'|center(2) }} {{ 'x'|center(4) }}| {{ 'abc'|indent(2) }} {{ 'a\\nb'|indent(first=true) }} {{ 'a\\n\\nb\\n'|indent(2) }}|",
+    "{{ 'HeLLo'.swapcase() }} {{ 'a,b'.partition(',') }} {{ 'abc'.rpartition('x') }} {{ 'pre_x'.removeprefix('pre_') }} {{ 'Title Case Here'.istitle is defined }} {{ 'abc'.count('') }} {{ 'aaa'.replace('a', 'b', 2) }}",
+    "{{ 'One Two'.lower().split() }} {{ 'x'.join(['a', 'b']) }} {{ ' '.join(words|sort) }} {{ 'a\\tb c'.split() }} {{ '  lead'.split(' ') }} {{ 'a b c'.rsplit(None, 1) }} {{ 'a  b'.split(' ') }}",
+    # whitespace control in depth
+    "{%- raw -%}  {{ x }}  {%- endraw -%}  after",
+    "start\n{% for x in xs %}\n  {% if x > 1 %}\n    big {{ x }}\n  {% else %}\n    small {{ x }}\n  {% endif %}\n{% endfor %}\nend",
+    "  {{ 'var line keeps indent' }}\n  {% if t %}block{% endif %} tail\n\t{% if t -%}\n\ttabbed\n\t{%- endif %}\n",
+    "a {#- c1 -#} b {# c2 #}\n  {# c3 #}\nc{#\nmulti\nline\n#}d",
+    "x\r\n{% if t %}\r\nwin\r\n{% endif %}\r\ny\r\n",
+    "{% if t %}\n\n{% endif %}|{{ '' }}\n\n|{% for x in [1] %}{{ x }}\n{% endfor %}|",
+    "keep trailing newline?\n\n",
+    "{{ 'a' }}{{- ' b ' -}}{{ 'c' }}  {{- 'd' }} {{ 'e' -}}  \n  f",
+    # errors that must fail in both
+    "{{ 'a' < 1 }}",
+    "{{ xs[1:2:0] }}",
+    "{{ n.foo.bar }}",
+    "{{ undefined_thing() }}",
+    "{{ d.pop('a') }}",
+    "{{ words|sort(attribute='x') }}",
+    "{% for a, b in xs %}{% endfor %}",
+    "{{ 'x'|int(base=1) if false else raise_exception('conditional raise ' ~ n) }}",
+    "{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}",
+    "{{ n|unknown_filter }}",
+    "{% if t %}unclosed",
+    "{{ 'abc'.join([1, 2]) }}",
+]
+
+# Idioms from public templates (Llama 3.x, Mistral, DeepSeek, Command R styles), re-expressed.
+FEATURES += [
+    "{% set builtin_tools = ['brave_search', 'code_interpreter', 'wolfram_alpha'] %}{%- for tool in builtin_tools if tool != 'code_interpreter' %}{{ tool }}{{ ', ' if not loop.last }}{% endfor %}|{{ builtin_tools | reject('equalto', 'code_interpreter') | join(', ') }}",
+    "{{ (messages|selectattr('role', 'equalto', 'user')|list|last).content }} {% for m in messages %}{{ loop.index0 is divisibleby 2 }}{% endfor %}",
+    "{%- set ns = namespace(sys='', first=true) %}{%- for m in messages %}{%- if ns.first %}{%- set ns.sys = ns.sys ~ m.role %}{%- set ns.first = false %}{%- endif %}{%- endfor %}[{{ ns.sys }}]",
+    "{% if t %}  \nX{% endif %}\n{% if t %}\t\nY\n{% endif %}Z",
+    "{{- 'lead' -}}\n\n  {%- if t %}\n    mid\n  {%- endif %}\n\n{{- 'tail' }}\n",
+    "{%- for m in messages -%}\n  {%- if m.tool_calls is defined and m.tool_calls|length > 0 -%}TC{%- else -%}{{ m['content'] | trim }}{%- endif -%}\n{%- endfor -%}",
+    "{{ '<｜tool▁calls▁begin｜>' }}{{ u.upper()|length }} {{ 'ǅ'|lower }} {{ 'ΣΑΣ'|lower }} {{ 'éa'|capitalize }} {{ 'x'.center(5, '·') }}",
+    "{% for key, value in d.items() %}{{ key }}:{{ value|tojson }}{{ ',' if not loop.last }}{% endfor %} {{ d.items()|list|length }}",
+    "{{ '%-6s|%6s|%06d|%+d|%.3s|%c|%5.2f%%' % ('ab', 'cd', 42, 5, 'abcdef', 65, 99.567) }}",
+    "{% set d2 = dict(d, z=26) %}{{ d2 }} {{ dict(a=[1, 2]).a[1] }} {{ range(3)|reverse|list }} {{ (range(5)|list)[1:4] }}",
+]
+
+FEATURES += [
+    "{% with a = n, b = n * 2 %}{{ a }}+{{ b }}{% endwith %}[{{ a }}] {% with n = n + 1, m = n %}{{ n }}/{{ m }}{% endwith %}{{ n }}",
+    "{% for p in people|sort(attribute='name') %}{% if loop.changed(p.name[0]|lower) %}#{% endif %}{{ p.name }} {% endfor %}",
+    "{{ range(7)|slice(3)|list }} {{ range(7)|slice(3, 'x')|list }} {{ []|slice(2)|list }} {% for col in xs|slice(2) %}{{ col }}{% endfor %}",
+]

@@ -2,6 +2,11 @@
 // raise_exception messages, ChatTemplate message normalisation.
 #include <QtTest>
 
+#include <QTemporaryDir>
+
+#include <fstream>
+#include <thread>
+
 #include <nlohmann/json.hpp>
 
 #include "tokenizer/jinja/chat_template.h"
@@ -40,6 +45,44 @@ private slots:
         QCOMPARE(QString::fromStdString(render(source.toStdString())), expected);
     }
 
+    // Jinja2's default Undefined: prints empty, is falsy and iterable, but using it as a value raises.
+    void undefined_semantics_data() {
+        QTest::addColumn<QString>("source");
+        QTest::addColumn<QString>("expected");  // "!" + fragment: must fail with that fragment
+        QTest::newRow("prints empty") << "[{{ nope }}]" << "[]";
+        QTest::newRow("falsy") << "{% if nope %}y{% else %}n{% endif %}" << "n";
+        QTest::newRow("iterates empty") << "{% for x in nope %}x{% else %}empty{% endfor %}" << "empty";
+        QTest::newRow("length zero") << "{{ nope|length }}" << "0";
+        QTest::newRow("default") << "{{ nope|default('d') }}" << "d";
+        QTest::newRow("concat") << "{{ nope ~ 'x' }}" << "x";
+        QTest::newRow("missing key is undefined") << "{{ {'a': 1}.b is defined }}" << "False";
+        QTest::newRow("missing index is undefined") << "{{ [1][5] is undefined }}" << "True";
+        QTest::newRow("dict.get gives None") << "{{ {'a': 1}.get('b') }}" << "None";
+        QTest::newRow("attribute raises") << "{{ nope.x }}" << "!'nope' is undefined";
+        QTest::newRow("item raises") << "{{ nope[0] }}" << "!'nope' is undefined";
+        QTest::newRow("arithmetic raises") << "{{ nope + 1 }}" << "!'nope' is undefined";
+        QTest::newRow("call raises") << "{{ nope() }}" << "!'nope' is undefined";
+        QTest::newRow("missing attr chain raises") << "{{ {'a': 1}.b.c }}" << "!'dict object' has no attribute 'b'";
+        QTest::newRow("inline if without else") << "[{{ 'x' if false }}]" << "[]";
+        QTest::newRow("generator has no len") << "{{ [1]|select('odd')|length }}" << "!has no len()";
+        QTest::newRow("generator is truthy") << "{{ 'yes' if [2]|select('odd') else 'no' }}" << "yes";
+        QTest::newRow("sandbox refuses mutation") << "{{ [1].append(2) }}" << "!unsafe";
+    }
+    void undefined_semantics() {
+        QFETCH(QString, source);
+        QFETCH(QString, expected);
+        if (!expected.startsWith('!')) {
+            QCOMPARE(QString::fromStdString(render(source.toStdString())), expected);
+            return;
+        }
+        try {
+            render(source.toStdString());
+            QFAIL("expected a TemplateError");
+        } catch (const TemplateError& e) {
+            QVERIFY2(QString(e.what()).contains(expected.mid(1)), e.what());
+        }
+    }
+
     void parse_errors_carry_line_data() {
         QTest::addColumn<QString>("source");
         QTest::addColumn<int>("line");
@@ -48,6 +91,12 @@ private slots:
         QTest::newRow("unclosed if") << "{% if x %}\nyes" << 1 << "endif";
         QTest::newRow("unterminated string") << "\n{{ 'abc }}" << 2 << "unterminated string";
         QTest::newRow("stray endfor") << "x\n{% endfor %}" << 2 << "endfor";
+        QTest::newRow("unknown test") << "{{ x is frobnicated }}" << 1 << "unknown test 'frobnicated'";
+        QTest::newRow("unknown tag") << "\n\n{% include 'x' %}" << 3 << "unknown tag 'include'";
+        QTest::newRow("bad character") << "{{ a $ b }}" << 1 << "unexpected character '$'";
+        QTest::newRow("unclosed comment") << "a {# never closed" << 1 << "unterminated comment";
+        QTest::newRow("missing endraw") << "{% raw %}x" << 1 << "endraw";
+        QTest::newRow("missing expression") << "{{ }}" << 1 << "expected an expression";
     }
     void parse_errors_carry_line() {
         QFETCH(QString, source);
@@ -60,6 +109,26 @@ private slots:
             QCOMPARE(e.line(), line);
             QVERIFY2(QString(e.what()).contains(fragment), e.what());
             QVERIFY2(QString(e.what()).startsWith(QString("template line %1").arg(line)), e.what());
+        }
+    }
+
+    void lexer_error_has_column() {
+        try {
+            Template t("line one\n  {{ 1 + }}");
+            QFAIL("expected a TemplateError");
+        } catch (const TemplateError& e) {
+            QCOMPARE(e.line(), 2);
+            QCOMPARE(e.column(), 10);
+            QCOMPARE(QString(e.what()), QString("template line 2, column 10: expected an expression, found '}}'"));
+        }
+    }
+
+    void render_error_names_line() {
+        try {
+            render("a\nb\n{{ 'x' + 1 }}");
+            QFAIL("expected a TemplateError");
+        } catch (const TemplateError& e) {
+            QCOMPARE(QString(e.what()), QString("template line 3: can only concatenate str (not \"int\") to str"));
         }
     }
 
@@ -97,6 +166,44 @@ private slots:
         nlohmann::json bad = nlohmann::json::array(
             {{{"role", "user"}, {"content", nlohmann::json::array({{{"type", "image_url"}, {"image_url", nlohmann::json::object()}}})}}});
         QVERIFY_THROWS_EXCEPTION(loradesk::ExpectedError, ct.render(bad, nullptr, false, nlohmann::json::object()));
+    }
+
+
+    void named_templates_pick_tool_use() {
+        auto cfg = nlohmann::json::parse(
+            "{\"chat_template\": [{\"name\": \"default\", \"template\": \"D{{ tools is none }}\"},"
+            " {\"name\": \"tool_use\", \"template\": \"T{{ tools|length }}\"}], \"bos_token\": \"<s>\"}");
+        ChatTemplate ct = ChatTemplate::from_config(cfg);
+        nlohmann::json msgs = nlohmann::json::array({{{"role", "user"}, {"content", "x"}}});
+        QCOMPARE(QString::fromStdString(ct.render(msgs, nullptr, false, nullptr)), QString("DTrue"));
+        QCOMPARE(QString::fromStdString(ct.render(msgs, nlohmann::json::array({1, 2}), false, nullptr)), QString("T2"));
+    }
+
+    void model_dir_prefers_jinja_file() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        std::string root = dir.path().toStdString();
+        std::ofstream(root + "/tokenizer_config.json")
+            << "{\"chat_template\": \"from config\", \"eos_token\": {\"__type\": \"AddedToken\", \"content\": \"<|e|>\"}}";
+        std::ofstream(root + "/chat_template.jinja") << "{{ messages[0].content }}{{ eos_token }}{{ enable_thinking }}\n";
+        ChatTemplate ct = ChatTemplate::from_model_dir(root);
+        nlohmann::json msgs = nlohmann::json::array({{{"role", "user"}, {"content", "hi"}}});
+        // The file's single trailing newline is dropped, as Jinja2 does (keep_trailing_newline=False).
+        QCOMPARE(QString::fromStdString(ct.render(msgs, nullptr, true, {{"enable_thinking", false}})), QString("hi<|e|>False"));
+        QVERIFY_THROWS_EXCEPTION(loradesk::ExpectedError, ChatTemplate::from_model_dir(root + "/missing"));
+    }
+
+    void concurrent_renders_agree() {
+        Template t("{% set ns = namespace(n=0) %}{% for i in range(200) %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}"
+                   "{% macro m(x) %}<{{ x }}>{% endmacro %}{{ m(ns.n) }}");
+        std::vector<std::string> results(4);
+        std::vector<std::thread> threads;
+        for (int k = 0; k < 4; ++k)
+            threads.emplace_back([&, k] {
+                for (int i = 0; i < 50; ++i) results[k] = t.render({});
+            });
+        for (auto& th : threads) th.join();
+        for (auto& r : results) QCOMPARE(QString::fromStdString(r), QString("19900<19900>"));
     }
 };
 

@@ -68,24 +68,13 @@ for (const { name, pkg } of PACKAGES) {
       fail(`${name} ids #${i} ${show(corpus[i])}\n    ours ${JSON.stringify(ours[i]).slice(0, 300)}\n    js   ${JSON.stringify(expected[i]).slice(0, 300)}`);
     }
   }
-  // Decode: the oracle's ids, with and without special tokens.
-  const idsFile = writeJson(`${name}-ids.json`, expected);
-  let decodeMismatch = 0;
-  for (const skip of [false, true]) {
-    const decoded = runJson(["detokenize", "--tokenizer", dir, "--batch", idsFile, ...(skip ? ["--skip-special"] : [])]);
-    for (let i = 0; i < corpus.length; ++i) {
-      const want = expected[i].length ? js.decode(expected[i], { skip_special_tokens: skip }) : "";
-      if (decoded[i] !== want) {
-        ++decodeMismatch;
-        fail(`${name} decode(skip_special=${skip}) #${i}\n    ours ${show(decoded[i])}\n    js   ${show(want)}`);
-      }
-    }
-  }
-  // Streaming: deltas (valid UTF-8, or loradeskd's JSON output would fail) concatenate to the full decode.
-  // Random id sequences add invalid byte sequences and odd token orders.
+  // Decode of the oracle's ids (with and without special tokens) must match the oracle; streaming
+  // deltas (valid UTF-8, or loradeskd's JSON output would fail) must concatenate to the full decode.
+  // Random id sequences (not compared with the oracle, whose ByteFallback uses TextDecoder rather
+  // than HF's one-U+FFFD-per-byte) add invalid byte runs, unknown ids and odd token orders.
   const rng = mulberry32(7);
   const vocabSize = Object.keys(tj.model.vocab).length;
-  const streams = expected.slice(0, 600);
+  const streams = expected.slice();
   for (let i = 0; i < 300; ++i) {
     const n = 1 + Math.floor(rng() * 40);
     const seq = [];
@@ -93,16 +82,22 @@ for (const { name, pkg } of PACKAGES) {
     streams.push(seq);
   }
   const streamFile = writeJson(`${name}-streams.json`, streams);
-  let streamMismatch = 0;
+  let decodeMismatch = 0, streamMismatch = 0;
   for (const skip of [false, true]) {
-    const flag = skip ? ["--skip-special"] : [];
-    const full = runJson(["detokenize", "--tokenizer", dir, "--batch", streamFile, ...flag]);
-    const deltas = runJson(["detokenize", "--tokenizer", dir, "--batch", streamFile, "--incremental", ...flag]);
+    const results = runJson(["detokenize", "--tokenizer", dir, "--batch", streamFile, "--incremental", ...(skip ? ["--skip-special"] : [])]);
     for (let i = 0; i < streams.length; ++i) {
-      const joined = deltas[i].join("");
-      if (joined !== full[i]) {
+      const { text, deltas } = results[i];
+      if (i < expected.length) {
+        const want = expected[i].length ? js.decode(expected[i], { skip_special_tokens: skip }) : "";
+        if (text !== want) {
+          ++decodeMismatch;
+          fail(`${name} decode(skip_special=${skip}) #${i}\n    ours ${show(text)}\n    js   ${show(want)}`);
+        }
+      }
+      const joined = deltas.join("");
+      if (joined !== text) {
         ++streamMismatch;
-        fail(`${name} incremental(skip_special=${skip}) #${i} ids ${JSON.stringify(streams[i]).slice(0, 200)}\n    stream ${show(joined)}\n    full   ${show(full[i])}`);
+        fail(`${name} incremental(skip_special=${skip}) #${i} ids ${JSON.stringify(streams[i]).slice(0, 200)}\n    stream ${show(joined)}\n    full   ${show(text)}`);
       }
     }
   }

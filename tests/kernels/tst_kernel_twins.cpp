@@ -247,6 +247,33 @@ private slots:
         }
     }
 
+    void attention_split_plan_data() {
+        QTest::addColumn<int>("n_splits");
+        for (int s : {1, 3, 8, 64}) QTest::newRow(qPrintable(QString("splits %1").arg(s))) << s;
+    }
+    // Fixed splits (decode graphs): the item count depends only on the shape, ranges tile [0, horizon).
+    void attention_split_plan() {
+        QFETCH(int, n_splits);
+        std::vector<int32_t> qo{0, 1, 2, 42}, kv_indptr{0, 7, 8, 11}, last{5, 1, 16};  // decode at 101, at 1, 40 of 48
+        AttentionPlan plan;
+        plan_attention_splits(qo.data(), kv_indptr.data(), last.data(), 3, 16, 4, n_splits, plan);
+        QCOMPARE(plan.groups.size(), std::size_t(1 + 1 + 10));
+        QCOMPARE(plan.items.size(), plan.groups.size() * std::size_t(n_splits));
+        for (const auto& g : plan.groups) {
+            QCOMPARE(g.item_end - g.item_begin, n_splits);
+            int expect_begin = 0;
+            for (int i = g.item_begin; i < g.item_end; ++i) {
+                const auto& it = plan.items[std::size_t(i)];
+                QCOMPARE(it.kv_begin, expect_begin);
+                QVERIFY(it.kv_end >= it.kv_begin);
+                QVERIFY(it.kv_begin % 32 == 0 || it.kv_begin == it.kv_end);
+                expect_begin = it.kv_end;
+            }
+            const int horizon = g.seq == 0 ? 101 : g.seq == 1 ? 1 : 48 - 40 + (std::min(g.row_begin + 16, 160) - 1) / 4 + 1;
+            QCOMPARE(expect_begin, horizon);
+        }
+    }
+
     void argmax_first_of_ties() {
         std::vector<float> logits{1, 3, 3, -1, NAN, -2, -5, -2};
         std::vector<int32_t> out(2);

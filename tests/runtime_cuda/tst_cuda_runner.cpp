@@ -1,7 +1,9 @@
 // Whole-model correctness of the CUDA runner against the CPU reference runner on synthesized checkpoints of
 // all four architectures (Qwen3 q/k norm, Qwen2 qkv bias, Llama 3 rope scaling, Mistral): logits of a mixed
 // prefill (prompts over cached pages, three LoRA slots of odd ranks and base rows in one batch), then
-// greedy decode steps fed the CPU's tokens. Label cuda: needs a GPU.
+// greedy decode steps fed the CPU's tokens (decode replays CUDA graphs, or runs eagerly, per data row).
+// Also decode graphs vs eager steps across bucket boundaries, base-only and LoRA batches, and slot reloads
+// between replays. Label cuda: needs a GPU.
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -77,10 +79,15 @@ private slots:
 
     void matches_cpu_runner_data() {
         QTest::addColumn<QString>("preset");
-        for (const char* p : {"tiny", "tiny-qwen2", "tiny-llama", "tiny-mistral"}) QTest::newRow(p) << QString(p);
+        QTest::addColumn<bool>("graphs");
+        for (const char* p : {"tiny", "tiny-qwen2", "tiny-llama", "tiny-mistral"}) {
+            QTest::newRow(p) << QString(p) << true;
+            QTest::newRow(qPrintable(QString(p) + "-eager")) << QString(p) << false;
+        }
     }
     void matches_cpu_runner() {
         QFETCH(QString, preset);
+        QFETCH(bool, graphs);
         QTemporaryDir dir;
         model::SynthOptions so;
         so.preset = preset.toStdString();
@@ -89,6 +96,7 @@ private slots:
         const model::ModelConfig c = model::synth_model(so);
         cpu::CpuRunner cpu_runner(so.out_dir, 2);
         cuda::CudaRunner gpu(so.out_dir);
+        gpu.set_cuda_graphs(graphs);
         QCOMPARE(gpu.config().vocab_size, c.vocab_size);
 
         const int page_size = 16, n_pages = 64;
@@ -147,8 +155,95 @@ private slots:
             last_c = lc;
         }
         QCOMPARE(total_bad, 0);
-        auto mem = gpu.memory();
-        QVERIFY(mem.weight_bytes > 0 && mem.kv_bytes == gpu.kv_page_bytes(page_size) * n_pages && mem.lora_slot_bytes > 0);
+        QCOMPARE(gpu.graph_stats().replays, graphs ? 12 : 0);  // every decode step was (or was not) a replay
+        auto mem = gpu.memory();  // the pool holds one scratch page for graph padding
+        QVERIFY(mem.weight_bytes > 0 && mem.kv_bytes == gpu.kv_page_bytes(page_size) * (n_pages + 1) && mem.lora_slot_bytes > 0);
+        QCOMPARE(gpu.graph_stats().workspace_grows, 0);
+    }
+
+    // Decode graphs against eager steps of the same runner type: batch sizes on and across bucket edges
+    // (padding rows), base-only and LoRA batches, and a slot reloaded between replays (a graph holds
+    // pointers, so it must see the new weights and ranks; a third runner that keeps the old adapter proves
+    // the reload changed the logits by far more than the tolerance).
+    void graphs_match_eager() {
+        QTemporaryDir dir;
+        model::SynthOptions so;
+        so.preset = "tiny";
+        so.out_dir = dir.path().toStdString();
+        so.seed = 11;
+        const model::ModelConfig c = model::synth_model(so);
+        cuda::CudaRunner g(so.out_dir), e(so.out_dir), stale(so.out_dir);
+        e.set_cuda_graphs(false);
+        stale.set_cuda_graphs(false);
+        const int page_size = 16, n_pages = 256, n_seqs = 40;
+        std::vector<SequenceDriver> drivers;
+        drivers.reserve(3);
+        for (cuda::CudaRunner* r : {&g, &e, &stale}) {
+            r->configure_lora_slots(3, 16);
+            r->load_lora_slot(1, random_lora(c, 8, 1));
+            r->load_lora_slot(2, random_lora(c, 16, 2));
+            r->load_lora_slot(3, random_lora(c, 4, 3));
+            drivers.emplace_back(*r, n_pages, page_size);
+        }
+        // Sequences ordered by slot: 12 base, 10 on slot 1, 10 on slot 2, 8 on slot 3.
+        std::mt19937 rng(4);
+        std::vector<int> slot_of;
+        std::vector<int32_t> next(n_seqs);
+        std::vector<SequenceDriver::Work> prefill;
+        for (int i = 0; i < n_seqs; ++i) {
+            slot_of.push_back(i < 12 ? 0 : i < 22 ? 1 : i < 32 ? 2 : 3);
+            for (auto& d : drivers) QCOMPARE(d.add_sequence(slot_of.back()), i);
+            std::vector<int32_t> toks(1 + rng() % 40);
+            for (auto& t : toks) t = int32_t(rng() % uint32_t(c.vocab_size));
+            prefill.push_back({i, toks});
+        }
+        std::vector<float> lg, le, ls;
+        drivers[0].step(prefill, false, lg);
+        drivers[1].step(prefill, false, le);
+        drivers[2].step(prefill, false, ls);
+        QVERIFY(rel_l2(lg, le) < 1e-6);  // prefill is eager on both: identical kernels, identical results
+        auto take_next = [&](const std::vector<SequenceDriver::Work>& w, const std::vector<float>& logits) {
+            for (std::size_t i = 0; i < w.size(); ++i) {
+                auto row = logits.begin() + std::ptrdiff_t(i) * c.vocab_size;
+                next[std::size_t(w[i].seq)] = int32_t(std::max_element(row, row + c.vocab_size) - row);
+            }
+        };
+        take_next(prefill, le);
+        // (first sequence, count): base-only buckets 1..16 with padding, LoRA-only, mixed across 17..40.
+        const std::vector<std::pair<int, int>> steps{{0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 8}, {0, 9}, {0, 12},
+                                                     {12, 1}, {12, 3}, {22, 9}, {0, 16}, {0, 17}, {5, 30}, {0, 33},
+                                                     {0, 40}, {0, 40}, {12, 20}};
+        for (std::size_t k = 0; k < steps.size(); ++k) {
+            const bool reload = k == 14;
+            if (reload)
+                for (cuda::CudaRunner* r : {&g, &e}) r->load_lora_slot(2, random_lora(c, 12, 7));
+            std::vector<SequenceDriver::Work> w;
+            for (int i = steps[k].first; i < steps[k].first + steps[k].second; ++i) w.push_back({i, {next[std::size_t(i)]}});
+            drivers[0].step(w, false, lg);
+            drivers[1].step(w, false, le);
+            drivers[2].step(w, false, ls);
+            const double err = rel_l2(lg, le);
+            qInfo("step %zu: %d sequences from %d, graph vs eager rel-L2 %.2e", k, steps[k].second, steps[k].first, err);
+            QVERIFY2(err < 1e-2, qPrintable(QString("step %1: graph vs eager rel err %2").arg(k).arg(err)));
+            QCOMPARE(argmax_disagreements(lg, le, c.vocab_size), 0);
+            if (k >= 14) {  // rows on slot 2 must follow the new adapter, not the old one
+                std::vector<float> g2, s2, e2;
+                for (std::size_t i = 0; i < w.size(); ++i)
+                    if (slot_of[std::size_t(w[i].seq)] == 2) {
+                        auto at = std::ptrdiff_t(i) * c.vocab_size;
+                        g2.insert(g2.end(), lg.begin() + at, lg.begin() + at + c.vocab_size);
+                        s2.insert(s2.end(), ls.begin() + at, ls.begin() + at + c.vocab_size);
+                    }
+                QVERIFY(!g2.empty());
+                QVERIFY2(rel_l2(g2, s2) > 5e-2, "the slot reload did not change the replayed logits");
+            }
+            take_next(w, le);
+        }
+        const auto gs = g.graph_stats();
+        QCOMPARE(gs.replays, int64_t(steps.size()));
+        QVERIFY(gs.captures >= 7 && gs.captures < int64_t(steps.size()));  // buckets 1..64 x variants, reused
+        QCOMPARE(e.graph_stats().replays, 0);
+        QCOMPARE(gs.workspace_grows, 0);
     }
 
     void rejects_bad_lora() {

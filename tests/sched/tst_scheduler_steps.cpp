@@ -11,11 +11,12 @@ namespace {
 
 using Ids = std::vector<int>;
 
+int adapter_id(std::string_view ns) { return ns.empty() ? 0 : ns[0] - 'a' + 1; }  // tests use one-letter names
 CapacityCandidate w(int id, std::string_view ns, int pages, uint64_t arrival, int64_t waited = 0, int tokens = 8) {
-    return {id, ns, pages, tokens, arrival, waited, 0};
+    return {id, ns, adapter_id(ns), pages, tokens, arrival, waited, 0};
 }
 CapacityCandidate r(int id, std::string_view ns, int pages, uint64_t arrival, int reclaimable = 0) {
-    return {id, ns, pages, 1, arrival, 0, reclaimable};
+    return {id, ns, adapter_id(ns), pages, 1, arrival, 0, reclaimable};
 }
 
 }  // namespace

@@ -327,8 +327,27 @@ Result<std::string> ScriptedEngine::detokenize(const std::vector<int32_t>& ids, 
     return out;
 }
 
-Result<std::string> ScriptedEngine::render_chat(const nlohmann::json& messages, const nlohmann::json& tools,
-                                                bool add_generation_prompt, const nlohmann::json& kwargs) const {
+Status ScriptedEngine::import_adapters(const std::string& folder) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(folder, ec)) return Status::failure(ErrorCode::not_found, "no folder '" + folder + "'");
+    for (auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+        if (!entry.is_directory()) continue;
+        Status s = load_adapter(entry.path().filename().string(), entry.path().string());
+        if (!s.ok()) return s;
+    }
+    return Status::success();
+}
+
+Result<api::AdapterDetails> ScriptedEngine::adapter_details(const std::string& name_or_alias) const {
+    auto info = adapter(name_or_alias);
+    if (!info.ok()) return info.status();
+    api::AdapterDetails d;
+    d.info = info.value();
+    return d;
+}
+
+Result<std::string> ScriptedEngine::render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                                bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const {
     std::string out;
     for (const auto& m : messages) {
         if (!m.is_object() || !m.contains("role")) return Status::failure(ErrorCode::invalid_argument, "bad message");

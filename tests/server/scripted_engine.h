@@ -28,8 +28,15 @@ public:
     api::EngineStats stats() const override;
     Result<std::vector<int32_t>> tokenize(const std::string& text, bool add_special_tokens) const override;
     Result<std::string> detokenize(const std::vector<int32_t>& ids, bool skip_special_tokens) const override;
-    Result<std::string> render_chat(const nlohmann::json& messages, const nlohmann::json& tools,
-                                    bool add_generation_prompt, const nlohmann::json& kwargs) const override;
+    Result<std::string> render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                    bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const override;
+    // The catalog side is not scripted: imports load each subfolder, removal unloads, no history.
+    Status import_adapters(const std::string& folder) override;
+    Status remove_adapter(const std::string& name) override { return unload_adapter(name); }
+    Result<api::AdapterDetails> adapter_details(const std::string& name_or_alias) const override;
+    Result<std::vector<api::StatsPoint>> adapter_history(const std::string&, int) const override {
+        return std::vector<api::StatsPoint>{};
+    }
     void shutdown() override {}
 
     // What tests inspect.

@@ -4,9 +4,7 @@
 // Exact parity on real tokenizers is checked by tests/js/tokenizer_oracle.mjs. (No raw string literals
 // here: moc cannot parse them.)
 #include <QtTest>
-
 #include <nlohmann/json.hpp>
-
 #include <thread>
 
 #include "core/error.h"
@@ -24,15 +22,30 @@ namespace {
 
 // A byte-fallback BPE over a few letters, with every <0xNN> token.
 json small_bpe(json extra_model = json::object()) {
-    json vocab = {{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}, {"a", 3}, {"b", 4}, {"c", 5}, {"ab", 6}, {"abc", 7}, {"bc", 8},
-                  {"\xE2\x96\x81", 9}, {"\xE2\x96\x81" "a", 10}};
+    json vocab = {{"<unk>", 0},
+                  {"<s>", 1},
+                  {"</s>", 2},
+                  {"a", 3},
+                  {"b", 4},
+                  {"c", 5},
+                  {"ab", 6},
+                  {"abc", 7},
+                  {"bc", 8},
+                  {"\xE2\x96\x81", 9},
+                  {"\xE2\x96\x81"
+                   "a",
+                   10}};
     for (int b = 0; b < 256; ++b) {
         char name[8];
         std::snprintf(name, sizeof name, "<0x%02X>", b);
         vocab[name] = 100 + b;
     }
-    json model = {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array({"a b", json::array({"ab", "c"}), "\xE2\x96\x81 a"})},
-                  {"unk_token", "<unk>"}, {"fuse_unk", true}, {"byte_fallback", false}};
+    json model = {{"type", "BPE"},
+                  {"vocab", vocab},
+                  {"merges", json::array({"a b", json::array({"ab", "c"}), "\xE2\x96\x81 a"})},
+                  {"unk_token", "<unk>"},
+                  {"fuse_unk", true},
+                  {"byte_fallback", false}};
     for (auto& [k, v] : extra_model.items()) model[k] = v;
     return {{"version", "1.0"}, {"model", model}, {"added_tokens", json::array()}};
 }
@@ -44,8 +57,8 @@ std::shared_ptr<Tokenizer> make(const json& tok, const json& config = json::obje
 QList<int> ids(const std::vector<int32_t>& v) { return QList<int>(v.begin(), v.end()); }
 
 json added(int id, const std::string& content, json flags = json::object()) {
-    json a = {{"id", id}, {"content", content}, {"special", true}, {"lstrip", false}, {"rstrip", false},
-              {"single_word", false}, {"normalized", false}};
+    json a = {{"id", id},        {"content", content},   {"special", true},    {"lstrip", false},
+              {"rstrip", false}, {"single_word", false}, {"normalized", false}};
     for (auto& [k, v] : flags.items()) a[k] = v;
     return a;
 }
@@ -54,7 +67,7 @@ json added(int id, const std::string& content, json flags = json::object()) {
 
 class TstTokenizer : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void split_behaviors_data() {
         QTest::addColumn<QString>("behavior");
         QTest::addColumn<bool>("invert");
@@ -71,8 +84,10 @@ private slots:
         QFETCH(QString, behavior);
         QFETCH(bool, invert);
         QFETCH(QStringList, pieces);
-        auto pre = PreTokenizer::from_json(
-            {{"type", "Split"}, {"pattern", {{"String", "-"}}}, {"behavior", behavior.toStdString()}, {"invert", invert}});
+        auto pre = PreTokenizer::from_json({{"type", "Split"},
+                                            {"pattern", {{"String", "-"}}},
+                                            {"behavior", behavior.toStdString()},
+                                            {"invert", invert}});
         std::vector<PreToken> out;
         pre.pre_tokenize({"a-b--c", true}, out);
         QStringList got;
@@ -80,9 +95,11 @@ private slots:
         QCOMPARE(got, pieces);
     }
     void byte_level_and_digits() {
-        auto pre = PreTokenizer::from_json({{"type", "Sequence"}, {"pretokenizers", json::array({
-            {{"type", "Digits"}, {"individual_digits", true}},
-            {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}}})}});
+        auto pre = PreTokenizer::from_json(
+            {{"type", "Sequence"},
+             {"pretokenizers",
+              json::array({{{"type", "Digits"}, {"individual_digits", true}},
+                           {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}}})}});
         std::vector<PreToken> out;
         pre.pre_tokenize({"hi 42\n", true}, out);
         QStringList got;
@@ -96,13 +113,20 @@ private slots:
         QTest::addColumn<QString>("output");
         QTest::newRow("nfc") << QByteArray("{\"type\":\"NFC\"}") << QString("e\u0301") << QString("\u00e9");
         QTest::newRow("nfkc") << QByteArray("{\"type\":\"NFKC\"}") << QString("\ufb01\u2460") << QString("fi1");
-        QTest::newRow("lowercase") << QByteArray("{\"type\":\"Lowercase\"}") << QString("\u00c0BC\u0416") << QString("\u00e0bc\u0436");
-        QTest::newRow("strip") << QByteArray("{\"type\":\"Strip\",\"strip_left\":true,\"strip_right\":false}") << QString(" \t x ") << QString("x ");
-        QTest::newRow("prepend_seq") << QByteArray("{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\",\"prepend\":\"▁\"},{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"▁\"}]}")
-                                     << QString("a b") << QString("▁a▁b");
-        QTest::newRow("replace_regex") << QByteArray("{\"type\":\"Replace\",\"pattern\":{\"Regex\":\"\\\\s+\"},\"content\":\" \"}")
-                                       << QString("a \t\n b") << QString("a b");
-        QTest::newRow("prepend_empty") << QByteArray("{\"type\":\"Prepend\",\"prepend\":\"▁\"}") << QString("") << QString("");
+        QTest::newRow("lowercase") << QByteArray("{\"type\":\"Lowercase\"}") << QString("\u00c0BC\u0416")
+                                   << QString("\u00e0bc\u0436");
+        QTest::newRow("strip") << QByteArray("{\"type\":\"Strip\",\"strip_left\":true,\"strip_right\":false}")
+                               << QString(" \t x ") << QString("x ");
+        QTest::newRow("prepend_seq")
+            << QByteArray(
+                   "{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\",\"prepend\":\"▁\"},{\"type\":"
+                   "\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"▁\"}]}")
+            << QString("a b") << QString("▁a▁b");
+        QTest::newRow("replace_regex")
+            << QByteArray("{\"type\":\"Replace\",\"pattern\":{\"Regex\":\"\\\\s+\"},\"content\":\" \"}")
+            << QString("a \t\n b") << QString("a b");
+        QTest::newRow("prepend_empty") << QByteArray("{\"type\":\"Prepend\",\"prepend\":\"▁\"}") << QString("")
+                                       << QString("");
     }
     void normalizers() {
         QFETCH(QByteArray, config);
@@ -128,11 +152,15 @@ private slots:
         QCOMPARE(ids(make(small_bpe())->encode("axyzb", false)), (QList<int>{3, 0, 4}));
         QCOMPARE(ids(make(small_bpe({{"fuse_unk", false}}))->encode("axyzb", false)), (QList<int>{3, 0, 0, 0, 4}));
         // é = C3 A9 becomes two byte tokens.
-        QCOMPARE(ids(make(small_bpe({{"byte_fallback", true}}))->encode("a\u00e9", false)), (QList<int>{3, 100 + 0xC3, 100 + 0xA9}));
+        QCOMPARE(ids(make(small_bpe({{"byte_fallback", true}}))->encode("a\u00e9", false)),
+                 (QList<int>{3, 100 + 0xC3, 100 + 0xA9}));
     }
     void bpe_continuing_subword_prefix() {
-        json tok = {{"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"##b", 1}, {"ab", 2}, {"##c", 3}, {"abc", 4}}},
-                               {"merges", json::array({"a ##b", "ab ##c"})}, {"continuing_subword_prefix", "##"}}}};
+        json tok = {{"model",
+                     {{"type", "BPE"},
+                      {"vocab", {{"a", 0}, {"##b", 1}, {"ab", 2}, {"##c", 3}, {"abc", 4}}},
+                      {"merges", json::array({"a ##b", "ab ##c"})},
+                      {"continuing_subword_prefix", "##"}}}};
         QCOMPARE(ids(make(tok)->encode("abc", false)), (QList<int>{4}));
         QCOMPARE(ids(make(tok)->encode("ac", false)), (QList<int>{0, 3}));
     }
@@ -154,8 +182,10 @@ private slots:
         QTest::newRow("plain") << QByteArray("{}") << QString("a <X> b") << QList<int>{3, 0, 50, 0, 4};
         QTest::newRow("lstrip") << QByteArray("{\"lstrip\":true}") << QString("a  <X> b") << QList<int>{3, 50, 0, 4};
         QTest::newRow("rstrip") << QByteArray("{\"rstrip\":true}") << QString("a <X>  b") << QList<int>{3, 0, 50, 4};
-        QTest::newRow("single_word_no") << QByteArray("{\"single_word\":true}") << QString("a<X>b") << QList<int>{3, 0, 4};
-        QTest::newRow("single_word_yes") << QByteArray("{\"single_word\":true}") << QString("a <X> b") << QList<int>{3, 0, 50, 0, 4};
+        QTest::newRow("single_word_no") << QByteArray("{\"single_word\":true}") << QString("a<X>b")
+                                        << QList<int>{3, 0, 4};
+        QTest::newRow("single_word_yes") << QByteArray("{\"single_word\":true}") << QString("a <X> b")
+                                         << QList<int>{3, 0, 50, 0, 4};
     }
     void added_token_flags() {
         QFETCH(QByteArray, flags);
@@ -169,7 +199,8 @@ private slots:
     void added_tokens_longest_match_and_normalized() {
         json tok = small_bpe();
         tok["normalizer"] = {{"type", "Lowercase"}};
-        tok["added_tokens"] = json::array({added(50, "<X>"), added(51, "<X><Y>"), added(52, "ab", {{"normalized", true}, {"special", false}})});
+        tok["added_tokens"] = json::array(
+            {added(50, "<X>"), added(51, "<X><Y>"), added(52, "ab", {{"normalized", true}, {"special", false}})});
         auto t = make(tok);
         QCOMPARE(ids(t->encode("<X><Y><X>", false)), (QList<int>{51, 50}));
         // "AB" lowercases to "ab", which then matches the normalized added token, not the merge.
@@ -180,21 +211,25 @@ private slots:
     void post_processor_and_config_tokens() {
         json tok = small_bpe();
         tok["added_tokens"] = json::array({added(1, "<s>"), added(2, "</s>")});
-        json config = {{"bos_token", {{"__type", "AddedToken"}, {"content", "<s>"}}}, {"eos_token", "</s>"},
-                       {"add_bos_token", true}, {"add_eos_token", true}};
+        json config = {{"bos_token", {{"__type", "AddedToken"}, {"content", "<s>"}}},
+                       {"eos_token", "</s>"},
+                       {"add_bos_token", true},
+                       {"add_eos_token", true}};
         auto t = make(tok, config);
         QCOMPARE(ids(t->encode("ab", true)), (QList<int>{1, 6, 2}));
         QCOMPARE(ids(t->encode("ab", false)), (QList<int>{6}));
         QCOMPARE(t->bos_token_id().value_or(-1), 1);
         QCOMPARE(QString::fromStdString(t->eos_token()), QString("</s>"));
         tok["post_processor"] = {{"type", "TemplateProcessing"},
-                                 {"single", json::array({{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
+                                 {"single", json::array({{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+                                                         {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
                                  {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {1}}, {"tokens", {"<s>"}}}}}}};
         QCOMPARE(ids(make(tok, config)->encode("ab", true)), (QList<int>{1, 6}));
     }
     void metaspace_prepend_first() {
         json tok = small_bpe();
-        tok["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"}, {"prepend_scheme", "first"}, {"split", true}};
+        tok["pre_tokenizer"] = {
+            {"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"}, {"prepend_scheme", "first"}, {"split", true}};
         tok["decoder"] = {{"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"}, {"prepend_scheme", "first"}};
         tok["added_tokens"] = json::array({added(1, "<s>")});
         auto t = make(tok);
@@ -205,9 +240,13 @@ private slots:
     }
     void decoders() {
         json tok = small_bpe({{"byte_fallback", true}});
-        tok["decoder"] = {{"type", "Sequence"}, {"decoders", json::array({
-            {{"type", "Replace"}, {"pattern", {{"String", "\xE2\x96\x81"}}}, {"content", " "}},
-            {{"type", "ByteFallback"}}, {{"type", "Fuse"}}, {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
+        tok["decoder"] = {
+            {"type", "Sequence"},
+            {"decoders",
+             json::array({{{"type", "Replace"}, {"pattern", {{"String", "\xE2\x96\x81"}}}, {"content", " "}},
+                          {{"type", "ByteFallback"}},
+                          {{"type", "Fuse"}},
+                          {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
         tok["added_tokens"] = json::array({added(1, "<s>")});
         auto t = make(tok);
         QCOMPARE(QString::fromStdString(t->decode({10, 10, 100 + 0xC3, 100 + 0xA9}, false)), QString("a a\u00e9"));
@@ -215,22 +254,41 @@ private slots:
         QCOMPARE(QString::fromStdString(t->decode({3, 100 + 0xC3, 100 + 0x41}, false)), QString("a\ufffd\ufffd"));
         QCOMPARE(QString::fromStdString(t->decode({1, 10}, true)), QString("a"));
         QCOMPARE(QString::fromStdString(t->decode({1, 10}, false)), QString("<s> a"));
-        QCOMPARE(QString::fromStdString(utf8_lossy("a\xF0\x9F\x98" "b\xC0")), QString("a\ufffdb\ufffd"));
+        QCOMPARE(QString::fromStdString(utf8_lossy("a\xF0\x9F\x98"
+                                                   "b\xC0")),
+                 QString("a\ufffdb\ufffd"));
     }
     void malformed_files_data() {
         QTest::addColumn<QByteArray>("tokenizer_json");
         QTest::addColumn<QString>("message");
         QTest::newRow("not json") << QByteArray("{nope") << "not valid JSON";
         QTest::newRow("no model") << QByteArray("{}") << "no \"model\"";
-        QTest::newRow("wordpiece") << QByteArray("{\"model\":{\"type\":\"WordPiece\",\"vocab\":{}}}") << "supports BPE tokenizers only";
-        QTest::newRow("unigram") << QByteArray("{\"model\":{\"type\":\"Unigram\",\"vocab\":[]}}") << "model type 'Unigram' is not supported";
-        QTest::newRow("merge oov") << QByteArray("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[\"a q\"]}}") << "missing from the vocab";
-        QTest::newRow("bad merge") << QByteArray("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[\"abc\"]}}") << "two tokens separated";
-        QTest::newRow("unk oov") << QByteArray("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"unk_token\":\"<unk>\"}}") << "unk_token '<unk>' is not in the vocab";
-        QTest::newRow("bad normalizer") << QByteArray("{\"normalizer\":{\"type\":\"BertNormalizer\"},\"model\":{\"type\":\"BPE\",\"vocab\":{}}}") << "normalizer type 'BertNormalizer' is not supported";
-        QTest::newRow("bad regex") << QByteArray("{\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":\"(a\"},\"behavior\":\"Isolated\"},\"model\":{\"type\":\"BPE\",\"vocab\":{}}}") << "does not compile";
-        QTest::newRow("bad behavior") << QByteArray("{\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"String\":\"a\"},\"behavior\":\"Sideways\"},\"model\":{\"type\":\"BPE\",\"vocab\":{}}}") << "behavior 'Sideways'";
-        QTest::newRow("bad vocab id") << QByteArray("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":\"x\"}}}") << "needs a non-negative integer id";
+        QTest::newRow("wordpiece") << QByteArray("{\"model\":{\"type\":\"WordPiece\",\"vocab\":{}}}")
+                                   << "supports BPE tokenizers only";
+        QTest::newRow("unigram") << QByteArray("{\"model\":{\"type\":\"Unigram\",\"vocab\":[]}}")
+                                 << "model type 'Unigram' is not supported";
+        QTest::newRow("merge oov") << QByteArray(
+                                          "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[\"a q\"]}}")
+                                   << "missing from the vocab";
+        QTest::newRow("bad merge") << QByteArray(
+                                          "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[\"abc\"]}}")
+                                   << "two tokens separated";
+        QTest::newRow("unk oov") << QByteArray(
+                                        "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"unk_token\":\"<unk>\"}}")
+                                 << "unk_token '<unk>' is not in the vocab";
+        QTest::newRow("bad normalizer")
+            << QByteArray("{\"normalizer\":{\"type\":\"BertNormalizer\"},\"model\":{\"type\":\"BPE\",\"vocab\":{}}}")
+            << "normalizer type 'BertNormalizer' is not supported";
+        QTest::newRow("bad regex") << QByteArray(
+                                          "{\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":\"(a\"},"
+                                          "\"behavior\":\"Isolated\"},\"model\":{\"type\":\"BPE\",\"vocab\":{}}}")
+                                   << "does not compile";
+        QTest::newRow("bad behavior") << QByteArray(
+                                             "{\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"String\":\"a\"},"
+                                             "\"behavior\":\"Sideways\"},\"model\":{\"type\":\"BPE\",\"vocab\":{}}}")
+                                      << "behavior 'Sideways'";
+        QTest::newRow("bad vocab id") << QByteArray("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":\"x\"}}}")
+                                      << "needs a non-negative integer id";
     }
     void malformed_files() {
         QFETCH(QByteArray, tokenizer_json);
@@ -265,9 +323,13 @@ private slots:
     }
     void incremental_matches_full_decode() {
         json tok = small_bpe({{"byte_fallback", true}});
-        tok["decoder"] = {{"type", "Sequence"}, {"decoders", json::array({
-            {{"type", "Replace"}, {"pattern", {{"String", "\xE2\x96\x81"}}}, {"content", " "}},
-            {{"type", "ByteFallback"}}, {{"type", "Fuse"}}, {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
+        tok["decoder"] = {
+            {"type", "Sequence"},
+            {"decoders",
+             json::array({{{"type", "Replace"}, {"pattern", {{"String", "\xE2\x96\x81"}}}, {"content", " "}},
+                          {{"type", "ByteFallback"}},
+                          {{"type", "Fuse"}},
+                          {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
         auto t = make(tok);
         // 😀 = F0 9F 98 80 split over four byte tokens, then text, then an invalid run.
         std::vector<int32_t> seq = {10, 100 + 0xF0, 100 + 0x9F, 100 + 0x98, 100 + 0x80, 10, 100 + 0xE4, 3, 9, 10};
@@ -276,7 +338,8 @@ private slots:
         for (int32_t id : seq) {
             std::string delta = d.push(id);
             QVERIFY(find_invalid_utf8(delta) == std::string::npos);
-            QVERIFY2(delta.find("\xF0") == std::string::npos || delta.find("\xF0\x9F\x98\x80") != std::string::npos, "emoji must come whole");
+            QVERIFY2(delta.find("\xF0") == std::string::npos || delta.find("\xF0\x9F\x98\x80") != std::string::npos,
+                     "emoji must come whole");
             joined += delta;
         }
         joined += d.finish();

@@ -2,7 +2,8 @@
 // pinned int32 block that a single async copy moves to the device; then the stream runs, per layer:
 // add+RMSNorm, fused QKV GEMM (+bias, +SGMV LoRA over q|k|v), q/k norm+RoPE+KV write, paged attention,
 // o GEMM (+LoRA), add+RMSNorm, fused gate|up GEMM (+LoRA), SiLU*mul, down GEMM (+LoRA); finally the norm of
-// the logits rows only and the lm_head GEMM in f32.
+// the logits rows only and the lm_head GEMM in f32. Decode steps go through cuda_graphs.cpp when they can;
+// the workspace they all use is planned there too.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,71 +16,14 @@
 
 namespace loradesk::runtime::cuda {
 
-struct StepMeta {
-    int n = 0, n_seqs = 0, n_logits = 0, n_segs = 0, max_seg_len = 0, n_items = 0, n_groups = 0;
-    bool any_lora = false;
-    const int32_t *token_ids, *positions, *kv_slots, *qo_indptr, *kv_indptr, *kv_indices, *last_len, *seg_indptr,
-        *seg_slot, *logits_idx;
-    const kernels::AttentionWorkItem* items;
-    const kernels::AttentionMergeGroup* groups;
-};
 
 namespace {
 
-constexpr int kKvChunk = 256;  // keys per attention work item (split-K granularity)
-
-std::size_t align_up(std::size_t v) { return (v + 255) & ~std::size_t(255); }
+constexpr int kKvChunk = 256;  // keys per attention work item (split-K granularity), coarsened for huge plans
 
 void launch_check(cudaError_t e, const char* what) { cuda_check(e, what); }
 
 }  // namespace
-
-void CudaRunner::Impl::ensure_workspace(int n_tokens, int n_logits, int n_items, int n_meta) {
-    if (n_tokens <= ws_tokens && n_logits <= ws_logits && n_items <= ws_att_items && n_meta <= ws_meta) return;
-    if (stream) cuda_check(cudaStreamSynchronize(stream), "workspace resize");
-    ws_tokens = std::max(n_tokens, ws_tokens);
-    ws_logits = std::max(n_logits, ws_logits);
-    ws_att_items = std::max(n_items, ws_att_items);
-    ws_meta = std::max(n_meta, ws_meta);
-    const std::size_t T = std::size_t(ws_tokens), H = std::size_t(cfg.hidden_size);
-    const std::size_t qkv_dim = std::size_t(cfg.q_dim() + 2 * cfg.kv_dim()), inter = std::size_t(cfg.intermediate_size);
-    std::size_t sizes[] = {
-        T * H * 4,                                   // residual
-        T * H * 2,                                   // xn
-        T * qkv_dim * 2,                             // qkv
-        T * std::size_t(cfg.q_dim()) * 2,            // attn
-        T * H * 2,                                   // proj
-        T * inter * 4,                               // gate_up
-        T * inter * 2,                               // act
-        T * 3 * std::size_t(std::max(max_rank, 1)) * 4,  // xa (reserved for the largest max_rank below)
-        std::size_t(ws_logits) * H * 2,              // logit rows
-        std::size_t(ws_logits) * cfg.vocab_size * 4,  // logits
-        kernels::attention_workspace_bytes(std::size_t(ws_att_items), cfg.n_kv_heads, cfg.head_dim),
-        std::size_t(ws_meta) * 4,
-        std::size_t(ws_logits) * 4,                  // greedy ids
-    };
-    if (max_rank < 64) sizes[7] = T * 3 * 64 * 4;  // so slots configured later up to rank 64 need no regrow
-    std::size_t total = 0;
-    for (std::size_t s : sizes) total += align_up(s);
-    workspace.allocate(total, "the forward workspace");
-    uint8_t* p = workspace.data();
-    auto take = [&](std::size_t i) { uint8_t* r = p; p += align_up(sizes[i]); return r; };
-    residual = reinterpret_cast<float*>(take(0));
-    xn = reinterpret_cast<uint16_t*>(take(1));
-    qkv = reinterpret_cast<uint16_t*>(take(2));
-    attn = reinterpret_cast<uint16_t*>(take(3));
-    proj = reinterpret_cast<uint16_t*>(take(4));
-    gate_up = reinterpret_cast<uint16_t*>(take(5));
-    act = reinterpret_cast<uint16_t*>(take(6));
-    xa = reinterpret_cast<float*>(take(7));
-    logit_rows = reinterpret_cast<uint16_t*>(take(8));
-    logits = reinterpret_cast<float*>(take(9));
-    att_ws = reinterpret_cast<float*>(take(10));
-    meta = reinterpret_cast<int32_t*>(take(11));
-    greedy = reinterpret_cast<int32_t*>(take(12));
-    h_meta.reserve(std::size_t(ws_meta) * 4);
-    h_out.reserve(std::size_t(ws_logits) * cfg.vocab_size * 4);
-}
 
 void CudaRunner::Impl::gemm(const uint16_t* w, const uint16_t* x, int n, int in, int out, void* y, int64_t ldy,
                             bool f32_out) {
@@ -102,18 +46,46 @@ struct MetaLayout {
 
 }  // namespace
 
+void CudaRunner::Impl::check_slots(const ForwardBatch& b, bool& any_lora) const {
+    any_lora = false;
+    for (int s = 0; s < b.n_seqs(); ++s) {
+        int slot = b.seq_lora_slot.empty() ? 0 : b.seq_lora_slot[std::size_t(s)];
+        if (slot < 0 || slot > n_slots || (slot > 0 && !slot_loaded[std::size_t(slot)]))
+            throw_error(ErrorCode::internal, fmt::format("sequence {} uses LoRA slot {} which holds no adapter", s, slot));
+        any_lora = any_lora || slot > 0;
+    }
+}
+
 void CudaRunner::Impl::run_step(const ForwardBatch& b) {
     if (n_pages == 0) throw_error(ErrorCode::internal, "CudaRunner::forward before allocate_kv");
     if (b.page_size != page_size)
         throw_error(ErrorCode::internal, fmt::format("batch page_size {} differs from the pool's {}", b.page_size, page_size));
     b.validate(n_pages, cfg.vocab_size);
+    if (lora_pending) {  // slot uploads on the LoRA stream land before this step (eager or replayed) reads them
+        cuda_check(cudaStreamWaitEvent(stream, lora_ready, 0), "cudaStreamWaitEvent");
+        lora_pending = false;
+    }
+    if (opts.cuda_graphs && run_graph_step(b)) {
+        ++stats.replays;
+        return;
+    }
+    ++stats.eager_steps;
+    run_eager_step(b);
+}
+
+void CudaRunner::Impl::run_eager_step(const ForwardBatch& b) {
     StepMeta sm;
     sm.n = b.n_tokens();
     sm.n_seqs = b.n_seqs();
     sm.n_logits = int(b.logits_indices.size());
     const int group = cfg.n_heads / cfg.n_kv_heads;
-    kernels::plan_attention(b.qo_indptr.data(), b.kv_indptr.data(), b.kv_last_page_len.data(), sm.n_seqs, page_size,
-                            group, kKvChunk, plan);
+    // Long prompts over long cached prefixes would need more split-K partials than the planned workspace
+    // holds: coarser chunks keep the plan within it (each tile still gets its own blocks).
+    for (int chunk = kKvChunk;; chunk *= 2) {
+        kernels::plan_attention(b.qo_indptr.data(), b.kv_indptr.data(), b.kv_last_page_len.data(), sm.n_seqs, page_size,
+                                group, chunk, plan);
+        if (int(plan.items.size()) <= ws_att_items || chunk >= (1 << 20)) break;
+    }
     sm.n_items = int(plan.items.size());
     sm.n_groups = int(plan.groups.size());
 
@@ -139,11 +111,9 @@ void CudaRunner::Impl::run_step(const ForwardBatch& b) {
     std::vector<int32_t>& seg_slots = plan_seg_slots;
     seg_slots.clear();
     h.push_back(0);
+    check_slots(b, sm.any_lora);
     for (int s = 0; s < sm.n_seqs; ++s) {
-        int slot = b.seq_lora_slot.empty() ? 0 : b.seq_lora_slot[s];
-        if (slot < 0 || slot > n_slots || (slot > 0 && !slot_loaded[std::size_t(slot)]))
-            throw_error(ErrorCode::internal, fmt::format("sequence {} uses LoRA slot {} which holds no adapter", s, slot));
-        sm.any_lora = sm.any_lora || slot > 0;
+        int slot = b.seq_lora_slot.empty() ? 0 : b.seq_lora_slot[std::size_t(s)];
         if (seg_slots.empty() || seg_slots.back() != slot) seg_slots.push_back(slot), h.push_back(h.back());
         h.back() = b.qo_indptr[s + 1];
     }
@@ -160,10 +130,6 @@ void CudaRunner::Impl::run_step(const ForwardBatch& b) {
 
     ensure_workspace(sm.n, sm.n_logits, sm.n_items, int(h.size()));
     std::memcpy(h_meta.data(), h.data(), h.size() * 4);
-    if (lora_pending) {
-        cuda_check(cudaStreamWaitEvent(stream, lora_ready, 0), "cudaStreamWaitEvent");
-        lora_pending = false;
-    }
     cuda_check(cudaMemcpyAsync(meta, h_meta.data(), h.size() * 4, cudaMemcpyHostToDevice, stream), "step upload");
     sm.token_ids = meta + L.token_ids, sm.positions = meta + L.positions, sm.kv_slots = meta + L.kv_slots;
     sm.qo_indptr = meta + L.qo, sm.kv_indptr = meta + L.kv_indptr, sm.kv_indices = meta + L.kv_indices;
@@ -247,6 +213,9 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm) {
                  "final norm");
     gemm(lm_head, logit_rows, sm.n_logits, hid, cfg.vocab_size, logits, cfg.vocab_size, true);
 }
+
+void CudaRunner::set_cuda_graphs(bool on) { m->opts.cuda_graphs = on; }
+CudaRunner::GraphStats CudaRunner::graph_stats() const { return m->stats; }
 
 void CudaRunner::forward(const ForwardBatch& batch, std::vector<float>& out) {
     m->run_step(batch);

@@ -159,7 +159,8 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
     cuda_check(cudaMemcpy(inv_freq, freq.data(), freq.size() * sizeof(float), cudaMemcpyHostToDevice), "rope table upload");
 }
 
-CudaRunner::CudaRunner(const std::string& model_dir, int device) : m(std::make_unique<Impl>()) {
+CudaRunner::CudaRunner(const std::string& model_dir, int device, CudaRunnerOptions options) : m(std::make_unique<Impl>()) {
+    m->opts = options;
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0)
@@ -173,6 +174,7 @@ CudaRunner::CudaRunner(const std::string& model_dir, int device) : m(std::make_u
     cudaDeviceProp prop{};
     cuda_check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
     m->name = prop.name;
+    m->n_sms = prop.multiProcessorCount;
     cuda_check(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking), "cudaStreamCreate");
     cuda_check(cudaStreamCreateWithFlags(&m->lora_stream, cudaStreamNonBlocking), "cudaStreamCreate");
     cuda_check(cudaEventCreateWithFlags(&m->lora_ready, cudaEventDisableTiming), "cudaEventCreate");
@@ -180,13 +182,14 @@ CudaRunner::CudaRunner(const std::string& model_dir, int device) : m(std::make_u
     cublas_check(cublasSetStream(m->cublas, m->stream), "cublasSetStream");
     m->upload_weights(model_dir);
     m->slot_loaded.assign(1, false);
-    m->ensure_workspace(256, 64, 1024, 4096);
+    m->plan_workspace();
     log::info("CUDA runner on {}: {:.2f} GiB of bf16 weights", m->name, m->weights.bytes() / 1073741824.0);
 }
 
 CudaRunner::~CudaRunner() {
     if (!m) return;
     if (m->stream) cudaStreamSynchronize(m->stream);
+    m->drop_graphs();
     if (m->lora_stream) cudaStreamSynchronize(m->lora_stream);
     if (m->cublas) cublasDestroy(m->cublas);
     if (m->lora_ready) cudaEventDestroy(m->lora_ready);
@@ -202,7 +205,7 @@ MemoryReport CudaRunner::memory() const {
     r.weight_bytes = m->weights.bytes();
     r.kv_bytes = m->kv.bytes();
     r.lora_slot_bytes = m->lora.bytes();
-    r.workspace_bytes = m->workspace.bytes();
+    r.workspace_bytes = m->workspace.bytes() + m->meta_arena.bytes();
     return r;
 }
 
@@ -214,10 +217,15 @@ void CudaRunner::allocate_kv(int n_pages, int page_size) {
     if (n_pages <= 0 || page_size <= 0)
         throw_expected(ErrorCode::invalid_argument,
                        fmt::format("KV pool needs n_pages > 0 and page_size > 0 (got {}, {})", n_pages, page_size));
-    m->kv.allocate(kv_page_bytes(page_size) * std::size_t(n_pages), "the KV page pool");
+    if (m->stream) cuda_check(cudaStreamSynchronize(m->stream), "allocate_kv");
+    m->drop_graphs();
+    // One page more than asked: the scratch page that decode-graph pad rows write and attend to.
+    m->kv.allocate(kv_page_bytes(page_size) * (std::size_t(n_pages) + 1), "the KV page pool");
     m->n_pages = n_pages;
+    m->scratch_page = n_pages;
     m->page_size = page_size;
-    m->kv_layer_elems = std::size_t(n_pages) * page_size * m->cfg.kv_dim();
+    m->kv_layer_elems = (std::size_t(n_pages) + 1) * page_size * m->cfg.kv_dim();
+    m->plan_workspace();  // the metadata plan holds page tables
 }
 
 void CudaRunner::configure_lora_slots(int n_slots, int max_rank) {
@@ -226,6 +234,9 @@ void CudaRunner::configure_lora_slots(int n_slots, int max_rank) {
     if (max_rank > 1024)
         throw_expected(ErrorCode::unsupported, fmt::format("the CUDA runner supports LoRA ranks up to 1024, not {}", max_rank));
     auto& s = *m;
+    if (s.stream) cuda_check(cudaStreamSynchronize(s.stream), "configure_lora_slots");
+    cuda_check(cudaEventSynchronize(s.lora_ready), "configure_lora_slots");
+    s.drop_graphs();  // they hold the old slot arena's pointers
     s.n_slots = n_slots;
     s.max_rank = max_rank;
     s.module_offset.assign(std::size_t(s.cfg.n_layers) * kNumLoraModules, 0);
@@ -247,10 +258,7 @@ void CudaRunner::configure_lora_slots(int n_slots, int max_rank) {
     cuda_check(cudaMemcpy(s.d_ranks, s.lora_staging.data() + s.slot_elems * 2, table * 4, cudaMemcpyHostToDevice), "ranks");
     cuda_check(cudaMemcpy(s.d_scales, s.lora_staging.data() + s.slot_elems * 2, table * 4, cudaMemcpyHostToDevice), "scales");
     s.slot_loaded.assign(std::size_t(n_slots) + 1, false);
-    // The LoRA scratch (xa) is sized by max_rank: rebuild the workspace at its current capacity.
-    int t = s.ws_tokens, lg = s.ws_logits, it = s.ws_att_items, me = s.ws_meta;
-    s.ws_tokens = s.ws_logits = s.ws_att_items = s.ws_meta = 0;
-    s.ensure_workspace(t, lg, it, me);
+    if (max_rank > 64) s.plan_workspace();  // the LoRA scratch (xa) is planned for ranks up to 64
 }
 
 namespace {

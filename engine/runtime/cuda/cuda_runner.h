@@ -1,9 +1,11 @@
 // CudaRunner: the GPU ModelRunner. bf16 weights (f16/f32 checkpoints converted at load), cuBLAS GEMMs with
 // f32 accumulation for every projection and lm_head, kernels/ for the rest, paged bf16 KV, SGMV LoRA over
-// device slots. Device memory (weights, KV pool, LoRA slots, workspace) is allocated up front and reported
-// by memory(). CUDA types stay behind the pimpl. Not thread-safe: the engine loop is its only caller.
+// device slots. Device memory (weights, KV pool, LoRA slots, workspace sized from CudaRunnerOptions) is
+// allocated up front and reported by memory(); decode steps replay CUDA graphs captured per batch-size
+// bucket (base-only and with-LoRA variants). CUDA types stay behind the pimpl. Not thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,11 +17,25 @@ namespace loradesk::runtime::cuda {
 // True when a CUDA driver and at least one GPU are usable (for --device auto).
 bool cuda_device_available();
 
+// Copy bandwidth of the device (device-to-device cudaMemcpy of 1 GiB, read + write bytes counted), in GB/s:
+// the memory roofline that benchmarks print beside their figures.
+double measure_copy_bandwidth_gbps(int device = 0);
+
+struct CudaRunnerOptions {
+    // The forward workspace is planned for batches up to these sizes; a larger batch still runs but first
+    // grows the workspace (a synchronising reallocation, logged as a warning, that drops captured graphs).
+    int max_batch_tokens = 4096;
+    int max_logits = 256;
+    // Decode steps (one token per sequence, every sequence sampled) of up to 256 sequences replay CUDA
+    // graphs captured per batch bucket; off runs every step eagerly (same kernels, launched one by one).
+    bool cuda_graphs = true;
+};
+
 class CudaRunner final : public ModelRunner {
 public:
     // Loads model_dir onto GPU `device`. Throws Error(unavailable) without a driver/GPU or when the
     // weights do not fit, Error(corrupt_file/unsupported) for a bad checkpoint.
-    explicit CudaRunner(const std::string& model_dir, int device = 0);
+    explicit CudaRunner(const std::string& model_dir, int device = 0, CudaRunnerOptions options = {});
     ~CudaRunner() override;
 
     const model::ModelConfig& config() const override;
@@ -38,6 +54,16 @@ public:
     // Greedy path: runs the step and returns argmax token ids of the logits rows (argmax on the device,
     // only n_logits ints copied back).
     void forward_greedy(const ForwardBatch& batch, std::vector<int32_t>& tokens);
+
+    // Turns graph replay on or off for later steps (captured graphs are kept).
+    void set_cuda_graphs(bool on);
+    struct GraphStats {
+        int64_t captures = 0;  // graphs captured (one per bucket x LoRA variant x attention split count)
+        int64_t replays = 0;   // steps that ran as a graph replay
+        int64_t eager_steps = 0;
+        int64_t workspace_grows = 0;  // batches beyond the planned workspace
+    };
+    GraphStats graph_stats() const;
 
     struct Impl;
 

@@ -7,7 +7,9 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "attention_plan.h"
@@ -48,7 +50,15 @@ private:
     std::size_t m_bytes = 0;
 };
 
-struct StepMeta;
+// One step's shape and device pointers into the uploaded meta block (eager: exact sizes; graph: the bucket's).
+struct StepMeta {
+    int n = 0, n_seqs = 0, n_logits = 0, n_segs = 0, max_seg_len = 0, n_items = 0, n_groups = 0;
+    bool any_lora = false;
+    const int32_t *token_ids, *positions, *kv_slots, *qo_indptr, *kv_indptr, *kv_indices, *last_len, *seg_indptr,
+        *seg_slot, *logits_idx;
+    const kernels::AttentionWorkItem* items;
+    const kernels::AttentionMergeGroup* groups;
+};
 
 struct DeviceLayer {
     const uint16_t *in_norm = nullptr, *post_norm = nullptr, *q_norm = nullptr, *k_norm = nullptr;
@@ -60,7 +70,8 @@ struct DeviceLayer {
 
 struct CudaRunner::Impl {
     model::ModelConfig cfg;
-    int device = 0;
+    CudaRunnerOptions opts;
+    int device = 0, n_sms = 0;
     std::string name;
     cudaStream_t stream = nullptr;       // compute
     cudaStream_t lora_stream = nullptr;  // slot uploads
@@ -74,7 +85,8 @@ struct CudaRunner::Impl {
     float* inv_freq = nullptr;  // [head_dim / 2], inside the weights arena
 
     DeviceArena kv;
-    int n_pages = 0, page_size = 0;
+    int n_pages = 0, page_size = 0;  // the arena holds one more page, scratch_page = n_pages, for graph padding
+    int scratch_page = 0;
     std::size_t kv_layer_elems = 0;  // per layer, per K or V
 
     // LoRA: slot-major regions; within a slot, per layer, per module: A [max_rank, in] then Bt [max_rank, out].
@@ -87,9 +99,14 @@ struct CudaRunner::Impl {
     int32_t* d_ranks = nullptr;              // [n_layers][7][n_slots + 1], inside the lora arena
     float* d_scales = nullptr;
 
-    // Per-step workspace, sized for ws_tokens tokens / ws_logits logits rows / ws_att_items items; grows.
-    DeviceArena workspace;
+    // Per-step workspace, planned for ws_tokens tokens / ws_logits logits rows / ws_att_items attention items
+    // (eager plans coarsen their split-K chunk to stay within it) and the cuBLAS workspace. Step metadata
+    // (ids, page tables, plans) lives in its own small arena of ws_meta int32s. Both grow only for batches
+    // beyond the plan, which drops the captured graphs (they hold these pointers).
+    DeviceArena workspace, meta_arena;
     int ws_tokens = 0, ws_logits = 0, ws_att_items = 0, ws_meta = 0;
+    void* cublas_ws = nullptr;
+    std::size_t cublas_ws_bytes = 0;
     float* residual = nullptr;
     uint16_t *xn = nullptr, *qkv = nullptr, *attn = nullptr, *proj = nullptr, *gate_up = nullptr, *act = nullptr;
     uint16_t* logit_rows = nullptr;
@@ -99,14 +116,25 @@ struct CudaRunner::Impl {
     kernels::AttentionPlan plan;
     std::vector<int32_t> meta_host, plan_seg_slots;
 
+    // Decode graphs, keyed by (bucket size, with LoRA, attention splits). They bake device pointers only:
+    // weights, KV pages, LoRA slots and meta contents may change between replays.
+    std::map<std::tuple<int, bool, int>, cudaGraphExec_t> graphs;
+    CudaRunner::GraphStats stats;
+
     std::pair<int, int> module_dims(int module) const;
     void upload_weights(const std::string& model_dir);
-    void ensure_workspace(int n_tokens, int n_logits, int n_att_items, int n_meta);
+    void plan_workspace();  // from opts, n_pages and max_rank; drops graphs
+    void allocate_workspace(int n_tokens, int n_logits, int n_att_items);
+    void ensure_workspace(int n_tokens, int n_logits, int n_att_items, int n_meta);  // grows (warned) if needed
+    void drop_graphs();
+    bool run_graph_step(const ForwardBatch& b);  // false: not a decode batch that a graph can take
     void gemm(const uint16_t* w, const uint16_t* x, int n, int in, int out, void* y, int64_t ldy, bool f32_out);
     void run_layers(const StepMeta& sm);
     void apply_lora(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x, int64_t x_stride,
               uint16_t* y, int64_t y_stride);
     void run_step(const ForwardBatch& b);  // leaves logits in `logits` on the device
+    void run_eager_step(const ForwardBatch& b);
+    void check_slots(const ForwardBatch& b, bool& any_lora) const;
 };
 
 }  // namespace loradesk::runtime::cuda

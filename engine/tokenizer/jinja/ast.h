@@ -161,6 +161,11 @@ struct FilterBlockStmt : Stmt {
     Body body;
     Flow render(Interpreter& in, std::string& out) const override;
 };
+struct WithStmt : Stmt {  // {% with a = x, b = y %}body{% endwith %}: a scope of its own
+    std::vector<std::pair<std::string, ExprPtr>> assignments;
+    Body body;
+    Flow render(Interpreter& in, std::string& out) const override;
+};
 struct BodyStmt : Stmt {  // {% generation %} (transformers' assistant mask tag): renders its body
     Body body;
     Flow render(Interpreter& in, std::string& out) const override;

@@ -57,8 +57,12 @@ ValueList sorted_values(Interpreter& in, ValueList items, bool reverse, bool cas
         Value key = attribute.is_none() || attribute.is_undefined() ? v : attr_path(in, v, attribute);
         keyed.emplace_back(lower_if_str(key, case_sensitive), v);
     }
+    auto less = [](const Value& x, const Value& y) {
+        if (x.is_undefined() || y.is_undefined()) return false;  // Python sorts Undefined keys without failing
+        return value_less(x, y);
+    };
     std::stable_sort(keyed.begin(), keyed.end(), [&](auto& a, auto& b) {
-        return reverse ? value_less(b.first, a.first) : value_less(a.first, b.first);
+        return reverse ? less(b.first, a.first) : less(a.first, b.first);
     });
     ValueList out;
     for (auto& kv : keyed) out.push_back(std::move(kv.second));
@@ -143,6 +147,7 @@ Value f_first(Interpreter&, const Value& v, CallArgs&) {
 }
 Value f_last(Interpreter&, const Value& v, CallArgs&) {
     ValueList items = iterate(v);
+    if (v.is_generator()) fail("'" + v.type_name() + "' object is not reversible");
     return items.empty() ? Value::undefined("No last item, sequence was empty.") : items.back();
 }
 
@@ -151,7 +156,7 @@ Value f_items(Interpreter&, const Value& v, CallArgs&) {
     if (!v.is_dict()) fail("Can only get item pairs from a mapping.");
     ValueList out;
     for (auto& [k, val] : v.dict_ref().items) out.push_back(Value::tuple({k, val}));
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
 }
 
 Value f_map(Interpreter& in, const Value& v, CallArgs& a) {
@@ -166,7 +171,7 @@ Value f_map(Interpreter& in, const Value& v, CallArgs& a) {
             Value r = attr_path(in, item, attr_it->second);
             out.push_back(r.is_undefined() && !dflt.is_undefined() ? dflt : r);
         }
-        return Value::list(std::move(out));
+        return Value::generator(std::move(out));
     }
     if (a.positional.empty()) fail("map requires a filter name or attribute=");
     std::string name = a.positional[0].to_str();
@@ -177,7 +182,7 @@ Value f_map(Interpreter& in, const Value& v, CallArgs& a) {
         CallArgs copy = rest;
         out.push_back(in.filter(name, item, copy));
     }
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
 }
 
 Value select_impl(Interpreter& in, const Value& v, CallArgs& a, bool by_attr, bool keep) {
@@ -198,7 +203,7 @@ Value select_impl(Interpreter& in, const Value& v, CallArgs& a, bool by_attr, bo
         bool ok = test.empty() ? subject.truthy() : in.test(test, subject, copy);
         if (ok == keep) out.push_back(item);
     }
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
 }
 Value f_select(Interpreter& in, const Value& v, CallArgs& a) { return select_impl(in, v, a, false, true); }
 Value f_reject(Interpreter& in, const Value& v, CallArgs& a) { return select_impl(in, v, a, false, false); }
@@ -320,7 +325,7 @@ Value f_unique(Interpreter& in, const Value& v, CallArgs& a) {
             out.push_back(item);
         }
     }
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
 }
 
 Value f_reverse(Interpreter&, const Value& v, CallArgs&) {
@@ -331,6 +336,8 @@ Value f_reverse(Interpreter&, const Value& v, CallArgs&) {
     }
     ValueList items = iterate(v);
     std::reverse(items.begin(), items.end());
+    // reversed() gives an iterator for sequences; a generator is not reversible and becomes a list.
+    if (v.is_list()) return Value::generator(std::move(items), v.kind() == Kind::tuple ? "reversed" : "list_reverseiterator");
     return Value::list(std::move(items));
 }
 
@@ -429,7 +436,27 @@ Value f_batch(Interpreter&, const Value& v, CallArgs& a) {
             while (static_cast<std::int64_t>(cur.size()) < n) cur.push_back(*b[1]);
         out.push_back(Value::list(std::move(cur)));
     }
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
+}
+
+Value f_slice(Interpreter&, const Value& v, CallArgs& a) {
+    auto b = bind_args(a, "slice", {"slices", "fill_with"});
+    if (!b[0]) fail("slice() needs the number of slices");
+    std::int64_t slices = b[0]->as_int();
+    if (slices <= 0) fail("slice: the number of slices must be positive");
+    ValueList seq = iterate(v);
+    auto length = static_cast<std::int64_t>(seq.size());
+    std::int64_t per = length / slices, extra = length % slices, offset = 0;
+    ValueList out;
+    for (std::int64_t k = 0; k < slices; ++k) {  // jinja2's do_slice, step for step
+        std::int64_t start = offset + k * per;
+        if (k < extra) ++offset;
+        std::int64_t end = offset + (k + 1) * per;
+        ValueList part(seq.begin() + start, seq.begin() + end);
+        if (b[1] && !b[1]->is_none() && k >= extra) part.push_back(*b[1]);
+        out.push_back(Value::list(std::move(part)));
+    }
+    return Value::generator(std::move(out));
 }
 
 Value f_safe(Interpreter&, const Value& v, CallArgs&) { return Value::string(v.to_str()); }
@@ -499,7 +526,7 @@ bool t_number(Interpreter&, const Value& v, CallArgs&) { return v.is_number(); }
 bool t_integer(Interpreter&, const Value& v, CallArgs&) { return v.is_int(); }
 bool t_float(Interpreter&, const Value& v, CallArgs&) { return v.is_float(); }
 bool t_mapping(Interpreter&, const Value& v, CallArgs&) { return v.is_dict(); }
-bool t_iterable(Interpreter&, const Value& v, CallArgs&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined(); }
+bool t_iterable(Interpreter&, const Value& v, CallArgs&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined() || v.is_generator(); }
 bool t_sequence(Interpreter&, const Value& v, CallArgs&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined(); }
 bool t_boolean(Interpreter&, const Value& v, CallArgs&) { return v.is_bool(); }
 bool t_true(Interpreter&, const Value& v, CallArgs&) { return v.is_bool() && v.as_bool(); }
@@ -566,7 +593,7 @@ FilterFn find_filter(std::string_view name) {
         {"sum", f_sum},               {"dictsort", f_dictsort},  {"indent", f_indent},       {"wordcount", f_wordcount},
         {"batch", f_batch},           {"safe", f_safe},          {"e", f_escape},            {"escape", f_escape},
         {"forceescape", f_escape},    {"format", f_format},      {"center", f_center},       {"truncate", f_truncate},
-        {"attr", f_attr},
+        {"attr", f_attr},             {"slice", f_slice},
     };
     auto it = filters.find(name);
     return it == filters.end() ? nullptr : it->second;

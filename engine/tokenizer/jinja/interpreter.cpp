@@ -120,6 +120,7 @@ bool contains(const Value& container, const Value& item) {
             return container.str().find(item.str()) != std::string::npos;
         case Kind::list:
         case Kind::tuple:
+        case Kind::generator:
             for (auto& v : container.items())
                 if (values_equal(v, item)) return true;
             return false;

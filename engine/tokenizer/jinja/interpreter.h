@@ -29,7 +29,7 @@ class Frame;
 using FramePtr = std::shared_ptr<Frame>;
 class Frame {
 public:
-    explicit Frame(FramePtr parent = nullptr) : m_parent(std::move(parent)) {}
+    explicit Frame(FramePtr parent = nullptr) : m_parent(std::move(parent)) { m_vars.reserve(4); }
     const Value* find(std::string_view name) const;
     void set(const std::string& name, Value value);
 

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <ctime>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/py_text.h"
@@ -310,6 +312,10 @@ Value string_method(Interpreter& in, const Value& self, const std::string& name,
     if (name == "isalpha") return all(py_isalpha);
     if (name == "isalnum") return all(py_isalnum);
     if (name == "isspace") return all(py_isspace);
+    if (name == "istitle") {
+        no_args();
+        return Value::boolean(!s.empty() && py_title(s) == s && str_lower(s) != s);
+    }
     if (name == "isupper" || name == "islower") {
         bool up = name == "isupper", cased = false;
         for (char32_t c : utf8_decode(s)) {
@@ -360,7 +366,7 @@ const std::set<std::string>& string_methods() {
     static const std::set<std::string> names = {
         "startswith", "endswith", "split", "rsplit", "strip", "lstrip", "rstrip", "upper", "lower", "casefold",
         "title", "capitalize", "swapcase", "replace", "find", "rfind", "index", "rindex", "count", "join",
-        "format", "splitlines", "isdigit", "isnumeric", "isdecimal", "isalpha", "isalnum", "isspace", "isupper",
+        "format", "splitlines", "isdigit", "isnumeric", "isdecimal", "isalpha", "isalnum", "isspace", "isupper", "istitle",
         "islower", "zfill", "ljust", "rjust", "center", "removeprefix", "removesuffix", "partition", "rpartition"};
     return names;
 }
@@ -429,25 +435,48 @@ Dict kwargs_dict(CallArgs& a, const char* fn) {
     return d;
 }
 
+// What an attribute name means on a builtin type: a safe method, a mutating one the sandbox refuses, or
+// nothing. One hash lookup per attribute access (this runs for every `message.role`).
+enum class MethodKind { none, str, dict, list, list_only, tuple_ok_list, unsafe_str, unsafe_dict, unsafe_list };
+
+MethodKind classify(const Value& self, const std::string& name) {
+    static const std::unordered_map<std::string_view, MethodKind> dict_methods = {
+        {"get", MethodKind::dict},           {"items", MethodKind::dict},          {"keys", MethodKind::dict},
+        {"values", MethodKind::dict},        {"copy", MethodKind::dict},           {"pop", MethodKind::unsafe_dict},
+        {"popitem", MethodKind::unsafe_dict}, {"setdefault", MethodKind::unsafe_dict}, {"update", MethodKind::unsafe_dict},
+        {"clear", MethodKind::unsafe_dict}};
+    static const std::unordered_map<std::string_view, MethodKind> list_methods = {
+        {"index", MethodKind::list},         {"count", MethodKind::list},          {"copy", MethodKind::list_only},
+        {"append", MethodKind::unsafe_list}, {"extend", MethodKind::unsafe_list},  {"insert", MethodKind::unsafe_list},
+        {"pop", MethodKind::unsafe_list},    {"remove", MethodKind::unsafe_list},  {"reverse", MethodKind::unsafe_list},
+        {"sort", MethodKind::unsafe_list},   {"clear", MethodKind::unsafe_list}};
+    static const std::unordered_map<std::string_view, MethodKind> str_methods = [] {
+        std::unordered_map<std::string_view, MethodKind> m;
+        for (auto& n : string_methods()) m.emplace(n, MethodKind::str);
+        for (const char* n : {"encode", "translate", "format_map"}) m.emplace(n, MethodKind::unsafe_str);
+        return m;
+    }();
+    const auto* table = self.is_string() ? &str_methods : self.is_dict() ? &dict_methods : self.is_list() ? &list_methods : nullptr;
+    if (!table) return MethodKind::none;
+    auto it = table->find(name);
+    return it == table->end() ? MethodKind::none : it->second;
+}
+
 }  // namespace
 
 Value find_method(const Value& self, const std::string& name) {
-    if (self.is_string()) {
-        if (string_methods().count(name)) return bound(self, name, string_method);
-        if (name == "encode" || name == "translate" || name == "format_map") return unsafe(self, name);
-    } else if (self.is_dict()) {
-        if (name == "get" || name == "items" || name == "keys" || name == "values" || name == "copy")
-            return bound(self, name, dict_method);
-        if (name == "pop" || name == "popitem" || name == "setdefault" || name == "update" || name == "clear")
-            return unsafe(self, name);
-    } else if (self.is_list()) {
-        if (name == "index" || name == "count" || (name == "copy" && self.kind() == Kind::list))
-            return bound(self, name, list_method);
-        if (self.kind() == Kind::list && (name == "append" || name == "extend" || name == "insert" || name == "pop" ||
-                                          name == "remove" || name == "reverse" || name == "sort" || name == "clear"))
-            return unsafe(self, name);
+    switch (classify(self, name)) {
+        case MethodKind::str: return bound(self, name, string_method);
+        case MethodKind::dict: return bound(self, name, dict_method);
+        case MethodKind::list: return bound(self, name, list_method);
+        case MethodKind::list_only:
+            return self.kind() == Kind::list ? bound(self, name, list_method) : Value();
+        case MethodKind::unsafe_list:
+            return self.kind() == Kind::list ? unsafe(self, name) : Value();
+        case MethodKind::unsafe_str:
+        case MethodKind::unsafe_dict: return unsafe(self, name);
+        default: return Value();
     }
-    return Value();
 }
 
 void install_globals(Frame& g) {

@@ -147,6 +147,20 @@ private:
             expect_block_end();
             return s;
         }
+        if (tag == "with") {
+            auto s = node<WithStmt>(line);
+            while (cur().type != TokenType::block_end) {
+                if (!s->assignments.empty()) expect_op(",");
+                std::string name = expect_name("a variable name in 'with'");
+                expect_op("=");
+                s->assignments.emplace_back(name, parse_expression());
+            }
+            expect_block_end();
+            std::string end;
+            s->body = parse_body({"endwith"}, &end);
+            expect_block_end();
+            return s;
+        }
         if (tag == "break" || tag == "continue") {
             auto s = node<LoopControlStmt>(line);
             s->flow = tag == "break" ? Flow::break_ : Flow::continue_;
@@ -155,7 +169,7 @@ private:
         }
         if (tag.rfind("end", 0) == 0 || tag == "else" || tag == "elif")
             throw TemplateError("unexpected '" + tag + "' (no open block it could close here)", line);
-        throw TemplateError("unknown tag '" + tag + "' (supported: if, for, set, macro, call, filter, raw, break, "
+        throw TemplateError("unknown tag '" + tag + "' (supported: if, for, set, macro, call, filter, with, raw, break, "
                             "continue, generation)", line);
     }
 

@@ -177,8 +177,13 @@ std::string str_upper(std::string_view s) {
 }
 std::string str_lower(std::string_view s) {
     std::u32string u = utf8_decode(s);
-    for (auto& c : u) c = py_lower(c);
-    return utf8_encode(u);
+    std::u32string out(u.size(), U'\0');
+    for (std::size_t i = 0; i < u.size(); ++i) {
+        // Python applies the Final_Sigma rule: a capital sigma ending a word lowers to 'ς'.
+        bool final_sigma = u[i] == U'\u03A3' && i > 0 && py_isalpha(u[i - 1]) && (i + 1 == u.size() || !py_isalpha(u[i + 1]));
+        out[i] = final_sigma ? U'\u03C2' : py_lower(u[i]);
+    }
+    return utf8_encode(out);
 }
 
 namespace {
@@ -285,9 +290,8 @@ std::string format_one(char conv, const std::string& flags, int width, int preci
         if (!arg.is_number()) fail("%" + std::string(1, conv) + " format: a real number is required, not " + arg.type_name());
     };
     char buf[512];
-    std::string cflags;
-    for (char f : flags)
-        if (f != '-') cflags += f;
+    // Numeric conversions let printf apply flags and width (zero padding, sign); strings pad below.
+    std::string cflags = flags + (width > 0 ? std::to_string(width) : std::string());
     switch (conv) {
         case 's': body = arg.to_str(); break;
         case 'r':
@@ -299,6 +303,7 @@ std::string format_one(char conv, const std::string& flags, int width, int preci
             long long n = arg.is_float() ? static_cast<long long>(std::trunc(arg.as_double())) : arg.as_int();
             std::snprintf(buf, sizeof buf, ("%" + cflags + "lld").c_str(), n);
             body = buf;
+            width = 0;
             break;
         }
         case 'x':
@@ -307,6 +312,7 @@ std::string format_one(char conv, const std::string& flags, int width, int preci
             if (!arg.is_int() && !arg.is_bool()) fail("%" + std::string(1, conv) + " format: an integer is required, not " + arg.type_name());
             std::snprintf(buf, sizeof buf, ("%" + cflags + "ll" + std::string(1, conv)).c_str(), arg.as_int());
             body = buf;
+            width = 0;
             break;
         case 'f':
         case 'F':
@@ -319,6 +325,7 @@ std::string format_one(char conv, const std::string& flags, int width, int preci
                           arg.as_double());
             body = buf;
             precision = -1;
+            width = 0;
             break;
         case 'c':
             if (arg.is_string()) body = arg.str();

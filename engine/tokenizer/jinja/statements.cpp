@@ -1,6 +1,8 @@
 // Statement execution: output, if, for (with Jinja2's loop object), set, namespaces, macros, call and
 // filter blocks, loop controls. Failures get the statement's line.
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "tokenizer/jinja/ast.h"
 #include "tokenizer/jinja/interpreter.h"
@@ -41,26 +43,34 @@ Value apply_filters(Interpreter& in, const std::vector<std::unique_ptr<FilterExp
     return v;
 }
 
-Value make_loop(const ValueList& items, std::size_t i) {
+// The loop object of iteration i. `cycle`/`changed` are created once per loop; the key strings once per
+// process (immutable and shared, so safe across concurrent renders).
+Value make_loop(const ValueList& items, std::size_t i, const Value& cycle, const Value& changed) {
+    enum Key { index0, index, first, last, length, revindex, revindex0, depth, depth0, previtem, nextitem, cyc, chg, n_keys };
+    static const std::vector<Value> keys = [] {
+        std::vector<Value> k;
+        for (const char* name : {"index0", "index", "first", "last", "length", "revindex", "revindex0", "depth", "depth0",
+                                 "previtem", "nextitem", "cycle", "changed"})
+            k.push_back(Value::string(name));
+        return k;
+    }();
     auto n = static_cast<std::int64_t>(items.size());
     auto idx = static_cast<std::int64_t>(i);
     Dict d;
-    d.items.reserve(12);
-    d.items.emplace_back(Value::string("index"), Value::integer(idx + 1));
-    d.items.emplace_back(Value::string("index0"), Value::integer(idx));
-    d.items.emplace_back(Value::string("revindex"), Value::integer(n - idx));
-    d.items.emplace_back(Value::string("revindex0"), Value::integer(n - idx - 1));
-    d.items.emplace_back(Value::string("first"), Value::boolean(i == 0));
-    d.items.emplace_back(Value::string("last"), Value::boolean(idx == n - 1));
-    d.items.emplace_back(Value::string("length"), Value::integer(n));
-    d.items.emplace_back(Value::string("depth"), Value::integer(1));
-    d.items.emplace_back(Value::string("depth0"), Value::integer(0));
-    if (i > 0) d.items.emplace_back(Value::string("previtem"), items[i - 1]);
-    if (idx + 1 < n) d.items.emplace_back(Value::string("nextitem"), items[i + 1]);
-    d.items.emplace_back(Value::string("cycle"), Value::callable("loop.cycle", [i](Interpreter&, CallArgs& a) {
-        if (a.positional.empty()) fail("no items for cycling given");
-        return a.positional[i % a.positional.size()];
-    }));
+    d.items.reserve(n_keys);
+    d.items.emplace_back(keys[index0], Value::integer(idx));
+    d.items.emplace_back(keys[index], Value::integer(idx + 1));
+    d.items.emplace_back(keys[first], Value::boolean(i == 0));
+    d.items.emplace_back(keys[last], Value::boolean(idx == n - 1));
+    d.items.emplace_back(keys[length], Value::integer(n));
+    d.items.emplace_back(keys[revindex], Value::integer(n - idx));
+    d.items.emplace_back(keys[revindex0], Value::integer(n - idx - 1));
+    d.items.emplace_back(keys[depth], Value::integer(1));
+    d.items.emplace_back(keys[depth0], Value::integer(0));
+    if (i > 0) d.items.emplace_back(keys[previtem], items[i - 1]);
+    if (idx + 1 < n) d.items.emplace_back(keys[nextitem], items[i + 1]);
+    d.items.emplace_back(keys[cyc], cycle);
+    d.items.emplace_back(keys[chg], changed);
     return Value::dict(std::move(d));
 }
 
@@ -97,31 +107,51 @@ Flow IfStmt::render(Interpreter& in, std::string& out) const {
 }
 
 Flow ForStmt::render(Interpreter& in, std::string& out) const {
-    ValueList items = at_stmt(line, [&] {
-        Value seq = iter->eval(in);
-        if (seq.is_none()) fail("'NoneType' object is not iterable");
-        return iterate(seq);
-    });
+    // Lists are iterated in place (the Value keeps them alive); other iterables are materialised.
+    Value seq = at_stmt(line, [&] { return iter->eval(in); });
+    ValueList materialised;
+    if (!seq.is_list()) {
+        materialised = at_stmt(line, [&] {
+            if (seq.is_none()) fail("'NoneType' object is not iterable");
+            return iterate(seq);
+        });
+    }
+    const ValueList* items = seq.is_list() ? &seq.items() : &materialised;
     if (filter) {
         ValueList kept;
-        for (auto& item : items) {
+        for (auto& item : *items) {
             auto f = std::make_shared<Frame>(in.frame());
             at_stmt(line, [&] { assign(*f, targets, item); });
             Interpreter::FrameGuard guard(in, f);
             if (at_stmt(line, [&] { return filter->eval(in).truthy(); })) kept.push_back(item);
         }
-        items = std::move(kept);
+        materialised = std::move(kept);
+        items = &materialised;
     }
-    for (std::size_t i = 0; i < items.size(); ++i) {
+    auto position = std::make_shared<std::size_t>(0);
+    Value cycle = Value::callable("loop.cycle", [position](Interpreter&, CallArgs& a) {
+        if (a.positional.empty()) fail("no items for cycling given");
+        return a.positional[*position % a.positional.size()];
+    });
+    // loop.changed(*values): true when the arguments differ from the previous call's in this loop.
+    auto last = std::make_shared<std::optional<Value>>();
+    Value changed = Value::callable("loop.changed", [last](Interpreter&, CallArgs& a) {
+        Value now = Value::tuple(a.positional);
+        if (*last && values_equal(**last, now)) return Value::boolean(false);
+        *last = now;
+        return Value::boolean(true);
+    });
+    for (std::size_t i = 0; i < items->size(); ++i) {
         // A fresh frame per iteration: assignments in one iteration are not seen by the next (Jinja2).
         auto f = std::make_shared<Frame>(in.frame());
-        at_stmt(line, [&] { assign(*f, targets, items[i]); });
-        f->set("loop", make_loop(items, i));
+        at_stmt(line, [&] { assign(*f, targets, (*items)[i]); });
+        *position = i;
+        f->set("loop", make_loop(*items, i, cycle, changed));
         Interpreter::FrameGuard guard(in, f);
         Flow flow = in.render_body(body, out);
         if (flow == Flow::break_) break;
     }
-    if (items.empty() && !otherwise.empty()) {
+    if (items->empty() && !otherwise.empty()) {
         Interpreter::FrameGuard guard(in, std::make_shared<Frame>(in.frame()));
         return in.render_body(otherwise, out);
     }
@@ -155,6 +185,16 @@ Flow FilterBlockStmt::render(Interpreter& in, std::string& out) const {
 }
 
 Flow BodyStmt::render(Interpreter& in, std::string& out) const { return in.render_body(body, out); }
+
+Flow WithStmt::render(Interpreter& in, std::string& out) const {
+    // All values are computed in the outer scope before any name is bound (Jinja2 semantics).
+    auto f = std::make_shared<Frame>(in.frame());
+    std::vector<Value> values;
+    for (auto& [name, e] : assignments) values.push_back(at_stmt(line, [&] { return e->eval(in); }));
+    for (std::size_t i = 0; i < assignments.size(); ++i) f->set(assignments[i].first, std::move(values[i]));
+    Interpreter::FrameGuard guard(in, f);
+    return in.render_body(body, out);
+}
 
 Flow LoopControlStmt::render(Interpreter&, std::string&) const { return flow; }
 

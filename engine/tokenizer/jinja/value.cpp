@@ -32,9 +32,14 @@ void Dict::set(Value key, Value value) {
     items.emplace_back(std::move(key), std::move(value));
 }
 
+const std::string& Value::str() const {
+    static const std::string empty;
+    return m_str ? *m_str : empty;
+}
+
 Value Value::undefined(std::string hint) {
     Value v;
-    v.m_str = std::move(hint);
+    if (!hint.empty()) v.set_str(std::move(hint));
     return v;
 }
 Value Value::none() {
@@ -63,13 +68,13 @@ Value Value::floating(double d) {
 Value Value::string(std::string s) {
     Value v;
     v.m_kind = Kind::string;
-    v.m_str = std::move(s);
+    v.set_str(std::move(s));
     return v;
 }
 Value Value::list(ValueList items) {
     Value v;
     v.m_kind = Kind::list;
-    v.m_list = std::make_shared<const ValueList>(std::move(items));
+    v.m_obj = std::make_shared<ValueList>(std::move(items));
     return v;
 }
 Value Value::tuple(ValueList items) {
@@ -77,10 +82,16 @@ Value Value::tuple(ValueList items) {
     v.m_kind = Kind::tuple;
     return v;
 }
+Value Value::generator(ValueList items, std::string type_name) {
+    Value v = list(std::move(items));
+    v.m_kind = Kind::generator;
+    v.set_str(std::move(type_name));
+    return v;
+}
 Value Value::dict(Dict d) {
     Value v;
     v.m_kind = Kind::dict;
-    v.m_dict = std::make_shared<Dict>(std::move(d));
+    v.m_obj = std::make_shared<Dict>(std::move(d));
     return v;
 }
 Value Value::ns(Dict attrs) {
@@ -91,7 +102,7 @@ Value Value::ns(Dict attrs) {
 Value Value::callable(std::string name, NativeFn fn) {
     Value v;
     v.m_kind = Kind::callable;
-    v.m_fn = std::make_shared<const Callable>(Callable{std::move(name), std::move(fn)});
+    v.m_obj = std::make_shared<Callable>(Callable{std::move(name), std::move(fn)});
     return v;
 }
 
@@ -147,12 +158,13 @@ bool Value::truthy() const {
         case Kind::boolean: return m_bool;
         case Kind::integer: return m_int != 0;
         case Kind::floating: return m_float != 0.0;
-        case Kind::string: return !m_str.empty();
+        case Kind::string: return !str().empty();
         case Kind::list:
-        case Kind::tuple: return !m_list->empty();
-        case Kind::dict: return !m_dict->items.empty();
+        case Kind::tuple: return !list_ptr()->empty();
+        case Kind::dict: return !dict_ptr()->items.empty();
         case Kind::ns:
-        case Kind::callable: return true;
+        case Kind::callable:
+        case Kind::generator: return true;
     }
     return false;
 }
@@ -160,28 +172,28 @@ bool Value::truthy() const {
 std::string Value::to_str() const {
     switch (m_kind) {
         case Kind::undefined: return {};
-        case Kind::string: return m_str;
+        case Kind::string: return str();
         default: return repr();
     }
 }
 
 std::string Value::repr() const {
     switch (m_kind) {
-        case Kind::undefined: return {};
+        case Kind::undefined: return "Undefined";
         case Kind::none: return "None";
         case Kind::boolean: return m_bool ? "True" : "False";
         case Kind::integer: return std::to_string(m_int);
         case Kind::floating: return float_repr(m_float);
-        case Kind::string: return string_repr(m_str);
+        case Kind::string: return string_repr(str());
         case Kind::list:
         case Kind::tuple: {
             bool tuple = m_kind == Kind::tuple;
             std::string out = tuple ? "(" : "[";
-            for (std::size_t i = 0; i < m_list->size(); ++i) {
+            for (std::size_t i = 0; i < list_ptr()->size(); ++i) {
                 if (i) out += ", ";
-                out += (*m_list)[i].repr();
+                out += (*list_ptr())[i].repr();
             }
-            if (tuple && m_list->size() == 1) out += ",";
+            if (tuple && list_ptr()->size() == 1) out += ",";
             out += tuple ? ")" : "]";
             return out;
         }
@@ -189,7 +201,7 @@ std::string Value::repr() const {
         case Kind::ns: {
             std::string out = m_kind == Kind::ns ? "<Namespace {" : "{";
             bool first = true;
-            for (auto& [k, v] : m_dict->items) {
+            for (auto& [k, v] : dict_ptr()->items) {
                 if (!first) out += ", ";
                 first = false;
                 out += k.repr() + ": " + v.repr();
@@ -197,7 +209,8 @@ std::string Value::repr() const {
             out += m_kind == Kind::ns ? "}>" : "}";
             return out;
         }
-        case Kind::callable: return "<function " + m_fn->name + ">";
+        case Kind::callable: return "<function " + fn_ptr()->name + ">";
+        case Kind::generator: return "<" + str() + " object>";
     }
     return {};
 }
@@ -215,6 +228,7 @@ std::string Value::type_name() const {
         case Kind::dict: return "dict";
         case Kind::ns: return "Namespace";
         case Kind::callable: return "function";
+        case Kind::generator: return str();
     }
     return "object";
 }
@@ -225,16 +239,16 @@ nlohmann::json Value::to_json() const {
         case Kind::boolean: return m_bool;
         case Kind::integer: return m_int;
         case Kind::floating: return m_float;
-        case Kind::string: return m_str;
+        case Kind::string: return str();
         case Kind::list:
         case Kind::tuple: {
             auto arr = nlohmann::json::array();
-            for (auto& v : *m_list) arr.push_back(v.to_json());
+            for (auto& v : *list_ptr()) arr.push_back(v.to_json());
             return arr;
         }
         case Kind::dict: {
             auto obj = nlohmann::json::object();
-            for (auto& [k, v] : m_dict->items) obj[k.to_str()] = v.to_json();
+            for (auto& [k, v] : dict_ptr()->items) obj[k.to_str()] = v.to_json();
             return obj;
         }
         default: fail("Object of type " + type_name() + " is not JSON serializable");
@@ -297,7 +311,8 @@ ValueList iterate(const Value& v) {
     switch (v.kind()) {
         case Kind::undefined: return {};
         case Kind::list:
-        case Kind::tuple: return v.items();
+        case Kind::tuple:
+        case Kind::generator: return v.items();
         case Kind::dict: {
             ValueList keys;
             keys.reserve(v.dict_ref().items.size());

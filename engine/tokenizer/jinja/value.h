@@ -21,7 +21,9 @@ class Value;
 struct CallArgs;
 class Interpreter;
 
-enum class Kind { undefined, none, boolean, integer, floating, string, list, tuple, dict, ns, callable };
+// `generator` is a one-shot iterator as Jinja2's map/select/unique/... filters return: iterable and always
+// truthy, but without len() or indexing, so templates that rely on those fail exactly as in Python.
+enum class Kind { undefined, none, boolean, integer, floating, string, list, tuple, dict, ns, callable, generator };
 
 using ValueList = std::vector<Value>;
 
@@ -50,6 +52,7 @@ public:
     static Value string(std::string s);
     static Value list(ValueList items);
     static Value tuple(ValueList items);
+    static Value generator(ValueList items, std::string type_name = "generator");
     static Value dict(Dict d);
     static Value ns(Dict attrs);
     static Value callable(std::string name, NativeFn fn);
@@ -68,15 +71,16 @@ public:
     bool is_dict() const { return m_kind == Kind::dict; }
     bool is_ns() const { return m_kind == Kind::ns; }
     bool is_callable() const { return m_kind == Kind::callable; }
+    bool is_generator() const { return m_kind == Kind::generator; }
 
     bool as_bool() const { return m_bool; }
     std::int64_t as_int() const { return m_kind == Kind::boolean ? (m_bool ? 1 : 0) : m_int; }
     double as_double() const;  // any number
-    const std::string& str() const { return m_str; }  // string payload; undefined hint
-    const ValueList& items() const { return *m_list; }
-    const Dict& dict_ref() const { return *m_dict; }
-    Dict& ns_ref() const { return *m_dict; }  // namespaces are mutable through any copy
-    const Callable& fn() const { return *m_fn; }
+    const std::string& str() const;  // string payload; undefined hint; generator type name
+    const ValueList& items() const { return *list_ptr(); }
+    const Dict& dict_ref() const { return *dict_ptr(); }
+    Dict& ns_ref() const { return *dict_ptr(); }  // namespaces are mutable through any copy
+    const Callable& fn() const { return *fn_ptr(); }
 
     bool truthy() const;
     std::string to_str() const;   // Python str()
@@ -85,14 +89,21 @@ public:
     nlohmann::json to_json() const;  // throws Failure for values JSON cannot hold
 
 private:
+    // Kept small (48 bytes) because values are copied constantly: strings and containers are shared,
+    // never copied, and the scalar payloads overlap.
+    const ValueList* list_ptr() const { return static_cast<const ValueList*>(m_obj.get()); }
+    Dict* dict_ptr() const { return static_cast<Dict*>(m_obj.get()); }
+    const Callable* fn_ptr() const { return static_cast<const Callable*>(m_obj.get()); }
+    void set_str(std::string s) { m_str = std::make_shared<const std::string>(std::move(s)); }
+
     Kind m_kind = Kind::undefined;
-    bool m_bool = false;
-    std::int64_t m_int = 0;
-    double m_float = 0.0;
-    std::string m_str;
-    std::shared_ptr<const ValueList> m_list;
-    std::shared_ptr<Dict> m_dict;
-    std::shared_ptr<const Callable> m_fn;
+    union {
+        std::int64_t m_int = 0;
+        bool m_bool;
+        double m_float;
+    };
+    std::shared_ptr<const std::string> m_str;
+    std::shared_ptr<void> m_obj;  // ValueList (list, tuple, generator), Dict (dict, ns) or Callable
 };
 
 // A render-time failure without a location; the interpreter adds the template line.
