@@ -68,7 +68,9 @@ int runDesktop(QApplication& app, LaunchOptions launch) {
         window.setEngine(host.engine());
         rememberLaunch(store, settings, launch);
         window.settings()->setSettings(settings);
-        server = makeServerControl(host.engine(), launch.serve.engine.adapter_dirs);
+        std::vector<std::string> roots = launch.serve.engine.adapter_dirs;
+        roots.insert(roots.end(), launch.serve.extra_adapter_roots.begin(), launch.serve.extra_adapter_roots.end());
+        server = makeServerControl(host.engine(), roots);
         window.setServerControl(server.get());
         // The automatic start uses this launch's options; only starts from the Server view are remembered.
         autoStarting = true;

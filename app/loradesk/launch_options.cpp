@@ -1,6 +1,8 @@
 // Command line + settings + demo kit → engine options.
 #include "launch_options.h"
 
+#include <filesystem>
+
 #include "core/error.h"
 #include "demo_kit.h"
 
@@ -40,6 +42,9 @@ std::string resolveModel(LaunchOptions& launch, const ui::AppSettings& settings)
                "or set LORADESK_DEMO_DIR to the demo kit";
     e.model_dir = kit->model_dir;
     for (const auto& named : kit->adapters) e.named_adapters.push_back(named);
+    // The server may load adapters from the kit's folder (load_lora_adapter), as for `loradeskd serve`.
+    if (!kit->adapters.empty())
+        launch.serve.extra_adapter_roots.push_back(std::filesystem::path(kit->adapters.front().second).parent_path().string());
     launch.serve.demo = true;
     return {};
 }

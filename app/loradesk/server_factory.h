@@ -1,5 +1,5 @@
-// The HTTP server behind the Server view and headless mode. makeServerControl() returns nullptr in a
-// build without engine/server (then the Server view says so and headless mode refuses to start).
+// The HTTP server behind the desktop app's Server view: a ServerControl over engine/server that can be
+// started and stopped with a new host, port and key while the engine keeps running.
 #pragma once
 
 #include <memory>

@@ -2,6 +2,8 @@
 // Each start() builds both anew so that the host, port and key can change between runs.
 #include "server_factory.h"
 
+#include "core/log.h"
+
 #include "server/http_server.h"
 #include "server/router.h"
 
@@ -25,6 +27,7 @@ public:
         m_router = std::make_unique<server::Router>(*m_engine, options);
         m_server = std::make_unique<server::HttpServer>(*m_router);
         Status status = m_server->start();
+        if (status.ok()) log::info("serving on http://{}:{}/v1", config.host, m_server->port());
         if (!status.ok()) {
             m_server.reset();
             m_router.reset();
