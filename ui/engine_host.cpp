@@ -1,11 +1,13 @@
+// Background engine start-up and ownership.
 #include "ui/engine_host.h"
 
+#include <QCoreApplication>
 #include <QMetaObject>
 #include <QPointer>
 
 namespace loradesk::ui {
 
-EngineHost::EngineHost(QObject* parent) : QObject(parent) {}
+EngineHost::EngineHost(EngineFactory factory, QObject* parent) : QObject(parent), m_factory(std::move(factory)) {}
 
 EngineHost::~EngineHost() {
     if (m_loader.joinable()) m_loader.join();
@@ -15,8 +17,10 @@ EngineHost::~EngineHost() {
 void EngineHost::start(const api::EngineOptions& options) {
     m_options = options;
     QPointer<EngineHost> self(this);
-    m_loader = std::thread([this, self, options] {
-        auto result = api::create_engine(options);  // never throws
+    m_loader = std::thread([self, factory = m_factory, options] {
+        Result<std::unique_ptr<api::Engine>> result = factory
+            ? factory(options)
+            : Result<std::unique_ptr<api::Engine>>(Status::failure(ErrorCode::internal, "no engine factory"));
         std::shared_ptr<api::Engine> made;
         QString error;
         if (result.ok()) {
@@ -24,11 +28,15 @@ void EngineHost::start(const api::EngineOptions& options) {
         } else {
             error = QString::fromStdString(result.status().message);
         }
-        // Hand the engine over on the GUI thread. QPointer drops the hand-over if the host is gone.
+        // Hand over on the GUI thread; the destructor joins this thread, and the QPointer drops the
+        // hand-over if the host is gone by the time the queued call runs.
         QMetaObject::invokeMethod(
-            this,
+            QCoreApplication::instance(),
             [self, made, error]() mutable {
-                if (!self) return;
+                if (!self) {
+                    if (made) made->shutdown();
+                    return;
+                }
                 if (made) {
                     self->m_engine = std::move(made);
                     emit self->ready();

@@ -3,32 +3,30 @@
 // without a window, which is what the systemd user unit runs.
 #include <QApplication>
 #include <QCoreApplication>
-#include <QMessageBox>
+#include <QIcon>
 
 #include <cstdio>
-#include <memory>
 
 #include "app_runtime.h"
 #include "cli.h"
 #include "core/error.h"
-#include "engine_cli.h"
-#include "ui/engine_host.h"
-#include "ui/main_window.h"
+#include "core/log.h"
 
 namespace {
 
 std::vector<std::string> arguments(int argc, char** argv) { return std::vector<std::string>(argv + 1, argv + argc); }
 
-bool has_display() { return qEnvironmentVariableIsSet("DISPLAY") || qEnvironmentVariableIsSet("WAYLAND_DISPLAY"); }
+bool hasDisplay() {
+    return qEnvironmentVariableIsSet("DISPLAY") || qEnvironmentVariableIsSet("WAYLAND_DISPLAY") ||
+           qEnvironmentVariableIsSet("QT_QPA_PLATFORM");
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
     using namespace loradesk;
-    auto specs = cli::engine_option_specs();
-    specs.push_back({"headless", "", "serve without a window (also implied when there is no display)"});
-    cli::ServeOptions options;
-    bool headless = false;
+    const auto specs = app::launchOptionSpecs();
+    app::LaunchOptions launch;
     try {
         cli::Args args(arguments(argc, argv), specs);
         if (args.help()) {
@@ -36,21 +34,32 @@ int main(int argc, char** argv) {
             std::fputs(cli::help_text(c).c_str(), stdout);
             return 0;
         }
-        options = cli::serve_options_from_args(args);
-        headless = args.flag("headless") || (!has_display() && qEnvironmentVariable("QT_QPA_PLATFORM") != "offscreen");
+        if (args.flag("version")) {
+            std::printf("loradesk %s\n", LORADESK_VERSION);
+            return 0;
+        }
+        launch = app::parseLaunchOptions(args);
+        if (args.has("log-level")) {
+            log::Level level;
+            if (!log::parse_level(args.get("log-level"), &level))
+                throw_expected(ErrorCode::invalid_argument, "--log-level must be trace, debug, info, warn or error");
+            log::set_level(level);
+        }
+        launch.headless = launch.headless || !hasDisplay();
     } catch (const Error& e) {
         std::fprintf(stderr, "loradesk: %s\n", e.what());
         return 2;
     }
 
-    QCoreApplication::setOrganizationName("loradesk");
-    QCoreApplication::setApplicationName("loradesk");
-    QCoreApplication::setApplicationVersion(LORADESK_VERSION);
-    if (headless) {
+    QCoreApplication::setOrganizationName(QStringLiteral("loradesk"));
+    QCoreApplication::setApplicationName(QStringLiteral("loradesk"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(LORADESK_VERSION));
+    if (launch.headless) {
         QCoreApplication app(argc, argv);
-        return app::run_headless(app, options);
+        return app::runHeadless(app, std::move(launch));
     }
     QApplication app(argc, argv);
-    QGuiApplication::setDesktopFileName("org.loradesk.LoraDesk");
-    return app::run_desktop(app, options);
+    QGuiApplication::setDesktopFileName(QStringLiteral("org.loradesk.LoraDesk"));
+    QApplication::setWindowIcon(QIcon::fromTheme(QStringLiteral("org.loradesk.LoraDesk")));
+    return app::runDesktop(app, std::move(launch));
 }

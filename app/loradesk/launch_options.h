@@ -1,0 +1,30 @@
+// What one launch of the desktop app was asked to do: the engine/server options from the command line
+// (the same as `loradeskd serve`), which of them the user gave explicitly, and the model resolved from
+// --model, then the remembered settings, then the demo kit.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine_cli.h"
+#include "ui/models/app_settings.h"
+
+namespace loradesk::app {
+
+struct LaunchOptions {
+    cli::ServeOptions serve;
+    bool headless = false;
+    bool explicitModel = false;   // --model or --demo
+    bool explicitLimits = false;  // any of --device/--max-loras*/--max-lora-rank/--kv-memory
+    bool explicitServer = false;  // any of --host/--port/--api-key
+    bool forceDemo = false;
+};
+
+std::vector<cli::OptionSpec> launchOptionSpecs();
+// Throws Error(invalid_argument) naming the option.
+LaunchOptions parseLaunchOptions(const cli::Args& args);
+// Fills the model from the settings (unless given) and the demo kit (when still none); returns a
+// message for the user when there is no model at all.
+std::string resolveModel(LaunchOptions& launch, const ui::AppSettings& settings);
+
+}  // namespace loradesk::app
