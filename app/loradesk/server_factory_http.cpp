@@ -41,7 +41,8 @@ public:
         m_router.reset();
     }
 
-    bool running() const override { return m_server && m_server->running(); }
+    // Started and not stopped: the port is bound from start() on, even before the accept loop spins up.
+    bool running() const override { return m_server != nullptr; }
     int port() const override { return m_server ? m_server->port() : 0; }
 
 private:
