@@ -33,7 +33,7 @@ QByteArray httpGet(int port, const QByteArray& path) {
 
 class TestAppWiring : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void modelPrecedence_data();
     void modelPrecedence();
     void explicitFlags();
@@ -44,10 +44,14 @@ void TestAppWiring::modelPrecedence_data() {
     QTest::addColumn<QStringList>("argv");
     QTest::addColumn<QString>("settingsModel");
     QTest::addColumn<QString>("expected");  // "demo" = the demo kit's model
-    QTest::newRow("command line wins") << QStringList{"--model", "/cli/model"} << "/settings/model" << "/cli/model";
-    QTest::newRow("settings next") << QStringList{} << "/settings/model" << "/settings/model";
-    QTest::newRow("demo kit last") << QStringList{} << "" << "demo";
-    QTest::newRow("--demo beats settings") << QStringList{"--demo"} << "/settings/model" << "demo";
+    QTest::newRow("command line wins") << QStringList{"--model", "/cli/model"} << "/settings/model"
+                                       << "/cli/model";
+    QTest::newRow("settings next") << QStringList{} << "/settings/model"
+                                   << "/settings/model";
+    QTest::newRow("demo kit last") << QStringList{} << ""
+                                   << "demo";
+    QTest::newRow("--demo beats settings") << QStringList{"--demo"} << "/settings/model"
+                                           << "demo";
 }
 
 void TestAppWiring::modelPrecedence() {
