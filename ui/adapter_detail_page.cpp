@@ -16,8 +16,8 @@
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableWidget>
-#include <QValueAxis>
 #include <QVBoxLayout>
+#include <QValueAxis>
 
 #include "ui/models/adapter_history_model.h"
 #include "ui/models/async_call.h"
@@ -152,7 +152,8 @@ void AdapterDetailPage::showDetails(const Result<api::AdapterDetails>& r) {
         const int row = m_versions->rowCount();
         m_versions->insertRow(row);
         m_versions->setItem(row, 0, new QTableWidgetItem(QString::fromStdString(v.digest)));
-        m_versions->setItem(row, 1, new QTableWidgetItem(QDateTime::fromSecsSinceEpoch(v.created_unix).toString(Qt::ISODate)));
+        m_versions->setItem(row, 1,
+                            new QTableWidgetItem(QDateTime::fromSecsSinceEpoch(v.created_unix).toString(Qt::ISODate)));
         m_versions->setItem(row, 2, new QTableWidgetItem(v.current ? tr("current") : QString()));
     }
     for (const auto& e : d.recent_events) m_events->addItem(QString::fromStdString(e));

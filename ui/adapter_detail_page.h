@@ -4,7 +4,6 @@
 #pragma once
 
 #include <QWidget>
-
 #include <memory>
 
 #include "api/engine.h"
@@ -21,7 +20,7 @@ class AdapterHistoryModel;
 
 class AdapterDetailPage : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit AdapterDetailPage(QWidget* parent = nullptr);
 
     void setEngine(std::shared_ptr<api::Engine> engine);
@@ -30,10 +29,10 @@ public:
     AdapterHistoryModel* history() const { return m_history; }
     QString headerText() const;
 
-signals:
+  signals:
     void loaded();  // details and history shown (or their error)
 
-private:
+  private:
     void showDetails(const Result<api::AdapterDetails>& details);
     void showHistory();
     static QChart* makeChart(const QString& title);

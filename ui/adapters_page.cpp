@@ -79,7 +79,8 @@ AdaptersPage::AdaptersPage(QWidget* parent)
     m_alias = button(this, tr("Alias…"), "aliasButton");
     m_remove = button(this, tr("Remove from catalog"), "removeButton");
     m_details = button(this, tr("Details"), "detailsButton");
-    for (QPushButton* b : {m_import, m_load, m_unload, m_pin, m_unpin, m_alias, m_remove, m_details}) actions->addWidget(b);
+    for (QPushButton* b : {m_import, m_load, m_unload, m_pin, m_unpin, m_alias, m_remove, m_details})
+        actions->addWidget(b);
     actions->addStretch(1);
     m_progress = new QProgressBar(this);
     m_progress->setObjectName("busyBar");
@@ -188,7 +189,8 @@ void AdaptersPage::updateButtons() {
     m_progress->setVisible(m_busy);
 }
 
-void AdaptersPage::run(const QString& what, std::function<Status(api::Engine&)> action, std::function<void()> onSuccess) {
+void AdaptersPage::run(const QString& what, std::function<Status(api::Engine&)> action,
+                       std::function<void()> onSuccess) {
     if (!m_engine || m_busy) return;
     m_busy = true;
     showMessage(what + QStringLiteral("…"), false);
@@ -211,7 +213,8 @@ void AdaptersPage::run(const QString& what, std::function<Status(api::Engine&)> 
 
 void AdaptersPage::importFolder(const QString& folder) {
     const std::string f = folder.toStdString();
-    run(tr("Importing %1").arg(folder), [f](api::Engine& e) { return e.import_adapters(f); },
+    run(
+        tr("Importing %1").arg(folder), [f](api::Engine& e) { return e.import_adapters(f); },
         [this, folder] { emit folderImported(folder); });
 }
 

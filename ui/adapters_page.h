@@ -6,7 +6,6 @@
 #pragma once
 
 #include <QWidget>
-
 #include <functional>
 #include <memory>
 
@@ -27,7 +26,7 @@ class AdapterTableModel;
 
 class AdaptersPage : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit AdaptersPage(QWidget* parent = nullptr);
 
     void setEngine(std::shared_ptr<api::Engine> engine);
@@ -46,7 +45,7 @@ public:
     std::function<QString(const QString& name)> askAlias;
     std::function<bool(const QString& question)> confirm;
 
-public slots:
+  public slots:
     void importFolder(const QString& folder);
     void loadSelected();
     void unloadSelected();
@@ -54,12 +53,12 @@ public slots:
     void aliasSelected();
     void removeSelected();
 
-signals:
-    void changed();                           // an action succeeded: poll the engine now
+  signals:
+    void changed();  // an action succeeded: poll the engine now
     void folderImported(const QString& folder);
     void detailsRequested(const QString& name);
 
-private:
+  private:
     void run(const QString& what, std::function<Status(api::Engine&)> action, std::function<void()> onSuccess = {});
     void updateButtons();
     void showMessage(const QString& text, bool error);

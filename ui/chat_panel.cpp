@@ -11,8 +11,7 @@
 
 namespace loradesk::ui {
 
-ChatPanel::ChatPanel(QWidget* parent)
-    : QWidget(parent), m_chat(new ChatModel(this)), m_stream(new ChatStream(this)) {
+ChatPanel::ChatPanel(QWidget* parent) : QWidget(parent), m_chat(new ChatModel(this)), m_stream(new ChatStream(this)) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     m_target = new QComboBox(this);
@@ -49,7 +48,8 @@ ChatPanel::ChatPanel(QWidget* parent)
                                     .arg(r.latencyMs, 0, 'f', 0)
                                     .arg(r.finishReason);
         m_chat->finishAssistant(summary);
-        m_status->setText(summary + (r.cachedTokens ? tr(" · %1 prompt tokens from cache").arg(r.cachedTokens) : QString()));
+        m_status->setText(summary +
+                          (r.cachedTokens ? tr(" · %1 prompt tokens from cache").arg(r.cachedTokens) : QString()));
         emit replyFinished();
     });
     connect(m_stream, &ChatStream::failed, this, [this](const QString& message) {

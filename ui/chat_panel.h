@@ -3,7 +3,6 @@
 #pragma once
 
 #include <QWidget>
-
 #include <memory>
 
 #include "api/engine.h"
@@ -19,7 +18,7 @@ class ChatStream;
 
 class ChatPanel : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit ChatPanel(QWidget* parent = nullptr);
 
     void setEngine(std::shared_ptr<api::Engine> engine);
@@ -35,10 +34,10 @@ public:
     ChatModel* chat() const { return m_chat; }
     QString status() const;
 
-signals:
+  signals:
     void replyFinished();
 
-private:
+  private:
     std::shared_ptr<api::Engine> m_engine;
     ChatModel* m_chat;
     ChatStream* m_stream;

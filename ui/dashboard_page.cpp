@@ -10,9 +10,8 @@
 #include <QLineSeries>
 #include <QPieSeries>
 #include <QProgressBar>
-#include <QValueAxis>
 #include <QVBoxLayout>
-
+#include <QValueAxis>
 #include <algorithm>
 
 #include "ui/models/format.h"
@@ -133,9 +132,10 @@ void DashboardPage::showSnapshot(const EngineSnapshot& s) {
     for (const auto& a : s.adapters) (a.tier == "gpu" ? gpu : a.tier == "cpu" ? cpu : disk)++;
     m_tiers->setText(tr("GPU %1 · CPU %2 · disk %3").arg(gpu).arg(cpu).arg(disk));
 
-    const std::pair<QString, std::size_t> parts[] = {{tr("weights %1").arg(formatBytes(m.weight_bytes)), m.weight_bytes},
-                                                     {tr("KV %1").arg(formatBytes(m.kv_bytes)), m.kv_bytes},
-                                                     {tr("adapter slots %1").arg(formatBytes(m.lora_slot_bytes)), m.lora_slot_bytes}};
+    const std::pair<QString, std::size_t> parts[] = {
+        {tr("weights %1").arg(formatBytes(m.weight_bytes)), m.weight_bytes},
+        {tr("KV %1").arg(formatBytes(m.kv_bytes)), m.kv_bytes},
+        {tr("adapter slots %1").arg(formatBytes(m.lora_slot_bytes)), m.lora_slot_bytes}};
     if (m_memory->count() != 3) {
         m_memory->clear();
         for (const auto& [label, bytes] : parts) m_memory->append(label, double(bytes));

@@ -20,7 +20,7 @@ class StatsHistoryModel;
 
 class DashboardPage : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit DashboardPage(QWidget* parent = nullptr);
 
     void showSnapshot(const EngineSnapshot& snapshot);
@@ -28,7 +28,7 @@ public:
     StatsHistoryModel* history() const { return m_history; }
     QString valueText(const char* objectName) const;  // for tests
 
-private:
+  private:
     QLabel* bigNumber(const QString& caption, const char* name, QWidget* parent);
     void updateTokenChart();
 

@@ -18,9 +18,9 @@ void EngineHost::start(const api::EngineOptions& options) {
     m_options = options;
     QPointer<EngineHost> self(this);
     m_loader = std::thread([self, factory = m_factory, options] {
-        Result<std::unique_ptr<api::Engine>> result = factory
-            ? factory(options)
-            : Result<std::unique_ptr<api::Engine>>(Status::failure(ErrorCode::internal, "no engine factory"));
+        Result<std::unique_ptr<api::Engine>> result =
+            factory ? factory(options)
+                    : Result<std::unique_ptr<api::Engine>>(Status::failure(ErrorCode::internal, "no engine factory"));
         std::shared_ptr<api::Engine> made;
         QString error;
         if (result.ok()) {

@@ -6,7 +6,6 @@
 
 #include <QObject>
 #include <QString>
-
 #include <functional>
 #include <memory>
 #include <thread>
@@ -19,7 +18,7 @@ using EngineFactory = std::function<Result<std::unique_ptr<api::Engine>>(const a
 
 class EngineHost : public QObject {
     Q_OBJECT
-public:
+  public:
     explicit EngineHost(EngineFactory factory, QObject* parent = nullptr);
     ~EngineHost() override;  // waits for a running start, then shuts the engine down
 
@@ -30,11 +29,11 @@ public:
     const api::EngineOptions& options() const { return m_options; }
     bool starting() const { return m_loader.joinable() && !m_engine; }
 
-signals:
+  signals:
     void ready();
     void failed(const QString& message);
 
-private:
+  private:
     EngineFactory m_factory;
     api::EngineOptions m_options;
     std::shared_ptr<api::Engine> m_engine;

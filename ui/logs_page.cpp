@@ -16,7 +16,8 @@
 
 namespace loradesk::ui {
 
-LogsPage::LogsPage(LogModel* model, QWidget* parent) : QWidget(parent), m_model(model), m_filter(new LogFilterModel(this)) {
+LogsPage::LogsPage(LogModel* model, QWidget* parent)
+    : QWidget(parent), m_model(model), m_filter(new LogFilterModel(this)) {
     m_filter->setSourceModel(model);
     auto* outer = new QVBoxLayout(this);
     auto* bar = new QHBoxLayout;

@@ -16,13 +16,13 @@ class LogModel;
 
 class LogsPage : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit LogsPage(LogModel* model, QWidget* parent = nullptr);
 
     LogFilterModel* filter() const { return m_filter; }
     void setMinimumLevelIndex(int index);  // 0 trace … 4 error
 
-private:
+  private:
     LogModel* m_model;
     LogFilterModel* m_filter;
     QComboBox* m_level;

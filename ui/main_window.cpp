@@ -72,27 +72,43 @@ MainWindow::~MainWindow() { m_poller->setEngine(nullptr); }
 
 QString MainWindow::pageTitle(Page page) {
     switch (page) {
-        case Dashboard: return tr("Dashboard");
-        case Adapters: return tr("Adapters");
-        case Detail: return tr("Adapter detail");
-        case Playground: return tr("Playground");
-        case Server: return tr("Server");
-        case Logs: return tr("Logs");
-        case Settings: return tr("Settings");
-        default: return {};
+        case Dashboard:
+            return tr("Dashboard");
+        case Adapters:
+            return tr("Adapters");
+        case Detail:
+            return tr("Adapter detail");
+        case Playground:
+            return tr("Playground");
+        case Server:
+            return tr("Server");
+        case Logs:
+            return tr("Logs");
+        case Settings:
+            return tr("Settings");
+        default:
+            return {};
     }
 }
 
 QWidget* MainWindow::page(Page page) const {
     switch (page) {
-        case Dashboard: return m_dashboard;
-        case Adapters: return m_adapters;
-        case Detail: return m_detail;
-        case Playground: return m_playground;
-        case Server: return m_server;
-        case Logs: return m_logs;
-        case Settings: return m_settings;
-        default: return nullptr;
+        case Dashboard:
+            return m_dashboard;
+        case Adapters:
+            return m_adapters;
+        case Detail:
+            return m_detail;
+        case Playground:
+            return m_playground;
+        case Server:
+            return m_server;
+        case Logs:
+            return m_logs;
+        case Settings:
+            return m_settings;
+        default:
+            return nullptr;
     }
 }
 

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <QMainWindow>
-
 #include <memory>
 
 #include "api/engine.h"
@@ -29,7 +28,7 @@ class SettingsPage;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
-public:
+  public:
     enum Page { Dashboard, Adapters, Detail, Playground, Server, Logs, Settings, PageCount };
 
     explicit MainWindow(QWidget* parent = nullptr);
@@ -57,14 +56,14 @@ public:
     LogsPage* logs() const { return m_logs; }
     SettingsPage* settings() const { return m_settings; }
 
-signals:
+  signals:
     void folderImported(const QString& folder);
     void serverConfigChanged(const loradesk::ui::ServerConfig& config);
 
-protected:
+  protected:
     void closeEvent(QCloseEvent* event) override;
 
-private:
+  private:
     void onSnapshot();
 
     std::shared_ptr<api::Engine> m_engine;

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <QWidget>
-
 #include <memory>
 
 #include "api/engine.h"
@@ -20,7 +19,7 @@ class ChatPanel;
 
 class PlaygroundPage : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit PlaygroundPage(QWidget* parent = nullptr);
 
     void setEngine(std::shared_ptr<api::Engine> engine);
@@ -31,11 +30,11 @@ public:
     void setCompare(bool on);
     void setPrompt(const QString& text);
 
-public slots:
+  public slots:
     void send();
     void stop();
 
-private:
+  private:
     void updateButtons();
 
     std::shared_ptr<api::Engine> m_engine;

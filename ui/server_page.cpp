@@ -22,8 +22,8 @@ namespace loradesk::ui {
 
 namespace {
 
-constexpr SnippetKind kKinds[] = {SnippetKind::Curl, SnippetKind::Python, SnippetKind::JavaScript, SnippetKind::Continue,
-                                  SnippetKind::Cline};
+constexpr SnippetKind kKinds[] = {SnippetKind::Curl, SnippetKind::Python, SnippetKind::JavaScript,
+                                  SnippetKind::Continue, SnippetKind::Cline};
 
 QString randomKey() {
     QString key = QStringLiteral("sk-loradesk-");
@@ -179,7 +179,8 @@ void ServerPage::updateSnippets() {
     const int port = running() ? m_control->port() : m_port->value();
     const SnippetTarget target{baseUrlFor(m_host->text(), port), m_apiKey->text().trimmed(), m_model->currentText()};
     for (int i = 0; i < m_snippets->count(); ++i)
-        if (auto* text = qobject_cast<QPlainTextEdit*>(m_snippets->widget(i))) text->setPlainText(snippet(kKinds[i], target));
+        if (auto* text = qobject_cast<QPlainTextEdit*>(m_snippets->widget(i)))
+            text->setPlainText(snippet(kKinds[i], target));
 }
 
 }  // namespace loradesk::ui

@@ -19,7 +19,7 @@ namespace loradesk::ui {
 
 class ServerPage : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit ServerPage(QWidget* parent = nullptr);
 
     void setControl(ServerControl* control);  // not owned; may be nullptr
@@ -31,15 +31,15 @@ public:
     QString statusText() const;
     QString snippetText(int index) const;
 
-public slots:
+  public slots:
     bool startServer();
     void stopServer();
 
-signals:
+  signals:
     void configChanged(const loradesk::ui::ServerConfig& config);  // after a successful start
     void runningChanged(bool running, const QString& baseUrl);
 
-private:
+  private:
     void updateState();
     void updateSnippets();
 

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <QWidget>
-
 #include <functional>
 
 #include "ui/models/app_settings.h"
@@ -20,7 +19,7 @@ namespace loradesk::ui {
 
 class SettingsPage : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit SettingsPage(QWidget* parent = nullptr);
 
     void setSettings(const AppSettings& settings);
@@ -28,13 +27,13 @@ public:
 
     std::function<QString()> pickFolder;  // overridable for tests; default QFileDialog
 
-public slots:
+  public slots:
     void save();
 
-signals:
+  signals:
     void settingsSaved(const loradesk::ui::AppSettings& settings);
 
-private:
+  private:
     AppSettings m_settings;
     QLineEdit* m_model;
     QListWidget* m_folders;

@@ -6,7 +6,6 @@
 
 #include <QLockFile>
 #include <QObject>
-
 #include <memory>
 
 class QLocalServer;
@@ -15,7 +14,7 @@ namespace loradesk::ui {
 
 class SingleInstance : public QObject {
     Q_OBJECT
-public:
+  public:
     // `directory`: where the lock file and socket live ($XDG_RUNTIME_DIR by default).
     explicit SingleInstance(const QString& name, QString directory = {}, QObject* parent = nullptr);
     ~SingleInstance() override;
@@ -25,10 +24,10 @@ public:
     bool claim();
     QString socketPath() const { return m_socketPath; }
 
-signals:
+  signals:
     void raiseRequested();
 
-private:
+  private:
     bool notifyPrimary() const;
 
     QString m_socketPath;

@@ -10,14 +10,14 @@ class MainWindow;
 
 class TrayIcon : public QSystemTrayIcon {
     Q_OBJECT
-public:
+  public:
     explicit TrayIcon(MainWindow* window);
     // Creates and shows the icon when the desktop has a tray; nullptr otherwise.
     static TrayIcon* createIfAvailable(MainWindow* window);
 
     void showServing(const QString& baseUrl);
 
-private:
+  private:
     MainWindow* m_window;
 };
 

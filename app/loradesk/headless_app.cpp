@@ -2,7 +2,6 @@
 // (cli::ServerHost), with the desktop app's remembered settings applied; serves until SIGINT/SIGTERM,
 // then stops accepting, ends streams and shuts the engine down (systemd's stop sequence).
 #include <QSettings>
-
 #include <csignal>
 #include <cstdio>
 

@@ -44,7 +44,8 @@ std::string resolveModel(LaunchOptions& launch, const ui::AppSettings& settings)
     for (const auto& named : kit->adapters) e.named_adapters.push_back(named);
     // The server may load adapters from the kit's folder (load_lora_adapter), as for `loradeskd serve`.
     if (!kit->adapters.empty())
-        launch.serve.extra_adapter_roots.push_back(std::filesystem::path(kit->adapters.front().second).parent_path().string());
+        launch.serve.extra_adapter_roots.push_back(
+            std::filesystem::path(kit->adapters.front().second).parent_path().string());
     launch.serve.demo = true;
     return {};
 }

@@ -4,7 +4,6 @@
 #include <QApplication>
 #include <QCoreApplication>
 #include <QIcon>
-
 #include <cstdio>
 
 #include "app_runtime.h"

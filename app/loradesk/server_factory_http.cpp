@@ -1,18 +1,16 @@
 // ServerControl over engine/server: a Router over the engine and an HttpServer bound to host:port.
 // Each start() builds both anew so that the host, port and key can change between runs.
-#include "server_factory.h"
-
 #include "core/log.h"
-
 #include "server/http_server.h"
 #include "server/router.h"
+#include "server_factory.h"
 
 namespace loradesk::app {
 
 namespace {
 
 class HttpServerControl : public ui::ServerControl {
-public:
+  public:
     HttpServerControl(std::shared_ptr<api::Engine> engine, std::vector<std::string> adapterRoots)
         : m_engine(std::move(engine)), m_adapterRoots(std::move(adapterRoots)) {}
     ~HttpServerControl() override { stop(); }
@@ -41,10 +39,11 @@ public:
         m_router.reset();
     }
 
-    bool running() const override { return m_server && m_server->running(); }
+    // Started and not stopped: the port is bound from start() on, even before the accept loop spins up.
+    bool running() const override { return m_server != nullptr; }
     int port() const override { return m_server ? m_server->port() : 0; }
 
-private:
+  private:
     std::shared_ptr<api::Engine> m_engine;
     std::vector<std::string> m_adapterRoots;
     std::unique_ptr<server::Router> m_router;  // outlives m_server (destroyed after it)

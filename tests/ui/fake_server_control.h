@@ -6,7 +6,7 @@
 namespace loradesk::testing {
 
 class FakeServerControl : public ui::ServerControl {
-public:
+  public:
     int takenPort = -1;
     ui::ServerConfig lastConfig;
 
@@ -23,7 +23,7 @@ public:
     bool running() const override { return m_running; }
     int port() const override { return m_port; }
 
-private:
+  private:
     bool m_running = false;
     int m_port = 0;
 };

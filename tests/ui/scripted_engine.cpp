@@ -12,8 +12,9 @@ namespace {
 constexpr const char* kBase = "Qwen/Qwen3-0.6B";
 
 class ScriptedStream : public api::RequestStream {
-public:
-    ScriptedStream(api::SubmitInfo info, std::deque<api::Event> events) : m_info(std::move(info)), m_events(std::move(events)) {}
+  public:
+    ScriptedStream(api::SubmitInfo info, std::deque<api::Event> events)
+        : m_info(std::move(info)), m_events(std::move(events)) {}
     const api::SubmitInfo& info() const override { return m_info; }
     std::optional<api::Event> next(std::chrono::milliseconds) override {
         std::lock_guard lock(m_mutex);
@@ -34,7 +35,7 @@ public:
         m_cancelled = true;
     }
 
-private:
+  private:
     std::mutex m_mutex;
     api::SubmitInfo m_info;
     std::deque<api::Event> m_events;
@@ -79,7 +80,8 @@ ScriptedEngine::ScriptedEngine() {
                   makeAdapter("it", kBase, 8, "disk", false, 0), makeAdapter("bofh", kBase, 32, "gpu", false, 7)};
     api::AdapterInfo llama = makeAdapter("llama-sql", "meta-llama/Llama-3.2-1B", 16, "disk", false, 0);
     llama.compatible = false;
-    llama.incompatibility = "targets q_proj with in_features 2048 but the base model has 1024 (is it for another base model?)";
+    llama.incompatibility =
+        "targets q_proj with in_features 2048 but the base model has 1024 (is it for another base model?)";
     m_adapters.push_back(llama);
     m_adapters[0].aliases = {"german"};
     m_stats.running = 2;
@@ -128,7 +130,8 @@ Result<std::shared_ptr<api::RequestStream>> ScriptedEngine::submit(api::Generate
     if (!request.model.empty() && request.model != "base") {
         const api::AdapterInfo* a = find(request.model);
         if (!a) return Status::failure(ErrorCode::not_found, "adapter '" + request.model + "' is not registered");
-        if (!a->compatible) return Status::failure(ErrorCode::unsupported, "adapter '" + a->name + "' " + a->incompatibility);
+        if (!a->compatible)
+            return Status::failure(ErrorCode::unsupported, "adapter '" + a->name + "' " + a->incompatibility);
         adapterName = a->name;
     }
     record("submit " + (adapterName.empty() ? std::string("base") : adapterName));
@@ -160,11 +163,13 @@ Status ScriptedEngine::load_adapter(const std::string& name, const std::string& 
     std::lock_guard lock(m_mutex);
     record("load " + name + " " + path);
     if (api::AdapterInfo* a = find(name)) {
-        if (!a->compatible) return Status::failure(ErrorCode::unsupported, "adapter '" + name + "' " + a->incompatibility);
+        if (!a->compatible)
+            return Status::failure(ErrorCode::unsupported, "adapter '" + name + "' " + a->incompatibility);
         a->tier = "gpu";
         return Status::success();
     }
-    if (path.empty()) return Status::failure(ErrorCode::not_found, "adapter '" + name + "' is not registered; give its folder");
+    if (path.empty())
+        return Status::failure(ErrorCode::not_found, "adapter '" + name + "' is not registered; give its folder");
     m_adapters.push_back(makeAdapter(name, kBase, 8, "cpu", false, 0));
     return Status::success();
 }
@@ -223,8 +228,10 @@ Status ScriptedEngine::import_adapters(const std::string& folder) {
 Status ScriptedEngine::remove_adapter(const std::string& name) {
     std::lock_guard lock(m_mutex);
     record("remove " + name);
-    auto it = std::find_if(m_adapters.begin(), m_adapters.end(), [&](const api::AdapterInfo& a) { return a.name == name; });
-    if (it == m_adapters.end()) return Status::failure(ErrorCode::not_found, "adapter '" + name + "' is not registered");
+    auto it =
+        std::find_if(m_adapters.begin(), m_adapters.end(), [&](const api::AdapterInfo& a) { return a.name == name; });
+    if (it == m_adapters.end())
+        return Status::failure(ErrorCode::not_found, "adapter '" + name + "' is not registered");
     m_adapters.erase(it);
     return Status::success();
 }
@@ -235,7 +242,10 @@ Result<api::AdapterDetails> ScriptedEngine::adapter_details(const std::string& k
     if (!a) return Status::failure(ErrorCode::not_found, "adapter '" + key + "' is not registered");
     api::AdapterDetails d;
     d.info = *a;
-    d.config = {{"peft_type", "LORA"}, {"r", a->rank}, {"lora_alpha", a->alpha}, {"base_model_name_or_path", a->base_model},
+    d.config = {{"peft_type", "LORA"},
+                {"r", a->rank},
+                {"lora_alpha", a->alpha},
+                {"base_model_name_or_path", a->base_model},
                 {"target_modules", a->targets}};
     d.versions = {{a->digest, a->created_unix, true}, {"sha256:older", a->created_unix - 86400, false}};
     d.recent_events = {"2026-11-22 06:40:01 load " + a->name, "2026-11-22 06:30:00 import " + a->name};

@@ -13,7 +13,7 @@
 namespace loradesk::testing {
 
 class ScriptedEngine : public api::Engine {
-public:
+  public:
     ScriptedEngine();
 
     Result<std::shared_ptr<api::RequestStream>> submit(api::GenerateRequest request) override;
@@ -39,7 +39,7 @@ public:
     void setTokensPerSecond(double tps);
     static std::string replyFor(const std::string& model, const std::string& userText);
 
-private:
+  private:
     api::AdapterInfo* find(const std::string& name_or_alias);
     const api::AdapterInfo* find(const std::string& name_or_alias) const;
     void record(std::string call);

@@ -14,7 +14,7 @@ using loradesk::ui::AdapterTableModel;
 
 class TestAdapterModels : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void displaysEveryColumn();
     void mergesSnapshotsByName();
     void sortsNumerically();
@@ -101,14 +101,26 @@ void TestAdapterModels::filters_data() {
     QTest::addColumn<bool>("pinnedOnly");
     QTest::addColumn<QStringList>("expected");
     const QString qwen = "Qwen/Qwen3-0.6B";
-    QTest::newRow("all") << "" << "" << "" << false << QStringList{"bofh", "de", "es", "it", "llama-sql"};
-    QTest::newRow("name substring") << "S" << "" << "" << false << QStringList{"es", "llama-sql"};
-    QTest::newRow("alias matches") << "germ" << "" << "" << false << QStringList{"de"};
+    QTest::newRow("all") << ""
+                         << ""
+                         << "" << false << QStringList{"bofh", "de", "es", "it", "llama-sql"};
+    QTest::newRow("name substring") << "S"
+                                    << ""
+                                    << "" << false << QStringList{"es", "llama-sql"};
+    QTest::newRow("alias matches") << "germ"
+                                   << ""
+                                   << "" << false << QStringList{"de"};
     QTest::newRow("base model") << "" << qwen << "" << false << QStringList{"bofh", "de", "es", "it"};
-    QTest::newRow("tier gpu") << "" << "" << "GPU" << false << QStringList{"bofh", "de"};
+    QTest::newRow("tier gpu") << ""
+                              << ""
+                              << "GPU" << false << QStringList{"bofh", "de"};
     QTest::newRow("tier disk + base") << "" << qwen << "disk" << false << QStringList{"it"};
-    QTest::newRow("pinned") << "" << "" << "" << true << QStringList{"de"};
-    QTest::newRow("nothing") << "zzz" << "" << "" << false << QStringList{};
+    QTest::newRow("pinned") << ""
+                            << ""
+                            << "" << true << QStringList{"de"};
+    QTest::newRow("nothing") << "zzz"
+                             << ""
+                             << "" << false << QStringList{};
 }
 
 void TestAdapterModels::filters() {

@@ -3,7 +3,6 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
-
 #include <thread>
 
 #include "ui/single_instance.h"
@@ -12,7 +11,7 @@ using loradesk::ui::SingleInstance;
 
 class TestSingleInstance : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void secondLaunchRaisesFirst();
     void releasedLockCanBeClaimed();
 };

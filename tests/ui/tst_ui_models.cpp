@@ -4,7 +4,6 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
-
 #include <thread>
 
 #include "scripted_engine.h"
@@ -22,7 +21,7 @@ using namespace loradesk::ui;
 
 class TestUiModels : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void logModelDropsOldestLines();
     void logFilter_data();
     void logFilter();
@@ -213,14 +212,16 @@ void TestUiModels::snippets_data() {
     QTest::addColumn<QString>("key");
     QTest::addColumn<QStringList>("mustContain");
     QTest::newRow("curl with key") << int(SnippetKind::Curl) << "sk-1"
-        << QStringList{"curl http://127.0.0.1:9000/v1/chat/completions", "Bearer sk-1", "\"model\": \"de\""};
+                                   << QStringList{"curl http://127.0.0.1:9000/v1/chat/completions", "Bearer sk-1",
+                                                  "\"model\": \"de\""};
     QTest::newRow("curl without key") << int(SnippetKind::Curl) << "" << QStringList{"\"stream\": true"};
     QTest::newRow("python") << int(SnippetKind::Python) << ""
-        << QStringList{"OpenAI(base_url=\"http://127.0.0.1:9000/v1\", api_key=\"not-needed\")", "model=\"de\""};
+                            << QStringList{"OpenAI(base_url=\"http://127.0.0.1:9000/v1\", api_key=\"not-needed\")",
+                                           "model=\"de\""};
     QTest::newRow("javascript") << int(SnippetKind::JavaScript) << "k"
-        << QStringList{"baseURL: \"http://127.0.0.1:9000/v1\"", "apiKey: \"k\"", "for await"};
+                                << QStringList{"baseURL: \"http://127.0.0.1:9000/v1\"", "apiKey: \"k\"", "for await"};
     QTest::newRow("continue") << int(SnippetKind::Continue) << "k"
-        << QStringList{"provider: openai", "apiBase: http://127.0.0.1:9000/v1", "model: de"};
+                              << QStringList{"provider: openai", "apiBase: http://127.0.0.1:9000/v1", "model: de"};
     QTest::newRow("cline") << int(SnippetKind::Cline) << "" << QStringList{"OpenAI Compatible", "Model ID:  de"};
 }
 

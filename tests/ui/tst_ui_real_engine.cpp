@@ -5,8 +5,8 @@
 #include <QDoubleSpinBox>
 #include <QLabel>
 #include <QPushButton>
-#include <QSpinBox>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -26,7 +26,7 @@ using namespace loradesk::ui;
 
 class TestUiRealEngine : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void initTestCase();
     void cleanupTestCase();
     void adaptersListTheDemoKit();
@@ -34,7 +34,7 @@ private slots:
     void playgroundStreamsFromAnAdapter();
     void detailLoadsFromTheEngine();
 
-private:
+  private:
     QTemporaryDir m_data;
     EngineHost* m_host = nullptr;
     MainWindow* m_window = nullptr;

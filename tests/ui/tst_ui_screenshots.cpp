@@ -23,7 +23,7 @@ using namespace loradesk::ui;
 
 class TestUiScreenshots : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void everyView();
 };
 
@@ -49,8 +49,10 @@ void TestUiScreenshots::everyView() {
     }
     window.logModel()->append(log::Level::info, "model Qwen3-0.6B loaded on cpu (596 M parameters, 1.2 GiB)");
     window.logModel()->append(log::Level::info, "adapter de loaded into slot 0 (8.0 MiB, 3.1 ms)");
-    window.logModel()->append(log::Level::warn, "adapter llama-sql targets q_proj with in_features 2048 but the base model has 1024");
-    window.logModel()->append(log::Level::info, "request req-7 (es): 14 prompt tokens, 9 cached, 32 generated, TTFT 12 ms");
+    window.logModel()->append(log::Level::warn,
+                              "adapter llama-sql targets q_proj with in_features 2048 but the base model has 1024");
+    window.logModel()->append(log::Level::info,
+                              "request req-7 (es): 14 prompt tokens, 9 cached, 32 generated, TTFT 12 ms");
 
     PlaygroundPage* playground = window.playground();
     playground->setCompare(true);

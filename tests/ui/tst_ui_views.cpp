@@ -7,13 +7,12 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
-#include <QSpinBox>
-#include <QTableWidget>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTest>
-
 #include <algorithm>
 
 #include "fake_server_control.h"
@@ -40,7 +39,7 @@ using namespace loradesk::ui;
 
 class TestUiViews : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void init();
     void cleanup();
     void adaptersFilterByTyping();
@@ -55,7 +54,7 @@ private slots:
     void detailShowsHistoryCharts();
     void settingsSaveTheForm();
 
-private:
+  private:
     bool hasCall(const std::string& call) const {
         const auto calls = m_engine->calls();
         return std::find(calls.begin(), calls.end(), call) != calls.end();

@@ -36,8 +36,7 @@ void AdapterFilterModel::setPinnedOnly(bool pinnedOnly) {
 
 bool AdapterFilterModel::filterAcceptsRow(int sourceRow, const QModelIndex& sourceParent) const {
     const QModelIndex idx = sourceModel()->index(sourceRow, AdapterTableModel::Name, sourceParent);
-    if (!m_name.isEmpty() && !idx.data(Qt::DisplayRole).toString().contains(m_name, Qt::CaseInsensitive))
-        return false;
+    if (!m_name.isEmpty() && !idx.data(Qt::DisplayRole).toString().contains(m_name, Qt::CaseInsensitive)) return false;
     if (!m_baseModel.isEmpty() && idx.data(AdapterTableModel::BaseModelRole).toString() != m_baseModel) return false;
     if (!m_tier.isEmpty() && idx.data(AdapterTableModel::TierRole).toString() != m_tier) return false;
     if (m_pinnedOnly && !idx.data(AdapterTableModel::PinnedRole).toBool()) return false;

@@ -9,7 +9,7 @@ namespace loradesk::ui {
 
 class AdapterFilterModel : public QSortFilterProxyModel {
     Q_OBJECT
-public:
+  public:
     explicit AdapterFilterModel(QObject* parent = nullptr);
 
     void setNameFilter(const QString& text);
@@ -19,10 +19,10 @@ public:
 
     QString nameFilter() const { return m_name; }
 
-protected:
+  protected:
     bool filterAcceptsRow(int sourceRow, const QModelIndex& sourceParent) const override;
 
-private:
+  private:
     QString m_name;
     QString m_baseModel;
     QString m_tier;

@@ -2,7 +2,6 @@
 #include "ui/models/adapter_history_model.h"
 
 #include <QDateTime>
-
 #include <algorithm>
 
 namespace loradesk::ui {
@@ -17,13 +16,20 @@ int AdapterHistoryModel::columnCount(const QModelIndex& parent) const { return p
 QVariant AdapterHistoryModel::headerData(int section, Qt::Orientation orientation, int role) const {
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
     switch (section) {
-        case Minute: return tr("Minute");
-        case Requests: return tr("Requests/min");
-        case TokensPerSecond: return tr("Tokens/s");
-        case TtftP50: return tr("TTFT p50 (ms)");
-        case TtftP95: return tr("TTFT p95 (ms)");
-        case Errors: return tr("Errors");
-        default: return {};
+        case Minute:
+            return tr("Minute");
+        case Requests:
+            return tr("Requests/min");
+        case TokensPerSecond:
+            return tr("Tokens/s");
+        case TtftP50:
+            return tr("TTFT p50 (ms)");
+        case TtftP95:
+            return tr("TTFT p95 (ms)");
+        case Errors:
+            return tr("Errors");
+        default:
+            return {};
     }
 }
 
@@ -31,13 +37,20 @@ double AdapterHistoryModel::value(int row, Column column) const {
     if (row < 0 || row >= int(m_points.size())) return 0;
     const api::StatsPoint& p = m_points[size_t(row)];
     switch (column) {
-        case Minute: return double(p.minute_unix);
-        case Requests: return double(p.requests);
-        case TokensPerSecond: return double(p.completion_tokens) / 60.0;
-        case TtftP50: return p.ttft_p50_ms;
-        case TtftP95: return p.ttft_p95_ms;
-        case Errors: return double(p.errors);
-        default: return 0;
+        case Minute:
+            return double(p.minute_unix);
+        case Requests:
+            return double(p.requests);
+        case TokensPerSecond:
+            return double(p.completion_tokens) / 60.0;
+        case TtftP50:
+            return p.ttft_p50_ms;
+        case TtftP95:
+            return p.ttft_p95_ms;
+        case Errors:
+            return double(p.errors);
+        default:
+            return 0;
     }
 }
 

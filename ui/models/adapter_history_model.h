@@ -3,7 +3,6 @@
 #pragma once
 
 #include <QAbstractTableModel>
-
 #include <vector>
 
 #include "api/engine.h"
@@ -12,7 +11,7 @@ namespace loradesk::ui {
 
 class AdapterHistoryModel : public QAbstractTableModel {
     Q_OBJECT
-public:
+  public:
     enum Column { Minute, Requests, TokensPerSecond, TtftP50, TtftP95, Errors, ColumnCount };
     enum Role { ValueRole = Qt::UserRole + 1 };  // the raw number (minute as unix seconds)
 
@@ -26,7 +25,7 @@ public:
     void setPoints(std::vector<api::StatsPoint> points);  // sorted by minute here
     double value(int row, Column column) const;
 
-private:
+  private:
     std::vector<api::StatsPoint> m_points;
 };
 

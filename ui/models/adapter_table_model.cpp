@@ -4,7 +4,6 @@
 #include <QBrush>
 #include <QColor>
 #include <QDateTime>
-
 #include <algorithm>
 #include <set>
 
@@ -36,26 +35,35 @@ int tierOrder(const std::string& tier) {
 
 AdapterTableModel::AdapterTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-int AdapterTableModel::rowCount(const QModelIndex& parent) const {
-    return parent.isValid() ? 0 : int(m_rows.size());
-}
+int AdapterTableModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(m_rows.size()); }
 
 int AdapterTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant AdapterTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
     switch (section) {
-        case Name: return tr("Name");
-        case Rank: return tr("Rank");
-        case Alpha: return tr("Alpha");
-        case Targets: return tr("Targets");
-        case Size: return tr("Size");
-        case Tier: return tr("Tier");
-        case Pinned: return tr("Pinned");
-        case Requests: return tr("Requests");
-        case Tokens: return tr("Tokens");
-        case LastUsed: return tr("Last used");
-        default: return {};
+        case Name:
+            return tr("Name");
+        case Rank:
+            return tr("Rank");
+        case Alpha:
+            return tr("Alpha");
+        case Targets:
+            return tr("Targets");
+        case Size:
+            return tr("Size");
+        case Tier:
+            return tr("Tier");
+        case Pinned:
+            return tr("Pinned");
+        case Requests:
+            return tr("Requests");
+        case Tokens:
+            return tr("Tokens");
+        case LastUsed:
+            return tr("Last used");
+        default:
+            return {};
     }
 }
 
@@ -72,38 +80,58 @@ QHash<int, QByteArray> AdapterTableModel::roleNames() const {
 
 QVariant AdapterTableModel::display(const api::AdapterInfo& a, int column) const {
     switch (column) {
-        case Name: return a.aliases.empty() ? qs(a.name) : tr("%1 (%2)").arg(qs(a.name), qs(a.aliases.front()));
-        case Rank: return a.rank;
-        case Alpha: return QString::number(double(a.alpha), 'g', 4) + (a.rslora ? tr(" rs") : QString());
+        case Name:
+            return a.aliases.empty() ? qs(a.name) : tr("%1 (%2)").arg(qs(a.name), qs(a.aliases.front()));
+        case Rank:
+            return a.rank;
+        case Alpha:
+            return QString::number(double(a.alpha), 'g', 4) + (a.rslora ? tr(" rs") : QString());
         case Targets: {
             QStringList t;
             for (const auto& s : a.targets) t << qs(s);
             return t.join(QStringLiteral(", "));
         }
-        case Size: return formatBytes(a.size_bytes);
-        case Tier: return qs(a.tier).toUpper();
-        case Pinned: return a.pinned ? tr("pinned") : QString();
-        case Requests: return formatCount(a.requests_total);
-        case Tokens: return formatCount(a.generated_tokens_total);
+        case Size:
+            return formatBytes(a.size_bytes);
+        case Tier:
+            return qs(a.tier).toUpper();
+        case Pinned:
+            return a.pinned ? tr("pinned") : QString();
+        case Requests:
+            return formatCount(a.requests_total);
+        case Tokens:
+            return formatCount(a.generated_tokens_total);
         case LastUsed:
             return formatAgo(a.last_used_unix, m_nowUnix ? m_nowUnix : QDateTime::currentSecsSinceEpoch());
-        default: return {};
+        default:
+            return {};
     }
 }
 
 QVariant AdapterTableModel::sortValue(const api::AdapterInfo& a, int column) const {
     switch (column) {
-        case Name: return qs(a.name).toLower();
-        case Rank: return a.rank;
-        case Alpha: return double(a.alpha);
-        case Targets: return int(a.targets.size());
-        case Size: return qulonglong(a.size_bytes);
-        case Tier: return tierOrder(a.tier);
-        case Pinned: return a.pinned ? 1 : 0;
-        case Requests: return qulonglong(a.requests_total);
-        case Tokens: return qulonglong(a.generated_tokens_total);
-        case LastUsed: return qlonglong(a.last_used_unix);
-        default: return {};
+        case Name:
+            return qs(a.name).toLower();
+        case Rank:
+            return a.rank;
+        case Alpha:
+            return double(a.alpha);
+        case Targets:
+            return int(a.targets.size());
+        case Size:
+            return qulonglong(a.size_bytes);
+        case Tier:
+            return tierOrder(a.tier);
+        case Pinned:
+            return a.pinned ? 1 : 0;
+        case Requests:
+            return qulonglong(a.requests_total);
+        case Tokens:
+            return qulonglong(a.generated_tokens_total);
+        case LastUsed:
+            return qlonglong(a.last_used_unix);
+        default:
+            return {};
     }
 }
 
@@ -111,13 +139,20 @@ QVariant AdapterTableModel::data(const QModelIndex& index, int role) const {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
     const api::AdapterInfo& a = m_rows[size_t(index.row())];
     switch (role) {
-        case Qt::DisplayRole: return display(a, index.column());
-        case SortRole: return sortValue(a, index.column());
-        case NameRole: return qs(a.name);
-        case BaseModelRole: return qs(a.base_model);
-        case TierRole: return qs(a.tier);
-        case PinnedRole: return a.pinned;
-        case CompatibleRole: return a.compatible;
+        case Qt::DisplayRole:
+            return display(a, index.column());
+        case SortRole:
+            return sortValue(a, index.column());
+        case NameRole:
+            return qs(a.name);
+        case BaseModelRole:
+            return qs(a.base_model);
+        case TierRole:
+            return qs(a.tier);
+        case PinnedRole:
+            return a.pinned;
+        case CompatibleRole:
+            return a.compatible;
         case Qt::ToolTipRole:
             if (!a.compatible) return tr("Does not fit the base model: %1").arg(qs(a.incompatibility));
             if (index.column() == Tokens)
@@ -132,7 +167,8 @@ QVariant AdapterTableModel::data(const QModelIndex& index, int role) const {
         case Qt::TextAlignmentRole:
             if (index.column() == Name || index.column() == Targets) return {};
             return QVariant(Qt::AlignRight | Qt::AlignVCenter);
-        default: return {};
+        default:
+            return {};
     }
 }
 

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <QAbstractTableModel>
-
 #include <vector>
 
 #include "api/engine.h"
@@ -13,7 +12,7 @@ namespace loradesk::ui {
 
 class AdapterTableModel : public QAbstractTableModel {
     Q_OBJECT
-public:
+  public:
     enum Column { Name, Rank, Alpha, Targets, Size, Tier, Pinned, Requests, Tokens, LastUsed, ColumnCount };
     enum Role {
         SortRole = Qt::UserRole + 1,  // raw value for sorting (numbers as numbers)
@@ -40,7 +39,7 @@ public:
     int rowOf(const QString& name) const;  // -1 when unknown
     QStringList baseModels() const;        // distinct, sorted; for the filter combo
 
-private:
+  private:
     QVariant display(const api::AdapterInfo& a, int column) const;
     QVariant sortValue(const api::AdapterInfo& a, int column) const;
 

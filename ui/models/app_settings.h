@@ -11,8 +11,8 @@
 namespace loradesk::ui {
 
 struct AppSettings {
-    QString modelDir;             // empty = the demo kit
-    QStringList adapterFolders;   // imported folders, scanned at start
+    QString modelDir;            // empty = the demo kit
+    QStringList adapterFolders;  // imported folders, scanned at start
     QString device = QStringLiteral("auto");
     int maxLoras = 4;
     int maxLorasCpu = 32;

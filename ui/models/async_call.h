@@ -8,7 +8,6 @@
 #include <QMetaObject>
 #include <QPointer>
 #include <QThreadPool>
-
 #include <functional>
 #include <utility>
 

@@ -22,18 +22,24 @@ QVariant ChatModel::data(const QModelIndex& index, int role) const {
     const Turn& t = m_turns[size_t(index.row())];
     switch (role) {
         case Qt::DisplayRole: {
-            QString out = (t.role == QLatin1String("user") ? tr("You") : tr("Assistant")) + QStringLiteral(": ") +
-                          t.content;
+            QString out =
+                (t.role == QLatin1String("user") ? tr("You") : tr("Assistant")) + QStringLiteral(": ") + t.content;
             if (t.streaming) out += QStringLiteral(" ▍");
             if (!t.summary.isEmpty()) out += QStringLiteral("\n") + t.summary;
             return out;
         }
-        case RoleRole: return t.role;
-        case ContentRole: return t.content;
-        case SummaryRole: return t.summary;
-        case StreamingRole: return t.streaming;
-        case FailedRole: return t.failed;
-        default: return {};
+        case RoleRole:
+            return t.role;
+        case ContentRole:
+            return t.content;
+        case SummaryRole:
+            return t.summary;
+        case StreamingRole:
+            return t.streaming;
+        case FailedRole:
+            return t.failed;
+        default:
+            return {};
     }
 }
 

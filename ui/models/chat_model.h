@@ -4,16 +4,14 @@
 #pragma once
 
 #include <QAbstractListModel>
-
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 namespace loradesk::ui {
 
 class ChatModel : public QAbstractListModel {
     Q_OBJECT
-public:
+  public:
     enum Role { RoleRole = Qt::UserRole + 1, ContentRole, SummaryRole, StreamingRole, FailedRole };
 
     explicit ChatModel(QObject* parent = nullptr);
@@ -35,7 +33,7 @@ public:
     // System prompt (if any), then finished user/assistant turns; failed turns are left out.
     nlohmann::ordered_json messagesJson() const;
 
-private:
+  private:
     struct Turn {
         QString role;  // user | assistant
         QString content;

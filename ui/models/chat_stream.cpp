@@ -11,9 +11,12 @@ namespace {
 
 QString finishName(api::FinishReason r) {
     switch (r) {
-        case api::FinishReason::stop: return QStringLiteral("stop");
-        case api::FinishReason::length: return QStringLiteral("length");
-        case api::FinishReason::cancelled: return QStringLiteral("cancelled");
+        case api::FinishReason::stop:
+            return QStringLiteral("stop");
+        case api::FinishReason::length:
+            return QStringLiteral("length");
+        case api::FinishReason::cancelled:
+            return QStringLiteral("cancelled");
     }
     return QStringLiteral("stop");
 }
@@ -95,8 +98,12 @@ void ChatStream::run(std::shared_ptr<api::Engine> engine, api::GenerateRequest r
             const QString chunk = QString::fromStdString(t->text);
             post([this, chunk] { emit text(chunk); });
         } else if (auto* f = std::get_if<api::FinishEvent>(&*event)) {
-            ChatResult r{finishName(f->reason), f->usage.prompt_tokens, f->usage.cached_tokens,
-                         f->usage.completion_tokens, f->ttft_ms, f->latency_ms};
+            ChatResult r{finishName(f->reason),
+                         f->usage.prompt_tokens,
+                         f->usage.cached_tokens,
+                         f->usage.completion_tokens,
+                         f->ttft_ms,
+                         f->latency_ms};
             post([this, r] {
                 m_busy = false;
                 emit finished(r);

@@ -5,7 +5,6 @@
 
 #include <QObject>
 #include <QString>
-
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -26,7 +25,7 @@ struct ChatResult {
 
 class ChatStream : public QObject {
     Q_OBJECT
-public:
+  public:
     explicit ChatStream(QObject* parent = nullptr);
     ~ChatStream() override;
 
@@ -35,13 +34,13 @@ public:
     void cancel();
     bool busy() const { return m_busy; }
 
-signals:
+  signals:
     void submitted(const QString& adapter, const QString& tier, int promptTokens);
     void text(const QString& chunk);
     void finished(const loradesk::ui::ChatResult& result);
     void failed(const QString& message);
 
-private:
+  private:
     void run(std::shared_ptr<api::Engine> engine, api::GenerateRequest request);
     void post(std::function<void()> fn);
     void join();

@@ -6,7 +6,6 @@
 #include <QElapsedTimer>
 #include <QObject>
 #include <QTimer>
-
 #include <memory>
 #include <vector>
 
@@ -23,7 +22,7 @@ struct EngineSnapshot {
 
 class EnginePoller : public QObject {
     Q_OBJECT
-public:
+  public:
     explicit EnginePoller(QObject* parent = nullptr);
 
     // Starts polling `engine` (nullptr stops). The poller keeps the engine alive while a poll runs.
@@ -33,10 +32,10 @@ public:
     const EngineSnapshot& last() const { return m_last; }
     bool hasSnapshot() const { return m_hasSnapshot; }
 
-signals:
+  signals:
     void updated();
 
-private:
+  private:
     std::shared_ptr<api::Engine> m_engine;
     QTimer m_timer;
     QElapsedTimer m_clock;

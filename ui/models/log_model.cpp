@@ -5,7 +5,6 @@
 #include <QColor>
 #include <QMetaObject>
 
-
 namespace loradesk::ui {
 
 LogModel::LogModel(int capacity, QObject* parent) : QAbstractListModel(parent), m_capacity(std::max(1, capacity)) {}
@@ -27,17 +26,22 @@ QVariant LogModel::data(const QModelIndex& index, int role) const {
         case Qt::DisplayRole:
             return QStringLiteral("%1 [%2] %3")
                 .arg(line.time.toString(QStringLiteral("hh:mm:ss.zzz")),
-                     QString::fromUtf8(log::level_name(line.level).data(), qsizetype(log::level_name(line.level).size())),
+                     QString::fromUtf8(log::level_name(line.level).data(),
+                                       qsizetype(log::level_name(line.level).size())),
                      line.message);
-        case LevelRole: return int(line.level);
-        case MessageRole: return line.message;
-        case TimeRole: return line.time;
+        case LevelRole:
+            return int(line.level);
+        case MessageRole:
+            return line.message;
+        case TimeRole:
+            return line.time;
         case Qt::ForegroundRole:
             if (line.level >= log::Level::error) return QBrush(QColor(0xc0, 0x20, 0x20));
             if (line.level == log::Level::warn) return QBrush(QColor(0xa0, 0x60, 0x00));
             if (line.level <= log::Level::debug) return QBrush(QColor(0x80, 0x80, 0x80));
             return {};
-        default: return {};
+        default:
+            return {};
     }
 }
 

@@ -7,7 +7,6 @@
 #include <QDateTime>
 #include <QPointer>
 #include <QSortFilterProxyModel>
-
 #include <deque>
 
 #include "core/log.h"
@@ -22,7 +21,7 @@ struct LogLine {
 
 class LogModel : public QAbstractListModel {
     Q_OBJECT
-public:
+  public:
     enum Role { LevelRole = Qt::UserRole + 1, MessageRole, TimeRole };
 
     explicit LogModel(int capacity = 5000, QObject* parent = nullptr);
@@ -36,7 +35,7 @@ public:
     int capacity() const { return m_capacity; }
     QString plainText() const;  // for "copy all"
 
-private:
+  private:
     std::deque<LogLine> m_lines;
     int m_capacity;
 };
@@ -44,26 +43,26 @@ private:
 // Registers a core/log.h sink for its lifetime and appends every message to `model` on the model's thread.
 class LogSink : public QObject {
     Q_OBJECT
-public:
+  public:
     explicit LogSink(LogModel* model);
     ~LogSink() override;
 
-private:
+  private:
     int m_sinkId = -1;
 };
 
 class LogFilterModel : public QSortFilterProxyModel {
     Q_OBJECT
-public:
+  public:
     explicit LogFilterModel(QObject* parent = nullptr);
     void setMinimumLevel(log::Level level);
     void setText(const QString& text);
     log::Level minimumLevel() const { return m_minimum; }
 
-protected:
+  protected:
     bool filterAcceptsRow(int sourceRow, const QModelIndex& sourceParent) const override;
 
-private:
+  private:
     log::Level m_minimum = log::Level::trace;
     QString m_text;
 };

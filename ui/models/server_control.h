@@ -16,10 +16,10 @@ struct ServerConfig {
 };
 
 class ServerControl {
-public:
+  public:
     virtual ~ServerControl() = default;
     virtual Status start(const ServerConfig& config) = 0;  // conflict when the port is taken
-    virtual void stop() = 0;                                // idempotent
+    virtual void stop() = 0;                               // idempotent
     virtual bool running() const = 0;
     virtual int port() const = 0;  // bound port while running
 };

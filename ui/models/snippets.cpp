@@ -6,10 +6,13 @@ namespace loradesk::ui {
 
 namespace {
 
-QString keyOrPlaceholder(const SnippetTarget& t) { return t.apiKey.isEmpty() ? QStringLiteral("not-needed") : t.apiKey; }
+QString keyOrPlaceholder(const SnippetTarget& t) {
+    return t.apiKey.isEmpty() ? QStringLiteral("not-needed") : t.apiKey;
+}
 
 QString curl(const SnippetTarget& t) {
-    QString auth = t.apiKey.isEmpty() ? QString() : QStringLiteral("  -H \"Authorization: Bearer %1\" \\\n").arg(t.apiKey);
+    QString auth =
+        t.apiKey.isEmpty() ? QString() : QStringLiteral("  -H \"Authorization: Bearer %1\" \\\n").arg(t.apiKey);
     return QStringLiteral(
                "curl %1/chat/completions \\\n"
                "  -H \"Content-Type: application/json\" \\\n"
@@ -74,22 +77,32 @@ QString cline(const SnippetTarget& t) {
 
 QString snippet(SnippetKind kind, const SnippetTarget& target) {
     switch (kind) {
-        case SnippetKind::Curl: return curl(target);
-        case SnippetKind::Python: return python(target);
-        case SnippetKind::JavaScript: return javascript(target);
-        case SnippetKind::Continue: return continueConfig(target);
-        case SnippetKind::Cline: return cline(target);
+        case SnippetKind::Curl:
+            return curl(target);
+        case SnippetKind::Python:
+            return python(target);
+        case SnippetKind::JavaScript:
+            return javascript(target);
+        case SnippetKind::Continue:
+            return continueConfig(target);
+        case SnippetKind::Cline:
+            return cline(target);
     }
     return {};
 }
 
 QString snippetTitle(SnippetKind kind) {
     switch (kind) {
-        case SnippetKind::Curl: return QStringLiteral("curl");
-        case SnippetKind::Python: return QStringLiteral("Python (openai)");
-        case SnippetKind::JavaScript: return QStringLiteral("JavaScript (openai)");
-        case SnippetKind::Continue: return QStringLiteral("Continue");
-        case SnippetKind::Cline: return QStringLiteral("Cline");
+        case SnippetKind::Curl:
+            return QStringLiteral("curl");
+        case SnippetKind::Python:
+            return QStringLiteral("Python (openai)");
+        case SnippetKind::JavaScript:
+            return QStringLiteral("JavaScript (openai)");
+        case SnippetKind::Continue:
+            return QStringLiteral("Continue");
+        case SnippetKind::Cline:
+            return QStringLiteral("Cline");
     }
     return {};
 }

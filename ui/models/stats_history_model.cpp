@@ -12,13 +12,20 @@ int StatsHistoryModel::columnCount(const QModelIndex& parent) const { return par
 QVariant StatsHistoryModel::headerData(int section, Qt::Orientation orientation, int role) const {
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
     switch (section) {
-        case Seconds: return tr("Time (s)");
-        case TokensPerSecond: return tr("Tokens/s");
-        case Running: return tr("Running");
-        case Waiting: return tr("Waiting");
-        case KvUsedPercent: return tr("KV used %");
-        case PrefixHitPercent: return tr("Prefix hit %");
-        default: return {};
+        case Seconds:
+            return tr("Time (s)");
+        case TokensPerSecond:
+            return tr("Tokens/s");
+        case Running:
+            return tr("Running");
+        case Waiting:
+            return tr("Waiting");
+        case KvUsedPercent:
+            return tr("KV used %");
+        case PrefixHitPercent:
+            return tr("Prefix hit %");
+        default:
+            return {};
     }
 }
 

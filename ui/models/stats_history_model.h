@@ -4,7 +4,6 @@
 #pragma once
 
 #include <QAbstractTableModel>
-
 #include <deque>
 
 #include "ui/models/engine_poller.h"
@@ -13,7 +12,7 @@ namespace loradesk::ui {
 
 class StatsHistoryModel : public QAbstractTableModel {
     Q_OBJECT
-public:
+  public:
     enum Column { Seconds, TokensPerSecond, Running, Waiting, KvUsedPercent, PrefixHitPercent, ColumnCount };
 
     explicit StatsHistoryModel(int capacity = 300, QObject* parent = nullptr);
@@ -30,7 +29,7 @@ public:
     static double prefixHitPercent(const api::EngineStats& stats);
     static double kvUsedPercent(const api::EngineStats& stats);
 
-private:
+  private:
     struct Row {
         double values[ColumnCount];
     };
