@@ -32,26 +32,6 @@ runtime::SamplingParams sampling_from_args(const cli::Args& args) {
     return p;
 }
 
-// Stop ids: config.json eos ∪ generation_config.json eos.
-std::set<int> eos_ids(const std::string& model_dir, const model::ModelConfig& c) {
-    std::set<int> out(c.eos_token_ids.begin(), c.eos_token_ids.end());
-    const auto path = std::filesystem::path(model_dir) / "generation_config.json";
-    if (!std::filesystem::exists(path)) return out;
-    try {
-        nlohmann::json g = nlohmann::json::parse(read_text_file(path.string()));
-        if (g.contains("eos_token_id")) {
-            const auto& e = g["eos_token_id"];
-            if (e.is_number_integer()) out.insert(e.get<int>());
-            if (e.is_array())
-                for (const auto& v : e)
-                    if (v.is_number_integer()) out.insert(v.get<int>());
-        }
-    } catch (const nlohmann::json::exception& e) {
-        throw_expected(ErrorCode::corrupt_file, path.string() + " is not valid JSON: " + e.what());
-    }
-    return out;
-}
-
 int run_single(const cli::Args& args) {
     if (args.has("requests-file")) return cli::run_generate_requests(args);
     const std::string model_dir = args.require("model");
@@ -68,7 +48,10 @@ int run_single(const cli::Args& args) {
             throw_expected(ErrorCode::invalid_argument, "--prompt-ids: token " + std::to_string(id) + " is outside the vocabulary");
     runtime::SamplingParams params = sampling_from_args(args);
     params.validate(c.vocab_size);
-    const std::set<int> stop = args.flag("ignore-eos") ? std::set<int>{} : eos_ids(model_dir, c);
+    const std::set<int> stop = args.flag("ignore-eos") ? std::set<int>{} : [&] {
+        auto ids = model::load_eos_token_ids(model_dir, c);
+        return std::set<int>(ids.begin(), ids.end());
+    }();
 
     const auto adapters = args.all("adapter");
     if (adapters.size() > 1)

@@ -32,28 +32,10 @@ uint64_t count_parameters(const model::ModelConfig& c) {
 
 // EOS ids: config.json ∪ generation_config.json ∪ the tokenizer's eos_token (as vLLM/transformers).
 std::vector<int32_t> collect_eos(const model::ModelConfig& c, const std::string& dir, const tokenizer::Tokenizer& tok) {
-    std::set<int32_t> ids(c.eos_token_ids.begin(), c.eos_token_ids.end());
-    fs::path gen = fs::path(dir) / "generation_config.json";
-    std::error_code ec;
-    if (fs::exists(gen, ec)) {
-        try {
-            auto j = nlohmann::json::parse(read_text_file(gen.string()));
-            auto add = [&](const nlohmann::json& v) {
-                if (v.is_number_integer()) ids.insert(v.get<int32_t>());
-            };
-            if (j.contains("eos_token_id")) {
-                if (j["eos_token_id"].is_array()) {
-                    for (auto& v : j["eos_token_id"]) add(v);
-                } else {
-                    add(j["eos_token_id"]);
-                }
-            }
-        } catch (const std::exception& e) {
-            log::warn("ignoring unreadable {}: {}", gen.string(), e.what());
-        }
-    }
-    if (auto id = tok.eos_token_id()) ids.insert(*id);
-    return {ids.begin(), ids.end()};
+    auto ids = model::load_eos_token_ids(dir, c);
+    std::set<int32_t> all(ids.begin(), ids.end());
+    if (auto id = tok.eos_token_id()) all.insert(*id);
+    return {all.begin(), all.end()};
 }
 
 std::vector<std::pair<std::string, std::string>> configured_adapters(const EngineOptions& o) {

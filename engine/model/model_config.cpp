@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -303,6 +304,27 @@ json model_config_to_json(const ModelConfig& c) {
     j["use_cache"] = true;
     j["vocab_size"] = c.vocab_size;
     return j;
+}
+
+std::vector<int> load_eos_token_ids(const std::string& model_dir, const ModelConfig& c) {
+    std::set<int> out(c.eos_token_ids.begin(), c.eos_token_ids.end());
+    const auto path = std::filesystem::path(model_dir) / "generation_config.json";
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return {out.begin(), out.end()};
+    nlohmann::json g;
+    try {
+        g = nlohmann::json::parse(read_text_file(path.string()));
+    } catch (const nlohmann::json::exception& e) {
+        throw_expected(ErrorCode::corrupt_file, path.string() + " is not valid JSON: " + e.what());
+    }
+    if (g.is_object() && g.contains("eos_token_id")) {
+        const auto& e = g["eos_token_id"];
+        if (e.is_number_integer()) out.insert(e.get<int>());
+        if (e.is_array())
+            for (const auto& v : e)
+                if (v.is_number_integer()) out.insert(v.get<int>());
+    }
+    return {out.begin(), out.end()};
 }
 
 }  // namespace loradesk::model
