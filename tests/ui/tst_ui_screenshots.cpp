@@ -1,20 +1,25 @@
-// Screenshot run: puts every view of the main window into a representative state (scripted engine) and
-// saves a PNG of each with QWidget::grab(). CTest writes them into the build tree and checks they are
-// real images; `LORADESK_SCREENSHOT_DIR=docs/screenshots ./tst_ui_screenshots` refreshes the README's.
+// Screenshot run: the main window over the real engine (CPU runner, demo kit: a small trained Qwen3 and
+// its de/es/it/bofh adapters) after some real traffic, every view in a representative state, a PNG of
+// each saved with QWidget::grab(). CTest writes them into the build tree and checks they are real
+// images; `LORADESK_SCREENSHOT_DIR=docs/screenshots ./tst_ui_screenshots` refreshes the README's.
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QImage>
-#include <QPlainTextEdit>
 #include <QSignalSpy>
+#include <QSpinBox>
+#include <QTemporaryDir>
 #include <QTest>
 
+#include <thread>
+
+#include "demo_kit.h"
 #include "fake_server_control.h"
-#include "scripted_engine.h"
 #include "ui/adapter_detail_page.h"
 #include "ui/adapters_page.h"
 #include "ui/chat_panel.h"
+#include "ui/engine_host.h"
 #include "ui/main_window.h"
 #include "ui/models/engine_poller.h"
-#include "ui/models/log_model.h"
 #include "ui/playground_page.h"
 #include "ui/server_page.h"
 
@@ -27,58 +32,96 @@ class TestUiScreenshots : public QObject {
     void everyView();
 };
 
+namespace {
+
+// Real requests through the facade, drained on a worker thread, so statistics and charts have data.
+void sendTraffic(api::Engine& engine, const std::vector<std::string>& models) {
+    std::vector<std::thread> workers;
+    for (const auto& model : models) {
+        workers.emplace_back([&engine, model] {
+            api::GenerateRequest r;
+            r.model = model;
+            r.messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", "Tell me something."}}});
+            r.sampling.temperature = 0.7f;
+            r.sampling.seed = 7;
+            r.stop.max_tokens = 24;
+            auto s = engine.submit(r);
+            if (!s.ok()) return;
+            for (;;) {
+                auto ev = s.value()->next(std::chrono::milliseconds(1000));
+                if (ev && !std::holds_alternative<api::TokenEvent>(*ev)) return;
+            }
+        });
+    }
+    for (auto& w : workers) w.join();
+}
+
+}  // namespace
+
 void TestUiScreenshots::everyView() {
+    const auto kit = cli::find_demo_kit();
+    if (!kit) QSKIP("the demo kit (resources/demo) is not available");
     const QString dir = qEnvironmentVariableIsSet("LORADESK_SCREENSHOT_DIR")
                             ? qEnvironmentVariable("LORADESK_SCREENSHOT_DIR")
                             : QStringLiteral(LORADESK_BINARY_DIR "/screenshots");
     QVERIFY(QDir().mkpath(dir));
-    auto engine = std::make_shared<testing::ScriptedEngine>();
+    QTemporaryDir data;
+    api::EngineOptions o;
+    o.model_dir = kit->model_dir;
+    o.named_adapters = kit->adapters;
+    o.device = "cpu";
+    o.data_dir = data.path().toStdString();
+    o.kv_memory_gb = 0.05;
+    EngineHost host(api::create_engine);
+    QSignalSpy ready(&host, &EngineHost::ready);
+    QSignalSpy failed(&host, &EngineHost::failed);
+    host.start(o);
+    QTRY_VERIFY_WITH_TIMEOUT(ready.count() + failed.count() == 1, 60000);
+    QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed[0][0].toString()));
+    api::Engine& engine = *host.engine();
+
     testing::FakeServerControl server;
     MainWindow window;
     window.resize(1280, 800);
-    window.poller()->setInterval(40);
-    window.setEngine(engine);
+    window.poller()->setInterval(100);
+    window.setEngine(host.engine());
     window.setServerControl(&server);
-    window.setServerConfig({"127.0.0.1", 8080, "sk-loradesk-3f9a0c1d"});
+    window.setServerConfig({"127.0.0.1", 8080, ""});
     window.show();
-    // A few polls with a changing rate give the live chart a shape.
-    for (double tps : {12.0, 35.0, 48.0, 41.0, 57.0, 62.0}) {
-        engine->setTokensPerSecond(tps);
+    // Traffic in waves between polls gives the dashboard's live chart and the counters a shape.
+    for (const auto& wave : std::vector<std::vector<std::string>>{{"de", "es"}, {"de", "it", "bofh"}, {"de"}, {"es", "fortune-6m"}}) {
+        sendTraffic(engine, wave);
         QSignalSpy updated(window.poller(), &EnginePoller::updated);
         QTRY_VERIFY(updated.count() >= 1);
     }
-    window.logModel()->append(log::Level::info, "model Qwen3-0.6B loaded on cpu (596 M parameters, 1.2 GiB)");
-    window.logModel()->append(log::Level::info, "adapter de loaded into slot 0 (8.0 MiB, 3.1 ms)");
-    window.logModel()->append(log::Level::warn,
-                              "adapter llama-sql targets q_proj with in_features 2048 but the base model has 1024");
-    window.logModel()->append(log::Level::info,
-                              "request req-7 (es): 14 prompt tokens, 9 cached, 32 generated, TTFT 12 ms");
+    QVERIFY(engine.pin_adapter("de", true).ok());
 
     PlaygroundPage* playground = window.playground();
     playground->setCompare(true);
     playground->left()->setTarget("de");
     playground->right()->setTarget("bofh");
-    playground->setPrompt("Why is the printer not working?");
+    playground->findChild<QDoubleSpinBox*>("temperature")->setValue(0);
+    playground->findChild<QSpinBox*>("maxTokens")->setValue(48);
+    playground->setPrompt("Tell me a fortune.");
     playground->send();
-    QTRY_VERIFY(!playground->left()->busy() && !playground->right()->busy());
+    QTRY_VERIFY_WITH_TIMEOUT(!playground->left()->busy() && !playground->right()->busy(), 60000);
 
     QVERIFY(window.server()->startServer());
-    QVERIFY(window.adapters()->selectAdapter("de"));
+    QTRY_VERIFY(window.adapters()->selectAdapter("de"));
     QSignalSpy loaded(window.detail(), &AdapterDetailPage::loaded);
     window.detail()->showAdapter("de");
-    QTRY_COMPARE(loaded.count(), 1);
+    QTRY_VERIFY_WITH_TIMEOUT(loaded.count() == 1, 30000);
 
     const char* files[] = {"dashboard", "adapters", "adapter_detail", "playground", "server", "logs", "settings"};
     for (int p = 0; p < MainWindow::PageCount; ++p) {
         window.showPage(MainWindow::Page(p));
-        QTest::qWait(30);
+        QTest::qWait(50);
         const QImage image = window.grab().toImage();
         QVERIFY(image.width() >= 1000 && image.height() >= 600);
         const QString path = QDir(dir).filePath(QString::fromLatin1(files[p]) + ".png");
         QVERIFY2(image.save(path), qPrintable(path));
         QVERIFY(QImage(path).size() == image.size());
     }
-    window.setServerControl(nullptr);
 }
 
 QTEST_MAIN(TestUiScreenshots)
