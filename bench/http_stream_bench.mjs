@@ -95,7 +95,7 @@ function start_server(o, adapters, work) {
         child.stdout.on('data', (d) => {
             buf += d;
             const m = buf.match(/listening on (\S+)/);
-            if (m) { clearTimeout(timer); child.removeAllListeners('exit'); resolve({ child, base: `http://${m[1]}` }); }
+            if (m) { clearTimeout(timer); child.removeAllListeners('exit'); resolve({ child, base: m[1].startsWith("http") ? m[1] : `http://${m[1]}` }); }
         });
     });
 }
@@ -130,7 +130,7 @@ async function stream_one(base, req, o, signal) {
     if (!res.ok) throw new Error(`HTTP ${res.status}: ${(await res.text()).slice(0, 200)}`);
     const decoder = new TextDecoder();
     const arrivals = [];
-    let buf = '', usage = null, done = false, finish = null;
+    let buf = '', usage = null, done = false, finish = null, t_finish = NaN;
     for await (const bytes of res.body) {
         const now = performance.now();
         buf += decoder.decode(bytes, { stream: true });
@@ -146,14 +146,14 @@ async function stream_one(base, req, o, signal) {
                 if (j.error) throw new Error(`stream error: ${JSON.stringify(j.error)}`);
                 if (j.usage) usage = j.usage;
                 const choice = j.choices?.[0];
-                if (choice?.finish_reason) finish = choice.finish_reason;
+                if (choice?.finish_reason) { finish = choice.finish_reason; t_finish = now; }
                 if (choice?.delta?.content) arrivals.push(now);
             }
         }
     }
     if (!done) throw new Error('stream ended without [DONE]');
     if (usage?.completion_tokens !== o.max_tokens) throw new Error(`usage says ${usage?.completion_tokens} tokens`);
-    return { t_send, arrivals, tokens: usage.completion_tokens, finish };
+    return { t_send, arrivals, t_finish, tokens: usage.completion_tokens, finish };
 }
 
 async function run_http(o, adapters, requests, work) {
@@ -173,7 +173,9 @@ async function run_http(o, adapters, requests, work) {
         let chunks = 0, tokens = 0;
         for (const r of ok) {
             for (let i = 1; i < r.arrivals.length; ++i) token_gaps.push(r.arrivals[i] - r.arrivals[i - 1]);
-            if (r.arrivals.length > 1) request_gaps.push((r.arrivals.at(-1) - r.arrivals[0]) / (r.tokens - 1));
+            // First content chunk to the finish chunk, like the engine's latency - ttft. A token whose text
+            // is held back (partial UTF-8, no visible text) sends no chunk, so chunks can be fewer than tokens.
+            if (r.arrivals.length > 0) request_gaps.push((r.t_finish - r.arrivals[0]) / (r.tokens - 1));
             ttft.push(r.arrivals[0] - r.t_send);
             chunks += r.arrivals.length;
             tokens += r.tokens;
