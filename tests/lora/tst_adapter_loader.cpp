@@ -19,6 +19,7 @@ namespace fs = std::filesystem;
 
 using Mutation = std::function<void(const std::string& dir)>;
 Q_DECLARE_METATYPE(Mutation)
+Q_DECLARE_METATYPE(loradesk::DType)
 
 namespace {
 
@@ -91,6 +92,34 @@ private slots:
         bool nonzero = false;
         for (float x : q.b) nonzero = nonzero || x != 0.0f;
         QVERIFY(nonzero);
+    }
+
+    // The one-pass conversion (no zero fill) must give exactly what convert_to_f32 gives, for every
+    // float dtype, every module and both factors, including unaligned tensor data in the file.
+    void converts_every_float_dtype_data() {
+        QTest::addColumn<DType>("dtype");
+        QTest::newRow("bf16") << DType::bf16;
+        QTest::newRow("f16") << DType::f16;
+        QTest::newRow("f32") << DType::f32;
+    }
+
+    void converts_every_float_dtype() {
+        QFETCH(DType, dtype);
+        SynthAdapterSpec spec;
+        spec.rank = 3;  // odd rank: odd element counts, so tensors after the first start unaligned
+        spec.dtype = dtype;
+        spec.seed = 11;
+        std::string dir = write_synth(m_tmp, "dtype_" + std::string(dtype_name(dtype)), spec);
+        runtime::LoraWeights w = load_adapter(dir, tiny_base(), 16);
+        AdapterPlan plan = plan_adapter(dir, nullptr, 0);
+        QVERIFY(!plan.modules.empty());
+        for (auto& m : plan.modules) {
+            auto& d = w.layers[std::size_t(m.layer)][int(m.module)];
+            QCOMPARE(m.a->dtype, dtype);
+            QCOMPARE(d.a, m.a->to_f32());
+            QCOMPARE(d.b, m.b->to_f32());
+            QCOMPARE(d.a.size(), d.a.capacity());  // sized exactly, not grown
+        }
     }
 
     void parallel_conversion_matches_serial() {
