@@ -4,6 +4,7 @@
 #include "lora/adapter_loader.h"
 
 #include <algorithm>
+#include <array>
 #include <cinttypes>
 #include <compare>
 #include <cstdio>
@@ -295,13 +296,25 @@ void assign_f32(std::vector<float>& dst, const model::TensorView& t) {
 
 }  // namespace
 
-runtime::LoraWeights convert_adapter(const AdapterPlan& plan, int n_layers, ThreadPool* pool) {
-    runtime::LoraWeights w;
-    w.layers.resize(std::size_t(n_layers));
+runtime::LoraWeights convert_adapter(const AdapterPlan& plan, int n_layers, ThreadPool* pool,
+                                     runtime::LoraWeights* reuse) {
     for (auto& m : plan.modules)
         if (m.layer >= n_layers)
             fail(ErrorCode::invalid_argument, plan.name, "module " + m.path + " is beyond the base model's " +
                                                              std::to_string(n_layers) + " layers (is it for another base model?)");
+    runtime::LoraWeights w;
+    if (reuse) {
+        w = std::move(*reuse);
+        w.layers.resize(std::size_t(n_layers));
+        // Modules the plan lacks must not keep the previous adapter's weights; the others keep their
+        // buffers, which assign_f32 overwrites in place.
+        std::vector<std::array<bool, runtime::kNumLoraModules>> used(static_cast<std::size_t>(n_layers));  // all false
+        for (auto& m : plan.modules) used[std::size_t(m.layer)][int(m.module)] = true;
+        for (std::size_t l = 0; l < w.layers.size(); ++l)
+            for (int mi = 0; mi < runtime::kNumLoraModules; ++mi)
+                if (!used[l][mi]) w.layers[l][mi] = runtime::LoraModuleWeights{};
+    }
+    w.layers.resize(std::size_t(n_layers));
     auto convert = [&](std::size_t begin, std::size_t end) {
         for (std::size_t i = begin; i < end; ++i) {
             const AdapterModule& m = plan.modules[i];
@@ -321,9 +334,10 @@ runtime::LoraWeights convert_adapter(const AdapterPlan& plan, int n_layers, Thre
     return w;
 }
 
-runtime::LoraWeights load_adapter(const std::string& dir, const model::ModelConfig& base, int max_rank, ThreadPool* pool) {
+runtime::LoraWeights load_adapter(const std::string& dir, const model::ModelConfig& base, int max_rank, ThreadPool* pool,
+                                  runtime::LoraWeights* reuse) {
     AdapterPlan plan = plan_adapter(dir, &base, max_rank);
-    return convert_adapter(plan, base.n_layers, pool);
+    return convert_adapter(plan, base.n_layers, pool, reuse);
 }
 
 }  // namespace loradesk::lora

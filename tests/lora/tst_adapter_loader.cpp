@@ -122,6 +122,41 @@ private slots:
         }
     }
 
+    // Converting into an evicted adapter's weights gives exactly a fresh load, whatever they held:
+    // modules the new adapter lacks are emptied, smaller and larger ranks both work.
+    void reuse_gives_a_fresh_load() {
+        SynthAdapterSpec full;
+        full.rank = 4;
+        full.dtype = DType::bf16;
+        full.seed = 5;
+        SynthAdapterSpec part;
+        part.rank = 2;
+        part.targets = {LoraModule::q, LoraModule::down};
+        part.layers = {1};
+        part.dtype = DType::f16;
+        part.seed = 6;
+        std::string dir_full = write_synth(m_tmp, "reuse_full", full), dir_part = write_synth(m_tmp, "reuse_part", part);
+        auto same = [](const runtime::LoraWeights& x, const runtime::LoraWeights& y) {
+            if (x.layers.size() != y.layers.size()) return false;
+            for (std::size_t l = 0; l < x.layers.size(); ++l)
+                for (int m = 0; m < runtime::kNumLoraModules; ++m) {
+                    auto &p = x.layers[l][m], &q = y.layers[l][m];
+                    if (p.rank != q.rank || p.scale != q.scale || p.a != q.a || p.b != q.b) return false;
+                }
+            return true;
+        };
+        runtime::LoraWeights fresh_part = load_adapter(dir_part, tiny_base(), 16);
+        runtime::LoraWeights fresh_full = load_adapter(dir_full, tiny_base(), 16);
+        runtime::LoraWeights old = load_adapter(dir_full, tiny_base(), 16);
+        const float* kept = old.layers[1][int(LoraModule::q)].a.data();
+        runtime::LoraWeights small = load_adapter(dir_part, tiny_base(), 16, nullptr, &old);
+        QVERIFY(same(small, fresh_part));
+        QCOMPARE(small.layers[1][int(LoraModule::q)].a.data(), kept);  // overwritten in place
+        QCOMPARE(small.layers[0][int(LoraModule::k)].a.capacity(), std::size_t(0));  // emptied
+        runtime::LoraWeights big = load_adapter(dir_full, tiny_base(), 16, nullptr, &small);
+        QVERIFY(same(big, fresh_full));
+    }
+
     void parallel_conversion_matches_serial() {
         SynthAdapterSpec spec;
         spec.rank = 4;
