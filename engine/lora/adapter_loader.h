@@ -47,13 +47,16 @@ std::string adapter_digest(const AdapterPlan& plan);
 
 // Converts a plan's tensors to f32 runtime weights for a base with `n_layers` layers. With a pool,
 // modules convert in parallel (do not pass the pool whose worker runs this call: parallel_for would
-// wait on itself).
-runtime::LoraWeights convert_adapter(const AdapterPlan& plan, int n_layers, ThreadPool* pool = nullptr);
+// wait on itself). With `reuse` (weights of an evicted adapter, taken over), buffers whose capacity
+// suffices are overwritten in place, so a steady-state load touches no new pages; modules the plan
+// lacks are emptied. The result never depends on what `reuse` held.
+runtime::LoraWeights convert_adapter(const AdapterPlan& plan, int n_layers, ThreadPool* pool = nullptr,
+                                     runtime::LoraWeights* reuse = nullptr);
 
 // The loader the engine uses (and the one `logits/generate --adapter DIR` should call):
 // plan_adapter(dir, &base, max_rank) + convert_adapter. Throws ExpectedError with what to do.
 runtime::LoraWeights load_adapter(const std::string& dir, const model::ModelConfig& base, int max_rank,
-                                  ThreadPool* pool = nullptr);
+                                  ThreadPool* pool = nullptr, runtime::LoraWeights* reuse = nullptr);
 
 // in/out features of one projection of `base` (what A's columns and B's rows must be).
 int lora_in_features(const model::ModelConfig& base, runtime::LoraModule m);

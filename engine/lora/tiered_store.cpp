@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -13,6 +14,23 @@
 namespace loradesk::lora {
 
 namespace {
+
+constexpr std::size_t kMaxRecycled = 1;
+
+// Shares `w` so that when the last holder (host tier or runner) lets go, its buffers go to the bin.
+template <class Bin>
+std::shared_ptr<const runtime::LoraWeights> share_recyclable(runtime::LoraWeights w, std::weak_ptr<Bin> bin) {
+    return std::shared_ptr<const runtime::LoraWeights>(new runtime::LoraWeights(std::move(w)),
+                                                       [bin](const runtime::LoraWeights* p) {
+        // Created non-const just above, so taking it back as mutable is sound.
+        std::unique_ptr<runtime::LoraWeights> owned(const_cast<runtime::LoraWeights*>(p));
+        if (auto b = bin.lock()) {
+            std::lock_guard lock(b->mutex);
+            if (b->items.size() < kMaxRecycled) b->items.push_back(std::move(*owned));
+        }
+    });
+}
+
 std::string short_digest(const std::string& d) { return d.substr(0, 12); }
 }  // namespace
 
@@ -41,7 +59,15 @@ void TieredStore::start_load_locked(std::unique_lock<std::mutex>& lock, const st
         std::shared_ptr<const runtime::LoraWeights> weights;
         std::string error;
         try {
-            weights = std::make_shared<const runtime::LoraWeights>(m_load(digest));
+            std::optional<runtime::LoraWeights> reuse;
+            {
+                std::lock_guard bin_lock(m_bin->mutex);
+                if (!m_bin->items.empty()) {
+                    reuse.emplace(std::move(m_bin->items.back()));
+                    m_bin->items.pop_back();
+                }
+            }
+            weights = share_recyclable(m_load(digest, reuse ? &*reuse : nullptr), std::weak_ptr(m_bin));
         } catch (const std::exception& ex) {
             error = ex.what();
         }
@@ -290,7 +316,7 @@ std::vector<std::string> TieredStore::host_lru() const {
 }
 
 AdapterLoadFn make_disk_loader(const AdapterRegistry& registry, const model::ModelConfig& base, int max_rank) {
-    return [&registry, base, max_rank](const std::string& digest) {
+    return [&registry, base, max_rank](const std::string& digest, runtime::LoraWeights* reuse) {
         auto entry = registry.find_digest(digest);
         if (!entry) throw_expected(ErrorCode::not_found, "adapter " + short_digest(digest) + " is no longer registered");
         const AdapterSummary& s = entry->summary;
@@ -299,7 +325,7 @@ AdapterLoadFn make_disk_loader(const AdapterRegistry& registry, const model::Mod
         // content under the old identity. The size check is the cheap guard; reloading re-hashes.
         if (std::size_t(std::filesystem::file_size(plan.file->path())) != s.size_bytes)
             throw_expected(ErrorCode::conflict, "adapter '" + s.name + "' changed on disk since it was loaded; reload it");
-        return convert_adapter(plan, base.n_layers);
+        return convert_adapter(plan, base.n_layers, nullptr, reuse);
     };
 }
 

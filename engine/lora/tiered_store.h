@@ -36,7 +36,9 @@ struct TieredStoreOptions {
 };
 
 // Reads and converts one adapter (by digest) from disk; throws Error with a user-facing message.
-using AdapterLoadFn = std::function<runtime::LoraWeights(const std::string& digest)>;
+// `reuse`, when not null, holds the weights of an evicted adapter that the loader may take over
+// (convert_adapter's `reuse`): writing into its buffers avoids faulting in fresh host pages.
+using AdapterLoadFn = std::function<runtime::LoraWeights(const std::string& digest, runtime::LoraWeights* reuse)>;
 
 // The production loader: looks the digest up in the registry, then plan_adapter + convert_adapter
 // against `base` (fails if the file changed size since registration). `registry` must outlive it.
@@ -111,6 +113,14 @@ private:
     uint64_t m_generation = 0;
 
     std::vector<Slot> m_slots;  // engine loop only; [0] unused
+
+    // Weights of at most one evicted adapter, kept for the next disk read to overwrite (outside the host
+    // budget). Shared with the host copies' deleters, which may run on any thread after the store died.
+    struct RecycleBin {
+        std::mutex mutex;
+        std::vector<runtime::LoraWeights> items;
+    };
+    std::shared_ptr<RecycleBin> m_bin = std::make_shared<RecycleBin>();
 
     std::unique_ptr<ThreadPool> m_pool;  // last: destroyed (and drained) first
 };

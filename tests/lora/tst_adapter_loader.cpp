@@ -19,6 +19,7 @@ namespace fs = std::filesystem;
 
 using Mutation = std::function<void(const std::string& dir)>;
 Q_DECLARE_METATYPE(Mutation)
+Q_DECLARE_METATYPE(loradesk::DType)
 
 namespace {
 
@@ -91,6 +92,69 @@ private slots:
         bool nonzero = false;
         for (float x : q.b) nonzero = nonzero || x != 0.0f;
         QVERIFY(nonzero);
+    }
+
+    // The one-pass conversion (no zero fill) must give exactly what convert_to_f32 gives, for every
+    // float dtype, every module and both factors, including unaligned tensor data in the file.
+    void converts_every_float_dtype_data() {
+        QTest::addColumn<DType>("dtype");
+        QTest::newRow("bf16") << DType::bf16;
+        QTest::newRow("f16") << DType::f16;
+        QTest::newRow("f32") << DType::f32;
+    }
+
+    void converts_every_float_dtype() {
+        QFETCH(DType, dtype);
+        SynthAdapterSpec spec;
+        spec.rank = 3;  // odd rank: odd element counts, so tensors after the first start unaligned
+        spec.dtype = dtype;
+        spec.seed = 11;
+        std::string dir = write_synth(m_tmp, "dtype_" + std::string(dtype_name(dtype)), spec);
+        runtime::LoraWeights w = load_adapter(dir, tiny_base(), 16);
+        AdapterPlan plan = plan_adapter(dir, nullptr, 0);
+        QVERIFY(!plan.modules.empty());
+        for (auto& m : plan.modules) {
+            auto& d = w.layers[std::size_t(m.layer)][int(m.module)];
+            QCOMPARE(m.a->dtype, dtype);
+            QCOMPARE(d.a, m.a->to_f32());
+            QCOMPARE(d.b, m.b->to_f32());
+            QCOMPARE(d.a.size(), d.a.capacity());  // sized exactly, not grown
+        }
+    }
+
+    // Converting into an evicted adapter's weights gives exactly a fresh load, whatever they held:
+    // modules the new adapter lacks are emptied, smaller and larger ranks both work.
+    void reuse_gives_a_fresh_load() {
+        SynthAdapterSpec full;
+        full.rank = 4;
+        full.dtype = DType::bf16;
+        full.seed = 5;
+        SynthAdapterSpec part;
+        part.rank = 2;
+        part.targets = {LoraModule::q, LoraModule::down};
+        part.layers = {1};
+        part.dtype = DType::f16;
+        part.seed = 6;
+        std::string dir_full = write_synth(m_tmp, "reuse_full", full), dir_part = write_synth(m_tmp, "reuse_part", part);
+        auto same = [](const runtime::LoraWeights& x, const runtime::LoraWeights& y) {
+            if (x.layers.size() != y.layers.size()) return false;
+            for (std::size_t l = 0; l < x.layers.size(); ++l)
+                for (int m = 0; m < runtime::kNumLoraModules; ++m) {
+                    auto &p = x.layers[l][m], &q = y.layers[l][m];
+                    if (p.rank != q.rank || p.scale != q.scale || p.a != q.a || p.b != q.b) return false;
+                }
+            return true;
+        };
+        runtime::LoraWeights fresh_part = load_adapter(dir_part, tiny_base(), 16);
+        runtime::LoraWeights fresh_full = load_adapter(dir_full, tiny_base(), 16);
+        runtime::LoraWeights old = load_adapter(dir_full, tiny_base(), 16);
+        const float* kept = old.layers[1][int(LoraModule::q)].a.data();
+        runtime::LoraWeights small = load_adapter(dir_part, tiny_base(), 16, nullptr, &old);
+        QVERIFY(same(small, fresh_part));
+        QCOMPARE(small.layers[1][int(LoraModule::q)].a.data(), kept);  // overwritten in place
+        QCOMPARE(small.layers[0][int(LoraModule::k)].a.capacity(), std::size_t(0));  // emptied
+        runtime::LoraWeights big = load_adapter(dir_full, tiny_base(), 16, nullptr, &small);
+        QVERIFY(same(big, fresh_full));
     }
 
     void parallel_conversion_matches_serial() {

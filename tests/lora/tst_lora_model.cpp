@@ -219,21 +219,21 @@ private slots:
         synthesize_adapter(r.config(), s, d);
         const std::string digest = registry.add_folder("stale", d).summary.digest;
         AdapterLoadFn load = make_disk_loader(registry, r.config(), 8);
-        QCOMPARE(load(digest).max_rank(), 4);
+        QCOMPARE(load(digest, nullptr).max_rank(), 4);
         // Rewritten in place with other content: the registered identity no longer describes the file.
         s.targets = {LoraModule::q, LoraModule::v};
         synthesize_adapter(r.config(), s, d);
         try {
-            load(digest);
+            load(digest, nullptr);
             QFAIL("expected an error");
         } catch (const ExpectedError& e) {
             QVERIFY2(QString(e.what()).contains("changed on disk since it was loaded; reload it"), e.what());
         }
-        QVERIFY_THROWS_EXCEPTION(ExpectedError, load(std::string(64, '0')));
+        QVERIFY_THROWS_EXCEPTION(ExpectedError, load(std::string(64, '0'), nullptr));
         // Reloading re-hashes: new content, new digest, and it loads.
         const std::string fresh = registry.add_folder("stale", d).summary.digest;
         QVERIFY(fresh != digest);
-        QCOMPARE(load(fresh).layers[0][int(LoraModule::v)].rank, 4);
+        QCOMPARE(load(fresh, nullptr).layers[0][int(LoraModule::v)].rank, 4);
     }
 };
 

@@ -148,7 +148,7 @@ private slots:
         QFETCH(QString, disk_reads);
         RecordingRunner runner;
         QStringList reads;
-        auto load = [&](const std::string& d) {
+        auto load = [&](const std::string& d, runtime::LoraWeights*) {
             reads << QString::fromStdString(d);
             if (d[0] == 'X') throw ExpectedError(ErrorCode::corrupt_file, "adapter_model.safetensors is truncated");
             return fake_weights(d, size_kib(d));
@@ -180,22 +180,41 @@ private slots:
 
     void failure_message_reaches_the_grant() {
         RecordingRunner runner;
-        TieredStore store(runner, [](const std::string&) -> runtime::LoraWeights {
+        TieredStore store(runner, [](const std::string&, runtime::LoraWeights*) -> runtime::LoraWeights {
             throw ExpectedError(ErrorCode::unsupported, "adapter 'x': use_dora is true");
         }, {2, 16, 4, 1 << 20, 0});
         auto g = store.acquire_slots({"x"});
         QCOMPARE(g[0].state, Residency::failed);
         QCOMPARE(g[0].error, std::string("adapter 'x': use_dora is true"));
         // Rank above the slots' rank fails instead of reaching the device.
-        TieredStore small(runner, [](const std::string& d) { return fake_weights(d, 1, 32); }, {1, 16, 4, 1 << 20, 0});
+        TieredStore small(runner, [](const std::string& d, runtime::LoraWeights*) { return fake_weights(d, 1, 32); }, {1, 16, 4, 1 << 20, 0});
         g = small.acquire_slots({"r"});
         QCOMPARE(g[0].state, Residency::failed);
         QVERIFY2(QString::fromStdString(g[0].error).contains("exceeds --max-lora-rank 16"), g[0].error.c_str());
     }
 
+    // An adapter evicted from the host tier hands its buffers to the next disk read (one kept at most),
+    // and only once nothing holds it any more.
+    void evicted_weights_are_recycled() {
+        RecordingRunner runner;
+        std::vector<float> reused;  // per read: the scale marker of the weights offered, 0 for none
+        auto load = [&](const std::string& d, runtime::LoraWeights* reuse) {
+            reused.push_back(reuse && !reuse->layers.empty() ? reuse->layers[0][0].scale : 0.0f);
+            return fake_weights(d, 1);
+        };
+        TieredStore store(runner, load, {1, 16, 1, 1 << 20, 0});
+        store.prefetch("A");
+        store.prefetch("B");  // evicts A after B's read
+        store.prefetch("C");  // reads into A's buffers, then evicts B
+        QCOMPARE(store.host_lru(), std::vector<std::string>{"C"});
+        auto g = store.acquire_slots({"D"});  // reads into B's buffers
+        QCOMPARE(g[0].state, Residency::ready);
+        QCOMPARE(reused, (std::vector<float>{0.0f, 0.0f, float('A'), float('B')}));
+    }
+
     void bad_calls_and_options() {
         RecordingRunner runner;
-        auto load = [](const std::string& d) { return fake_weights(d, 1); };
+        auto load = [](const std::string& d, runtime::LoraWeights*) { return fake_weights(d, 1); };
         QVERIFY_THROWS_EXCEPTION(ExpectedError, TieredStore(runner, load, {0, 16, 4, 1 << 20, 0}));
         QVERIFY_THROWS_EXCEPTION(ExpectedError, TieredStore(runner, load, {4, 16, 2, 1 << 20, 0}));
         TieredStore store(runner, load, {2, 16, 4, 1 << 20, 0});
@@ -208,7 +227,7 @@ private slots:
         std::promise<void> gate;
         std::shared_future<void> open = gate.get_future().share();
         std::atomic<int> reads{0};
-        auto load = [&](const std::string& d) {
+        auto load = [&](const std::string& d, runtime::LoraWeights*) {
             open.wait();
             reads++;
             return fake_weights(d, 1);
