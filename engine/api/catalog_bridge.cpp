@@ -47,6 +47,12 @@ void CatalogBridge::remove(const std::string& name) {
     if (m_catalog->resolve(name)) m_catalog->remove_adapter(name);
 }
 
+void CatalogBridge::mark_missing(const std::string& name, const std::string& path) {
+    std::lock_guard lock(m_mutex);
+    auto rec = m_catalog->find(name);
+    if (rec && rec->name == name && rec->path == path) m_catalog->set_missing(name, true);
+}
+
 void CatalogBridge::set_pinned(const std::string& name, bool pinned) {
     std::lock_guard lock(m_mutex);
     if (m_catalog->resolve(name)) m_catalog->set_pinned(name, pinned);

@@ -25,6 +25,8 @@ public:
     void register_adapter(const lora::AdapterSummary& summary, const catalog::Compatibility& compat);
     catalog::ImportReport import_path(const std::string& path, const catalog::CompatibilityCheck& compat);
     void remove(const std::string& name);
+    // Marks `name` missing when the catalog has it at `path` (its folder vanished); no-op otherwise.
+    void mark_missing(const std::string& name, const std::string& path);
     void set_pinned(const std::string& name, bool pinned);
     void set_alias(const std::string& alias, const std::string& name);
     void event(catalog::EventKind kind, const std::string& digest, const std::string& name, const std::string& detail);

@@ -39,6 +39,9 @@ struct EngineOptions {
     std::string policy = "fcfs";            // fcfs | pack
     int cpu_threads = 0;                    // 0 = all cores
     int max_context = 0;                    // 0 = model's max_position_embeddings
+    // How often adapter_dirs are polled for adapter folders that appeared, changed or vanished while
+    // the engine runs; 0 = only at startup.
+    int adapter_watch_interval_ms = 2000;
 };
 
 // ---- requests and events ----------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "api/adapter_folder_watch.h"
 #include "api/catalog_bridge.h"
 #include "api/engine.h"
 #include "api/rate_meter.h"
@@ -60,6 +61,9 @@ struct EngineCore {
     std::unique_ptr<lora::TieredStore> store;
     std::unique_ptr<CatalogBridge> catalog;  // null without a data dir
     std::unique_ptr<sched::EngineLoop> loop;
+    // Polls options.adapter_dirs (null without them). Declared last so it goes first: its thread uses
+    // the registry, the catalog and the store (through the registry's on_freed).
+    std::unique_ptr<AdapterFolderWatch> watch;
 
     std::mutex mutex;  // guards the members below
     std::map<std::string, AdapterCounters> counters;

@@ -1,5 +1,7 @@
 // create_engine(): builds an EngineCore from EngineOptions — model, runner, tokenizer, chat template,
 // adapter tiers, engine loop, catalog — and registers the configured adapters.
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <set>
 
@@ -15,6 +17,7 @@ namespace loradesk::api {
 namespace fs = std::filesystem;
 
 EngineCore::~EngineCore() {
+    if (watch) watch->stop();
     if (loop) loop->stop();
 }
 
@@ -134,7 +137,11 @@ std::shared_ptr<EngineCore> build_core(const EngineOptions& options) {
     if (!options.data_dir.empty())
         core->catalog = std::make_unique<CatalogBridge>(options.data_dir, core->model_id, dir,
                                                         core->config.architecture_name);
+    // The watch records the folders' signatures before startup registers them, so a folder that changes
+    // while it is being registered is picked up by the first poll rather than missed.
+    if (!options.adapter_dirs.empty()) core->watch = std::make_unique<AdapterFolderWatch>(*core, options.adapter_dirs);
     register_initial_adapters(*core);
+    if (core->watch) core->watch->start(std::chrono::milliseconds(std::max(0, options.adapter_watch_interval_ms)));
     return core;
 }
 

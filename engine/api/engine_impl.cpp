@@ -390,8 +390,14 @@ Result<std::string> EngineImpl::render_chat(const nlohmann::ordered_json& messag
     return text;
 }
 
+AdapterFolderWatch::PollReport EngineImpl::poll_adapter_folders_now() {
+    if (!m_core->watch || m_core->shutting_down) return {};
+    return m_core->watch->poll_once();
+}
+
 void EngineImpl::shutdown() {
     if (m_core->shutting_down.exchange(true)) return;
+    if (m_core->watch) m_core->watch->stop();  // no registration races the loop's stop
     m_core->loop->stop();  // cancels running requests (their streams see cancelled) and joins the thread
     if (m_core->catalog) m_core->catalog->stats().flush();
 }

@@ -38,6 +38,10 @@ public:
 
     void shutdown() override;
 
+    // One adapter folder poll now, on the caller's thread (tests, a UI "rescan"); an empty report when
+    // the engine has no adapter_dirs or is shutting down. The background poll runs regardless.
+    AdapterFolderWatch::PollReport poll_adapter_folders_now();
+
 private:
     std::shared_ptr<RequestStream> submit_or_throw(GenerateRequest& request);
     std::vector<int32_t> build_prompt(const GenerateRequest& request) const;

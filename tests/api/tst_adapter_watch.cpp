@@ -1,0 +1,263 @@
+// engine/api adapter folder watch: folders dropped into, changed in or removed from an --adapters root
+// while the engine runs are served, re-registered under a new digest, or unloaded (with and without a
+// catalog), on explicit polls and on the background thread.
+#include <QtTest>
+
+#include <QTemporaryDir>
+#include <filesystem>
+
+#include "api/engine_impl.h"
+#include "lora/adapter_synth.h"
+#include "model/synth_model.h"
+
+using namespace loradesk;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Submits a short greedy request and reads it to the end: the digest it ran with, or its failure.
+Result<std::string> run_request(api::Engine& engine, const std::string& model) {
+    api::GenerateRequest r;
+    r.model = model;
+    r.prompt_ids = {1, 2, 3, 4};
+    r.sampling.temperature = 0;
+    r.stop.max_tokens = 3;
+    r.stop.ignore_eos = true;
+    auto submitted = engine.submit(r);
+    if (!submitted.ok()) return submitted.status();
+    auto stream = submitted.value();
+    for (int i = 0; i < 600; ++i) {
+        auto ev = stream->next(std::chrono::milliseconds(100));
+        if (!ev) continue;
+        if (auto* err = std::get_if<api::ErrorEvent>(&*ev)) return err->status;
+        if (auto* fin = std::get_if<api::FinishEvent>(&*ev)) {
+            if (fin->reason != api::FinishReason::length || fin->usage.completion_tokens != 3)
+                return Status::failure(ErrorCode::io, "request ended early");
+            return stream->info().adapter_digest;
+        }
+    }
+    return Status::failure(ErrorCode::unavailable, "request did not finish in 60 s");
+}
+
+std::optional<api::AdapterInfo> listed(const api::Engine& engine, const std::string& name) {
+    for (auto& a : engine.adapters())
+        if (a.name == name) return a;
+    return std::nullopt;
+}
+
+// Rewrites an adapter folder's files and moves their mtimes forward, so the signature changes even
+// on filesystems with coarse timestamps.
+void touch_forward(const fs::path& dir, int seconds) {
+    for (const char* f : {"adapter_config.json", "adapter_model.safetensors"})
+        fs::last_write_time(dir / f, fs::last_write_time(dir / f) + std::chrono::seconds(seconds));
+}
+
+}  // namespace
+
+class TstAdapterWatch : public QObject {
+    Q_OBJECT
+    QTemporaryDir m_tmp;
+    std::string m_model;
+    model::ModelConfig m_config;
+    std::string m_roots;  // per test: a fresh adapters root
+    int m_case = 0;
+
+    void synth(const fs::path& dir, uint64_t seed) {
+        lora::SynthAdapterSpec spec;
+        spec.rank = 4;
+        spec.seed = seed;
+        lora::synthesize_adapter(m_config, spec, dir.string());
+    }
+
+    std::unique_ptr<api::Engine> make_engine(bool with_catalog, int interval_ms,
+                                             std::vector<std::pair<std::string, std::string>> named = {}) {
+        api::EngineOptions o;
+        o.model_dir = m_model;
+        o.device = "cpu";
+        o.cpu_threads = 1;
+        o.kv_memory_gb = 0.01;
+        o.adapter_dirs = {m_roots};
+        o.named_adapters = std::move(named);
+        o.adapter_watch_interval_ms = interval_ms;
+        if (with_catalog) o.data_dir = (fs::path(m_tmp.path().toStdString()) / ("data" + std::to_string(m_case))).string();
+        auto made = api::create_engine(o);
+        if (!made.ok()) qFatal("create_engine: %s", made.status().message.c_str());
+        return std::move(made).value();
+    }
+
+    static api::AdapterFolderWatch::PollReport poll(api::Engine& e) {
+        return dynamic_cast<api::EngineImpl&>(e).poll_adapter_folders_now();
+    }
+
+private slots:
+    void initTestCase() {
+        QVERIFY(m_tmp.isValid());
+        model::SynthOptions so;
+        so.preset = "tiny";
+        so.out_dir = (fs::path(m_tmp.path().toStdString()) / "tiny-base").string();
+        m_config = model::synth_model(so);
+        m_model = so.out_dir;
+    }
+
+    void init() {
+        m_roots = (fs::path(m_tmp.path().toStdString()) / ("adapters" + std::to_string(++m_case))).string();
+        fs::create_directories(m_roots);
+    }
+
+    void lifecycle_data() {
+        QTest::addColumn<bool>("with_catalog");
+        QTest::newRow("no catalog") << false;
+        QTest::newRow("catalog") << true;
+    }
+    void lifecycle() {
+        QFETCH(bool, with_catalog);
+        synth(fs::path(m_roots) / "early", 1);
+        auto engine = make_engine(with_catalog, 0);
+        QVERIFY(listed(*engine, "early"));
+        auto first = poll(*engine);  // startup registered "early": the first poll must not do it again
+        QVERIFY(first.added.empty() && first.changed.empty() && first.removed.empty());
+
+        // Appears: served, and requests routed to it run with its digest.
+        const fs::path dir = fs::path(m_roots) / "late";
+        synth(dir, 2);
+        QCOMPARE(run_request(*engine, "late").status().code, ErrorCode::not_found);
+        auto added = poll(*engine);
+        QCOMPARE(added.added, std::vector<std::string>{"late"});
+        auto info = listed(*engine, "late");
+        QVERIFY(info && info->compatible);
+        auto ran = run_request(*engine, "late");
+        QVERIFY2(ran.ok(), ran.status().message.c_str());
+        QCOMPARE(ran.value(), info->digest);
+        QVERIFY(poll(*engine).added.empty());  // unchanged: left alone
+
+        // Changes: a new digest under the same name; requests use the new content.
+        synth(dir, 3);
+        touch_forward(dir, 5);
+        auto changed = poll(*engine);
+        QCOMPARE(changed.changed, std::vector<std::string>{"late"});
+        auto info2 = listed(*engine, "late");
+        QVERIFY(info2);
+        QVERIFY(info2->digest != info->digest);
+        ran = run_request(*engine, "late");
+        QVERIFY2(ran.ok(), ran.status().message.c_str());
+        QCOMPARE(ran.value(), info2->digest);
+
+        // Vanishes: unlisted, requests get not_found; the other adapter is untouched.
+        fs::remove_all(dir);
+        auto removed = poll(*engine);
+        QCOMPARE(removed.removed, std::vector<std::string>{"late"});
+        QVERIFY(!listed(*engine, "late"));
+        QCOMPARE(run_request(*engine, "late").status().code, ErrorCode::not_found);
+        QVERIFY(run_request(*engine, "early").ok());
+        if (with_catalog) {
+            auto details = engine->adapter_details("late");
+            QVERIFY2(details.ok(), details.status().message.c_str());
+            bool missing_event = false;
+            for (auto& e : details.value().recent_events) missing_event |= e.find(" missing") != std::string::npos;
+            QVERIFY(missing_event);
+        }
+
+        // Comes back: served again.
+        synth(dir, 3);
+        QCOMPARE(poll(*engine).added, std::vector<std::string>{"late"});
+        QCOMPARE(listed(*engine, "late")->digest, info2->digest);
+        engine->shutdown();
+        QVERIFY(poll(*engine).added.empty());  // shut down: no more polls
+    }
+
+    void running_request_outlives_removal() {
+        auto engine = make_engine(false, 0);
+        const fs::path dir = fs::path(m_roots) / "busy";
+        synth(dir, 4);
+        QCOMPARE(poll(*engine).added, std::vector<std::string>{"busy"});
+        api::GenerateRequest r;
+        r.model = "busy";
+        r.prompt_ids = {5, 6, 7};
+        r.sampling.temperature = 0;
+        r.stop.max_tokens = 24;
+        r.stop.ignore_eos = true;
+        auto submitted = engine->submit(r);
+        QVERIFY(submitted.ok());
+        // Adapters are read from disk lazily: the folder may go once the request has its first token
+        // (the weights are then in memory and the request holds them).
+        int tokens = 0;
+        bool finished = false;
+        for (int i = 0; i < 600 && tokens == 0; ++i) {
+            auto ev = submitted.value()->next(std::chrono::milliseconds(100));
+            if (!ev) continue;
+            QVERIFY(std::holds_alternative<api::TokenEvent>(*ev));
+            tokens += int(std::get<api::TokenEvent>(*ev).token_ids.size());
+        }
+        QVERIFY(tokens > 0);
+        fs::remove_all(dir);
+        QCOMPARE(poll(*engine).removed, std::vector<std::string>{"busy"});
+        for (int i = 0; i < 600 && !finished; ++i) {
+            auto ev = submitted.value()->next(std::chrono::milliseconds(100));
+            if (!ev) continue;
+            QVERIFY2(!std::holds_alternative<api::ErrorEvent>(*ev), "a running request failed after its folder vanished");
+            if (auto* t = std::get_if<api::TokenEvent>(&*ev)) tokens += int(t->token_ids.size());
+            if (std::holds_alternative<api::FinishEvent>(*ev)) finished = true;
+        }
+        QVERIFY(finished);
+        QCOMPARE(tokens, 24);
+        QCOMPARE(run_request(*engine, "busy").status().code, ErrorCode::not_found);
+    }
+
+    void incompatible_folder_is_listed_with_reason() {
+        auto engine = make_engine(false, 0);
+        model::ModelConfig bigger = m_config;
+        bigger.n_layers += 2;
+        lora::SynthAdapterSpec spec;
+        spec.rank = 4;
+        spec.layers = {bigger.n_layers - 1};
+        const fs::path dir = fs::path(m_roots) / "other-base";
+        lora::synthesize_adapter(bigger, spec, dir.string());
+        auto report = poll(*engine);
+        QCOMPARE(report.failed.size(), std::size_t(1));
+        auto info = listed(*engine, "other-base");
+        QVERIFY(info);
+        QVERIFY(!info->compatible);
+        QVERIFY2(!info->incompatibility.empty(), "the reason is shown");
+        QVERIFY(poll(*engine).failed.empty());  // not retried until the folder changes
+        fs::remove_all(dir);
+        QCOMPARE(poll(*engine).removed, std::vector<std::string>{"other-base"});
+        QVERIFY(!listed(*engine, "other-base"));
+    }
+
+    void name_served_elsewhere_is_kept() {
+        const fs::path elsewhere = fs::path(m_tmp.path().toStdString()) / ("named" + std::to_string(m_case)) / "dup";
+        synth(elsewhere, 5);
+        auto engine = make_engine(false, 0, {{"dup", elsewhere.string()}});
+        const std::string digest = listed(*engine, "dup")->digest;
+        synth(fs::path(m_roots) / "dup", 6);
+        QVERIFY(poll(*engine).added.empty());
+        QCOMPARE(listed(*engine, "dup")->digest, digest);  // the dropped-in folder did not take the name
+        QVERIFY(engine->unload_adapter("dup").ok());
+        QCOMPARE(poll(*engine).added, std::vector<std::string>{"dup"});  // the name is free now
+        QVERIFY(listed(*engine, "dup")->digest != digest);
+    }
+
+    void background_poll() {
+        auto engine = make_engine(false, 50);
+        synth(fs::path(m_roots) / "bg", 7);
+        QTRY_VERIFY_WITH_TIMEOUT(listed(*engine, "bg").has_value(), 10000);
+        QVERIFY(run_request(*engine, "bg").ok());
+        fs::remove_all(fs::path(m_roots) / "bg");
+        QTRY_VERIFY_WITH_TIMEOUT(!listed(*engine, "bg").has_value(), 10000);
+        engine->shutdown();  // stops the poll thread
+        synth(fs::path(m_roots) / "after", 8);
+        QTest::qWait(300);
+        QVERIFY(!listed(*engine, "after"));
+    }
+
+    void interval_zero_starts_no_thread() {
+        auto engine = make_engine(false, 0);
+        synth(fs::path(m_roots) / "manual", 9);
+        QTest::qWait(300);
+        QVERIFY(!listed(*engine, "manual"));
+        QCOMPARE(poll(*engine).added, std::vector<std::string>{"manual"});
+    }
+};
+
+QTEST_GUILESS_MAIN(TstAdapterWatch)
+#include "tst_adapter_watch.moc"
