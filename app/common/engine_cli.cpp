@@ -25,6 +25,7 @@ std::vector<OptionSpec> engine_option_specs() {
         {"threads", "N", "CPU runner threads (default: all cores)"},
         {"data-dir", "DIR", "catalog and state (default $XDG_DATA_HOME/loradesk)"},
         {"demo", "", "serve the demo model even if --model is given elsewhere"},
+        {"watch-interval", "MS", "poll --adapters folders for new, changed and removed adapters (default 2000; 0 = off)"},
         {"log-level", "LEVEL", "trace|debug|info|warn|error (default info)"},
     };
 }
@@ -72,6 +73,7 @@ ServeOptions serve_options_from_args(const Args& args) {
     e.kv_memory_gb = args.get_double("kv-memory", e.kv_memory_gb);
     if (!(e.kv_memory_gb > 0 && e.kv_memory_gb <= 4096))
         throw_expected(ErrorCode::invalid_argument, "--kv-memory must be a positive number of GB");
+    e.adapter_watch_interval_ms = bounded_int(args, "watch-interval", e.adapter_watch_interval_ms, 0, 3600 * 1000);
     e.policy = args.get("policy", "fcfs");
     if (e.policy != "fcfs" && e.policy != "pack")
         throw_expected(ErrorCode::invalid_argument, "--policy must be fcfs or pack, got '" + e.policy + "'");
