@@ -152,10 +152,7 @@ std::shared_ptr<RequestStream> EngineImpl::submit_or_throw(GenerateRequest& r) {
 }
 
 Result<std::shared_ptr<RequestStream>> EngineImpl::submit(GenerateRequest request) {
-    std::shared_ptr<RequestStream> stream;
-    Status s = capture_status([&] { stream = submit_or_throw(request); });
-    if (!s.ok()) return s;
-    return stream;
+    return capture_result<std::shared_ptr<RequestStream>>([&] { return submit_or_throw(request); });
 }
 
 Status EngineImpl::load_adapter(const std::string& name, const std::string& path) {
@@ -287,8 +284,8 @@ Status EngineImpl::remove_adapter(const std::string& name) {
 }
 
 Result<AdapterDetails> EngineImpl::adapter_details(const std::string& name_or_alias) const {
-    AdapterDetails d;
-    Status s = capture_status([&] {
+    return capture_result<AdapterDetails>([&] {
+        AdapterDetails d;
         auto found = m_core->registry.find(name_or_alias);
         if (m_core->catalog) {
             d = m_core->catalog->details(found ? found->name : name_or_alias);
@@ -301,20 +298,16 @@ Result<AdapterDetails> EngineImpl::adapter_details(const std::string& name_or_al
             live.compatible = true;
             d.info = live;
         }
+        return d;
     });
-    if (!s.ok()) return s;
-    return d;
 }
 
 Result<std::vector<StatsPoint>> EngineImpl::adapter_history(const std::string& name_or_alias, int minutes) const {
-    std::vector<StatsPoint> out;
-    Status s = capture_status([&] {
-        if (!m_core->catalog) return;  // no data dir: no history kept
+    return capture_result<std::vector<StatsPoint>>([&] {
+        if (!m_core->catalog) return std::vector<StatsPoint>{};  // no data dir: no history kept
         auto found = m_core->registry.find(name_or_alias);
-        out = m_core->catalog->history(found ? found->name : name_or_alias, std::clamp(minutes, 1, 60 * 24 * 31));
+        return m_core->catalog->history(found ? found->name : name_or_alias, std::clamp(minutes, 1, 60 * 24 * 31));
     });
-    if (!s.ok()) return s;
-    return out;
 }
 
 ModelInfo EngineImpl::model() const {
@@ -360,34 +353,25 @@ EngineStats EngineImpl::stats() const {
 }
 
 Result<std::vector<int32_t>> EngineImpl::tokenize(const std::string& text, bool add_special_tokens) const {
-    std::vector<int32_t> ids;
-    Status s = capture_status([&] { ids = m_core->tokenizer->encode(text, add_special_tokens); });
-    if (!s.ok()) return s;
-    return ids;
+    return capture_result<std::vector<int32_t>>([&] { return m_core->tokenizer->encode(text, add_special_tokens); });
 }
 
 Result<std::string> EngineImpl::detokenize(const std::vector<int32_t>& ids, bool skip_special_tokens) const {
-    std::string text;
-    Status s = capture_status([&] {
+    return capture_result<std::string>([&] {
         for (int32_t id : ids)
             if (!m_core->tokenizer->is_known_id(id))
                 throw_expected(ErrorCode::invalid_argument, "token id " + std::to_string(id) + " is not in the vocabulary");
-        text = m_core->tokenizer->decode(ids, skip_special_tokens);
+        return m_core->tokenizer->decode(ids, skip_special_tokens);
     });
-    if (!s.ok()) return s;
-    return text;
 }
 
 Result<std::string> EngineImpl::render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                             bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const {
-    std::string text;
-    Status s = capture_status([&] {
+    return capture_result<std::string>([&] {
         if (!m_core->chat_template)
             throw_expected(ErrorCode::invalid_argument, "the model '" + m_core->model_id + "' has no chat template");
-        text = m_core->chat_template->render(messages, tools, add_generation_prompt, kwargs);
+        return m_core->chat_template->render(messages, tools, add_generation_prompt, kwargs);
     });
-    if (!s.ok()) return s;
-    return text;
 }
 
 AdapterFolderWatch::PollReport EngineImpl::poll_adapter_folders_now() {

@@ -52,4 +52,14 @@ Status capture_status(Fn&& fn) noexcept {
     }
 }
 
+// Runs fn (which returns a T) and turns any exception into a failed Result. T must be default-
+// constructible.
+template <class T, class Fn>
+Result<T> capture_result(Fn&& fn) noexcept {
+    T value{};
+    Status s = capture_status([&] { value = fn(); });
+    if (!s.ok()) return s;
+    return Result<T>(std::move(value));
+}
+
 }  // namespace loradesk
