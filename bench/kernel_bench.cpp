@@ -10,6 +10,7 @@
 
 #include "../tests/kernels/device_buffer.h"
 #include "../tests/kernels/kernel_test_util.h"
+#include "bench_timing.h"
 #include "attention_plan.h"
 #include "launchers.h"
 
@@ -17,35 +18,6 @@ using namespace loradesk::kernels;
 using namespace loradesk::kernels::test;
 
 namespace {
-
-template <class F>
-float median_ms(F&& launch) {
-    cudaEvent_t a, b;
-    cudaEventCreate(&a), cudaEventCreate(&b);
-    for (int i = 0; i < 5; ++i) launch();
-    std::vector<float> t;
-    for (int i = 0; i < 50; ++i) {
-        cudaEventRecord(a);
-        launch();
-        cudaEventRecord(b);
-        cudaEventSynchronize(b);
-        float ms = 0;
-        cudaEventElapsedTime(&ms, a, b);
-        t.push_back(ms);
-    }
-    cuda_check(cudaGetLastError(), "bench launch");
-    cudaEventDestroy(a), cudaEventDestroy(b);
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
-
-double copy_bandwidth() {  // bytes read + written per second, device to device
-    const std::size_t n = std::size_t(1) << 30;
-    DeviceBuffer<uint8_t> a(n), b(n);
-    cudaMemset(a.get(), 1, n);
-    float ms = median_ms([&] { cudaMemcpyAsync(b.get(), a.get(), n, cudaMemcpyDeviceToDevice); });
-    return 2.0 * n / (ms * 1e-3);
-}
 
 struct Attn {
     AttentionParams p;

@@ -84,4 +84,32 @@ struct SgmvParams {
     LoraSlice slices[kMaxLoraSlices];
 };
 
+// Skinny GEMM for decode-sized batches (n_tokens <= kGemvMaxTokens), the memory-bound case where cuBLAS
+// leaves bandwidth unused: y[t, c] = x[t] . w[c] (+ bias[c]) (+ LoRA), f32 accumulation.
+// swiglu: w's rows are [gate (out_rows/2) | up (out_rows/2)] and y[t, c] = silu(g) * u for c < out_rows/2,
+// with g and u the gate and up rows' results (bias and LoRA included) kept in f32 — the MLP activation
+// fused into the gate|up projection. lora: the SGMV shrink and expand of `sgmv` fused into the same launch
+// (sgmv.x, in_features, xa, segments and slices as for sgmv_shrink; its y fields are unused): the first
+// blocks compute xa and publish it through sync[0]; the others wait for it before their epilogue. sync
+// points to 2 int32 zeroed once; the launch leaves them zero again, so one pair serves every replay of a
+// call site (give each call site of a graph its own pair).
+constexpr int kGemvMaxTokens = 8;
+
+struct GemvParams {
+    const uint16_t* w = nullptr;  // [out_rows, in], rows 16-byte aligned (in % 8 == 0)
+    const uint16_t* x = nullptr;  // [n_tokens, x_row_stride]
+    int64_t x_row_stride = 0;
+    int n_tokens = 0;
+    int in = 0;
+    int out_rows = 0;
+    const uint16_t* bias = nullptr;  // [out_rows] or null
+    bool swiglu = false;
+    void* y = nullptr;  // bf16, or f32 when f32_out; [n_tokens, y_row_stride]
+    int64_t y_row_stride = 0;
+    bool f32_out = false;
+    bool lora = false;
+    SgmvParams sgmv;
+    int32_t* sync = nullptr;
+};
+
 }  // namespace loradesk::kernels

@@ -28,6 +28,11 @@ cudaError_t argmax(const float* logits, int n_rows, int vocab, int32_t* out, cud
 cudaError_t attention(const AttentionParams& p, const AttentionWorkItem* items, int n_items,
                       const AttentionMergeGroup* groups, int n_groups, float* workspace, cudaStream_t stream);
 
+// Skinny GEMM with fused bias / SwiGLU / LoRA epilogues (GemvParams); gemv_supported says whether the
+// shapes and alignment allow it (callers fall back to cuBLAS + the separate kernels otherwise).
+bool gemv_supported(const GemvParams& p);
+cudaError_t gemv(const GemvParams& p, cudaStream_t stream);
+
 cudaError_t sgmv_shrink(const SgmvParams& p, cudaStream_t stream);
 cudaError_t sgmv_expand(const SgmvParams& p, cudaStream_t stream);
 

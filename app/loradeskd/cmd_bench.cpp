@@ -119,6 +119,7 @@ int run_bench(const cli::Args& args) {
         runtime::cuda::CudaRunnerOptions o;
         o.max_batch_tokens = std::max(max_tokens, 4096);
         o.cuda_graphs = !args.flag("no-graphs");
+        o.skinny_gemm = !args.flag("cublas-only");
         copy_gbps = runtime::cuda::measure_copy_bandwidth_gbps();
         auto r = std::make_unique<runtime::cuda::CudaRunner>(args.require("model"), 0, o);
         bench.cuda = r.get();
@@ -215,7 +216,7 @@ int run_bench(const cli::Args& args) {
 
 LORADESK_COMMAND({"bench", "prefill / TTFT and greedy decode throughput of a runner, beside the memory roofline",
                   "loradeskd bench --model DIR [--device cpu|cuda|auto] [--prompt-len 512] [--new-tokens 256] "
-                  "[--batch 1,8,32] [--prefill-lens 512,2048] [--lora-rank R --lora-adapters N] [--no-graphs] [--json]",
+                  "[--batch 1,8,32] [--prefill-lens 512,2048] [--lora-rank R --lora-adapters N] [--no-graphs] [--cublas-only] [--json]",
                   {{"model", "DIR", "Hugging Face model directory"},
                    {"device", "DEV", "cpu (default), cuda or auto"},
                    {"prompt-len", "N", "prompt tokens per decoding sequence (default 512)"},
@@ -225,6 +226,7 @@ LORADESK_COMMAND({"bench", "prefill / TTFT and greedy decode throughput of a run
                    {"lora-rank", "R", "give sequences random all-module LoRA adapters of rank R"},
                    {"lora-adapters", "N", "number of distinct adapters (slots) the batch is spread over"},
                    {"no-graphs", "", "CUDA: run decode steps eagerly instead of replaying CUDA graphs"},
+                   {"cublas-only", "", "CUDA: cuBLAS + separate kernels for every projection (no fused skinny GEMM)"},
                    {"threads", "N", "CPU threads (0 = all cores)"},
                    {"json", "", "print one JSON object per measurement"}},
                   &run_bench});

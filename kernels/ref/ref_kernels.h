@@ -43,5 +43,7 @@ void argmax(const float* logits, int n_rows, int vocab, int32_t* out);
 
 void sgmv_shrink(const SgmvParams& p);
 void sgmv_expand(const SgmvParams& p);
+// The skinny GEMM with its fused epilogues (GemvParams); also writes the LoRA xa rows it uses.
+void gemv(const GemvParams& p);
 
 }  // namespace loradesk::kernels::ref

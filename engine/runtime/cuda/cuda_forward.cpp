@@ -142,14 +142,12 @@ void CudaRunner::Impl::run_eager_step(const ForwardBatch& b) {
 
 // SGMV over up to three adjacent modules that share the input (q|k|v, gate|up) and whose outputs are
 // adjacent column ranges of y.
-void CudaRunner::Impl::apply_lora(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x,
-                            int64_t x_stride, uint16_t* y, int64_t y_stride) {
-    if (!sm.any_lora || n_slots == 0) return;
+kernels::SgmvParams CudaRunner::Impl::lora_params(const StepMeta& sm, int layer, int first_module, int n_modules,
+                                                  const uint16_t* x, int64_t x_stride) const {
     kernels::SgmvParams p;
     p.x = x, p.x_row_stride = x_stride, p.in_features = module_dims(first_module).first;
-    p.xa = xa, p.y = y, p.y_row_stride = y_stride;
-    p.seg_indptr = sm.seg_indptr, p.seg_slot = sm.seg_slot, p.n_segs = sm.n_segs, p.max_seg_len = sm.max_seg_len;
-    p.max_rank = max_rank, p.slot_stride = int64_t(slot_elems), p.n_slices = n_modules;
+    p.xa = xa, p.seg_indptr = sm.seg_indptr, p.seg_slot = sm.seg_slot, p.n_segs = sm.n_segs;
+    p.max_seg_len = sm.max_seg_len, p.max_rank = max_rank, p.slot_stride = int64_t(slot_elems), p.n_slices = n_modules;
     const auto* base = reinterpret_cast<const uint16_t*>(lora.data());
     int offset = 0;
     for (int j = 0; j < n_modules; ++j) {
@@ -161,8 +159,39 @@ void CudaRunner::Impl::apply_lora(const StepMeta& sm, int layer, int first_modul
                        offset, out};
         offset += out;
     }
+    return p;
+}
+
+void CudaRunner::Impl::apply_lora(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x,
+                                  int64_t x_stride, uint16_t* y, int64_t y_stride) {
+    if (!sm.any_lora || n_slots == 0) return;
+    kernels::SgmvParams p = lora_params(sm, layer, first_module, n_modules, x, x_stride);
+    p.y = y, p.y_row_stride = y_stride;
     launch_check(kernels::sgmv_shrink(p, stream), "sgmv_shrink");
     launch_check(kernels::sgmv_expand(p, stream), "sgmv_expand");
+}
+
+void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const uint16_t* w, const uint16_t* bias,
+                                  const uint16_t* x, int64_t x_stride, int in, int out, uint16_t* y, int64_t y_stride,
+                                  int first_module, int n_modules, bool swiglu) {
+    const int n = sm.n;
+    if (use_gemv(n)) {
+        kernels::GemvParams g;
+        g.w = w, g.x = x, g.x_row_stride = x_stride, g.n_tokens = n, g.in = in, g.out_rows = out, g.bias = bias;
+        g.swiglu = swiglu, g.y = swiglu ? static_cast<void*>(act) : static_cast<void*>(y);
+        g.y_row_stride = swiglu ? out / 2 : y_stride;
+        g.lora = sm.any_lora && n_slots > 0;
+        if (g.lora) g.sgmv = lora_params(sm, layer, first_module, n_modules, x, x_stride);
+        g.sync = gemv_sync + (std::size_t(layer) * 4 + std::size_t(site)) * 2;
+        if (kernels::gemv_supported(g)) {
+            launch_check(kernels::gemv(g, stream), "gemv");
+            return;
+        }
+    }
+    gemm(w, x, n, in, out, y, y_stride, false);
+    if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");
+    apply_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride);
+    if (swiglu) launch_check(kernels::silu_mul(y, n, out / 2, act, stream), "silu_mul");
 }
 
 void CudaRunner::Impl::run_layers(const StepMeta& sm) {
@@ -174,9 +203,7 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm) {
         const DeviceLayer& w = layers[std::size_t(l)];
         launch_check(kernels::add_rmsnorm(l == 0 ? nullptr : proj, residual, w.in_norm, nullptr, n, hid, eps, xn, stream),
                      "add_rmsnorm");
-        gemm(w.wqkv, xn, n, hid, qkv_dim, qkv, qkv_dim, false);
-        if (w.bqkv) launch_check(kernels::bias_add(qkv, qkv_dim, w.bqkv, n, qkv_dim, stream), "bias_add");
-        apply_lora(sm, l, int(LoraModule::q), 3, xn, hid, qkv, qkv_dim);
+        projection(sm, l, 0, w.wqkv, w.bqkv, xn, hid, hid, qkv_dim, qkv, qkv_dim, int(LoraModule::q), 3, false);
 
         auto* k_pages = reinterpret_cast<uint16_t*>(kv.data()) + std::size_t(l) * 2 * kv_layer_elems;
         kernels::RopeKvParams rp;
@@ -194,23 +221,25 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm) {
         ap.out = attn;
         launch_check(kernels::attention(ap, sm.items, sm.n_items, sm.groups, sm.n_groups, att_ws, stream), "attention");
 
-        gemm(w.wo, attn, n, qd, hid, proj, hid, false);
-        if (w.bo) launch_check(kernels::bias_add(proj, hid, w.bo, n, hid, stream), "bias_add");
-        apply_lora(sm, l, int(LoraModule::o), 1, attn, qd, proj, hid);
+        projection(sm, l, 1, w.wo, w.bo, attn, qd, qd, hid, proj, hid, int(LoraModule::o), 1, false);
 
         launch_check(kernels::add_rmsnorm(proj, residual, w.post_norm, nullptr, n, hid, eps, xn, stream), "add_rmsnorm");
-        gemm(w.wgu, xn, n, hid, 2 * inter, gate_up, 2 * inter, false);
-        if (w.bgu) launch_check(kernels::bias_add(gate_up, 2 * inter, w.bgu, n, 2 * inter, stream), "bias_add");
-        apply_lora(sm, l, int(LoraModule::gate), 2, xn, hid, gate_up, 2 * inter);
-        launch_check(kernels::silu_mul(gate_up, n, inter, act, stream), "silu_mul");
-        gemm(w.wd, act, n, inter, hid, proj, hid, false);
-        if (w.bd) launch_check(kernels::bias_add(proj, hid, w.bd, n, hid, stream), "bias_add");
-        apply_lora(sm, l, int(LoraModule::down), 1, act, inter, proj, hid);
+        projection(sm, l, 2, w.wgu, w.bgu, xn, hid, hid, 2 * inter, gate_up, 2 * inter, int(LoraModule::gate), 2, true);
+        projection(sm, l, 3, w.wd, w.bd, act, inter, inter, hid, proj, hid, int(LoraModule::down), 1, false);
     }
     // Only the rows that need logits get the last residual add, the final norm and lm_head.
     launch_check(kernels::add_rmsnorm(cfg.n_layers > 0 ? proj : nullptr, residual, final_norm, sm.logits_idx,
                                       sm.n_logits, hid, eps, logit_rows, stream),
                  "final norm");
+    if (use_gemv(sm.n_logits)) {
+        kernels::GemvParams g;
+        g.w = lm_head, g.x = logit_rows, g.x_row_stride = hid, g.n_tokens = sm.n_logits, g.in = hid;
+        g.out_rows = cfg.vocab_size, g.y = logits, g.y_row_stride = cfg.vocab_size, g.f32_out = true;
+        if (kernels::gemv_supported(g)) {
+            launch_check(kernels::gemv(g, stream), "lm_head gemv");
+            return;
+        }
+    }
     gemm(lm_head, logit_rows, sm.n_logits, hid, cfg.vocab_size, logits, cfg.vocab_size, true);
 }
 

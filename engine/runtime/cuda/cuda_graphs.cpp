@@ -58,6 +58,7 @@ void CudaRunner::Impl::allocate_workspace(int n_tokens, int n_logits, int n_item
         std::size_t(ws_logits) * cfg.vocab_size * 4,                 // logits
         kernels::attention_workspace_bytes(std::size_t(ws_att_items), cfg.n_kv_heads, cfg.head_dim),
         std::size_t(ws_logits) * 4,                                  // greedy ids
+        std::size_t(cfg.n_layers) * 4 * 2 * 4,                       // gemv LoRA handshakes
         kCublasWorkspace,
     };
     std::size_t total = 0;
@@ -78,6 +79,8 @@ void CudaRunner::Impl::allocate_workspace(int n_tokens, int n_logits, int n_item
     logits = reinterpret_cast<float*>(take());
     att_ws = reinterpret_cast<float*>(take());
     greedy = reinterpret_cast<int32_t*>(take());
+    gemv_sync = reinterpret_cast<int32_t*>(take());
+    cuda_check(cudaMemset(gemv_sync, 0, std::size_t(cfg.n_layers) * 4 * 2 * 4), "cudaMemset");  // then self-resetting
     cublas_ws = take();
     cublas_ws_bytes = kCublasWorkspace;
     // A fixed cuBLAS workspace: stream capture must not allocate, and eager steps then use the same one.

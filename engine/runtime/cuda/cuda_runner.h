@@ -29,6 +29,10 @@ struct CudaRunnerOptions {
     // Decode steps (one token per sequence, every sequence sampled) of up to 256 sequences replay CUDA
     // graphs captured per batch bucket; off runs every step eagerly (same kernels, launched one by one).
     bool cuda_graphs = true;
+    // Batches of up to 8 tokens run their projections through loradesk's skinny GEMM (kernels/gemv.cu: bias,
+    // SwiGLU and LoRA fused, one launch per projection) instead of cuBLAS + separate kernels; off is the
+    // cuBLAS path for every batch size (kept for comparison in benchmarks).
+    bool skinny_gemm = true;
 };
 
 class CudaRunner final : public ModelRunner {

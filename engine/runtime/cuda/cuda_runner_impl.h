@@ -112,6 +112,7 @@ struct CudaRunner::Impl {
     uint16_t* logit_rows = nullptr;
     float *xa = nullptr, *logits = nullptr, *att_ws = nullptr;
     int32_t *meta = nullptr, *greedy = nullptr;
+    int32_t* gemv_sync = nullptr;  // [n_layers][4 LoRA sites][2]: the fused-LoRA handshake of each call site
     PinnedBuffer h_meta, h_out;
     kernels::AttentionPlan plan;
     std::vector<int32_t> meta_host, plan_seg_slots;
@@ -130,8 +131,17 @@ struct CudaRunner::Impl {
     bool run_graph_step(const ForwardBatch& b);  // false: not a decode batch that a graph can take
     void gemm(const uint16_t* w, const uint16_t* x, int n, int in, int out, void* y, int64_t ldy, bool f32_out);
     void run_layers(const StepMeta& sm);
+    kernels::SgmvParams lora_params(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x,
+                                    int64_t x_stride) const;
     void apply_lora(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x, int64_t x_stride,
               uint16_t* y, int64_t y_stride);
+    // One projection y = x W^T (+ bias) (+ LoRA of modules [first_module, +n_modules)) (SwiGLU when swiglu: y is
+    // then the activation, inter wide): the skinny GEMM with everything fused for small batches, else cuBLAS
+    // followed by bias_add, SGMV and silu_mul. site: the layer's LoRA call site (0 qkv, 1 o, 2 gate/up, 3 down).
+    void projection(const StepMeta& sm, int layer, int site, const uint16_t* w, const uint16_t* bias, const uint16_t* x,
+                    int64_t x_stride, int in, int out, uint16_t* y, int64_t y_stride, int first_module, int n_modules,
+                    bool swiglu);
+    bool use_gemv(int n_tokens) const { return opts.skinny_gemm && n_tokens <= kernels::kGemvMaxTokens; }
     void run_step(const ForwardBatch& b);  // leaves logits in `logits` on the device
     void run_eager_step(const ForwardBatch& b);
     void check_slots(const ForwardBatch& b, bool& any_lora) const;

@@ -1,0 +1,243 @@
+// Skinny GEMM for decode-sized batches (up to kGemvMaxTokens tokens): at batch 1-8 a projection is a
+// stream of its weight bytes, and cuBLAS reaches ~2.6 TB/s of the H100's ~3.3 there. Each warp owns two
+// output rows, streams them with 16-byte evict-first loads (several in flight per lane) and dots them with
+// the batch's x rows, which stay in L1. Epilogues fuse what would otherwise be extra launches and round
+// trips through memory: bias, the SwiGLU activation of the MLP (the warp owns gate row c and up row c),
+// and the whole LoRA delta — the first blocks of the grid compute the SGMV shrink, the rest wait for it
+// (blocks start in index order, so the waiters never hold back the producers) and add s·(x·Aᵀ)·Bᵀ to
+// their rows before rounding: one launch per projection, adapters or not.
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "launchers.h"
+
+namespace loradesk::kernels {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kChunk = 32 * 8;  // bf16 elements a warp reads per row per 16-byte load
+
+__device__ __forceinline__ void unpack8(const uint4& v, float* f) {
+    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        float2 t = __bfloat1622float2(h[i]);
+        f[2 * i] = t.x;
+        f[2 * i + 1] = t.y;
+    }
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float bf(const uint16_t* p) { return __bfloat162float(*reinterpret_cast<const bf16*>(p)); }
+
+// Slot of token t (segments are contiguous token ranges; tokens past the last segment use no adapter).
+__device__ int token_slot(const SgmvParams& s, int t) {
+    for (int i = 0; i < s.n_segs; ++i)
+        if (t < s.seg_indptr[i + 1]) return t >= s.seg_indptr[i] ? s.seg_slot[i] : 0;
+    return 0;
+}
+
+// One warp: xa[t, j*max_rank + r] = x[t] . A_j[slot(t)][r], for warp id -> (t, j, r).
+__device__ void lora_shrink_warp(const GemvParams& p, int wid, int lane) {
+    const SgmvParams& s = p.sgmv;
+    const int per_tok = s.n_slices * s.max_rank;
+    const int t = wid / per_tok, j = (wid % per_tok) / s.max_rank, r = wid % s.max_rank;
+    if (t >= p.n_tokens) return;
+    const int slot = token_slot(s, t);
+    if (slot <= 0 || r >= s.slices[j].ranks[slot]) return;
+    const uint16_t* a = s.slices[j].a + int64_t(slot - 1) * s.slot_stride + int64_t(r) * p.in;
+    const uint16_t* x = p.x + int64_t(t) * p.x_row_stride;
+    float acc = 0.0f;
+    for (int k = lane * 8; k < p.in; k += kChunk) {
+        float af[8], xf[8];
+        unpack8(__ldg(reinterpret_cast<const uint4*>(a + k)), af);
+        unpack8(__ldg(reinterpret_cast<const uint4*>(x + k)), xf);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc += af[e] * xf[e];
+    }
+    acc = warp_sum(acc);
+    if (lane == 0) {
+        s.xa[int64_t(t) * per_tok + j * s.max_rank + r] = acc;
+        __threadfence();  // visible device-wide before the block publishes
+    }
+}
+
+// scale * xa[t] . Bt[:, col] of the slice holding output row c, for token t on slot.
+__device__ float lora_delta(const GemvParams& p, int c, int t, int slot) {
+    if (slot <= 0) return 0.0f;
+    const SgmvParams& s = p.sgmv;
+    for (int j = 0; j < s.n_slices; ++j) {
+        const LoraSlice& sl = s.slices[j];
+        const int col = c - sl.out_offset;
+        if (col < 0 || col >= sl.out_features) continue;
+        const int rank = sl.ranks[slot];
+        const float* xa = s.xa + int64_t(t) * s.n_slices * s.max_rank + j * s.max_rank;
+        const uint16_t* bt = sl.bt + int64_t(slot - 1) * s.slot_stride + col;
+        float d = 0.0f;
+        for (int r = 0; r < rank; ++r) d += __ldcg(xa + r) * bf(bt + int64_t(r) * sl.out_features);
+        return sl.scales[slot] * d;
+    }
+    return 0.0f;
+}
+
+__device__ void store(const GemvParams& p, int t, int c, float v) {
+    if (p.f32_out)
+        static_cast<float*>(p.y)[int64_t(t) * p.y_row_stride + c] = v;
+    else
+        static_cast<bf16*>(p.y)[int64_t(t) * p.y_row_stride + c] = __float2bfloat16_rn(v);
+}
+
+// NT: tokens the accumulators are sized for (n_tokens <= NT); U: 16-byte loads per row in flight per lane.
+template <int NT, int U>
+__global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p, int n_shrink_blocks) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const bool producer = int(blockIdx.x) < n_shrink_blocks;
+    int row0 = -1, row1 = -1;
+    float acc[2][NT];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) acc[i][t] = 0.0f;
+
+    if (producer) {
+        lora_shrink_warp(p, int(blockIdx.x) * kWarps + warp, lane);
+    } else {
+        const int pair = (int(blockIdx.x) - n_shrink_blocks) * kWarps + warp;
+        if (p.swiglu) {
+            const int half = p.out_rows / 2;
+            if (pair < half) row0 = pair, row1 = pair + half;
+        } else {
+            if (2 * pair < p.out_rows) row0 = 2 * pair;
+            if (2 * pair + 1 < p.out_rows) row1 = 2 * pair + 1;
+        }
+        const uint16_t* w0 = p.w + int64_t(row0 < 0 ? 0 : row0) * p.in;
+        const uint16_t* w1 = p.w + int64_t(row1 < 0 ? 0 : row1) * p.in;
+        for (int k0 = lane * 8; row0 >= 0 && k0 < p.in; k0 += kChunk * U) {
+            uint4 wv[2][U], xv[NT][U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) {  // all loads first: U x (2 + NT) 16-byte requests in flight
+                const int k = k0 + u * kChunk;
+                const bool ok = k < p.in;
+                const uint4 z = make_uint4(0, 0, 0, 0);
+                wv[0][u] = ok ? __ldcs(reinterpret_cast<const uint4*>(w0 + k)) : z;
+                wv[1][u] = ok && row1 >= 0 ? __ldcs(reinterpret_cast<const uint4*>(w1 + k)) : z;
+#pragma unroll
+                for (int t = 0; t < NT; ++t)
+                    xv[t][u] = ok && t < p.n_tokens ? __ldg(reinterpret_cast<const uint4*>(p.x + t * p.x_row_stride + k)) : z;
+            }
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                float wf[2][8];
+                unpack8(wv[0][u], wf[0]);
+                unpack8(wv[1][u], wf[1]);
+#pragma unroll
+                for (int t = 0; t < NT; ++t) {
+                    float xf[8];
+                    unpack8(xv[t][u], xf);
+#pragma unroll
+                    for (int e = 0; e < 8; ++e) {
+                        acc[0][t] += wf[0][e] * xf[e];
+                        acc[1][t] += wf[1][e] * xf[e];
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+            for (int t = 0; t < NT; ++t) acc[i][t] = warp_sum(acc[i][t]);
+    }
+
+    if (p.lora) {  // producers publish xa; consumers wait for every producer block
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            if (producer)
+                atomicAdd(p.sync, 1);
+            else
+                while (atomicAdd(p.sync, 0) < n_shrink_blocks) __nanosleep(64);
+            __threadfence();
+        }
+        __syncthreads();
+    }
+
+    if (!producer && row0 >= 0) {
+        // Lane l finishes (row l / NT, token l % NT); with swiglu lane t finishes token t of both rows.
+        const int i = p.swiglu ? 0 : lane / NT, t = p.swiglu ? lane : lane % NT;
+        const int row = i == 0 ? row0 : row1;
+        if (lane < (p.swiglu ? NT : 2 * NT) && t < p.n_tokens && row >= 0) {
+            float v0 = 0.0f, v1 = 0.0f;
+#pragma unroll
+            for (int tt = 0; tt < NT; ++tt)
+                if (tt == t) v0 = i == 0 ? acc[0][tt] : acc[1][tt], v1 = acc[1][tt];
+            const int slot = p.lora ? token_slot(p.sgmv, t) : 0;
+            if (p.bias) v0 += bf(p.bias + row);
+            if (p.lora) v0 += lora_delta(p, row, t, slot);
+            if (p.swiglu) {
+                if (p.bias) v1 += bf(p.bias + row1);
+                if (p.lora) v1 += lora_delta(p, row1, t, slot);
+                v0 = v0 / (1.0f + __expf(-v0)) * v1;
+            }
+            store(p, t, row, v0);
+        }
+    }
+
+    if (p.lora) {  // the last block out resets the pair for the next launch or graph replay
+        __syncthreads();
+        if (threadIdx.x == 0 && atomicAdd(p.sync + 1, 1) == int(gridDim.x) - 1) {
+            atomicExch(p.sync, 0);
+            atomicExch(p.sync + 1, 0);
+        }
+    }
+}
+
+bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
+
+template <int NT, int U>
+cudaError_t launch(const GemvParams& p, cudaStream_t stream) {
+    const int pairs = p.swiglu ? p.out_rows / 2 : (p.out_rows + 1) / 2;
+    int shrink_blocks = 0;
+    if (p.lora) {
+        const int warps = p.n_tokens * p.sgmv.n_slices * p.sgmv.max_rank;
+        shrink_blocks = (warps + kWarps - 1) / kWarps;
+    }
+    const int blocks = shrink_blocks + (pairs + kWarps - 1) / kWarps;
+    gemv_kernel<NT, U><<<blocks, kThreads, 0, stream>>>(p, shrink_blocks);
+    return cudaGetLastError();
+}
+
+}  // namespace
+
+bool gemv_supported(const GemvParams& p) {
+    if (p.n_tokens < 1 || p.n_tokens > kGemvMaxTokens || p.in <= 0 || p.in % 8 || p.x_row_stride % 8 ||
+        p.out_rows <= 0 || !aligned16(p.w) || !aligned16(p.x) || !p.y)
+        return false;
+    if (p.swiglu && (p.out_rows % 2 || p.f32_out)) return false;
+    if (p.lora) {
+        const SgmvParams& s = p.sgmv;
+        if (!p.sync || s.n_slices < 1 || s.n_slices > kMaxLoraSlices || s.max_rank <= 0 || s.in_features != p.in ||
+            s.x != p.x || s.x_row_stride != p.x_row_stride || s.slot_stride % 8 || !s.xa)
+            return false;
+        for (int j = 0; j < s.n_slices; ++j)
+            if (!aligned16(s.slices[j].a)) return false;
+    }
+    return true;
+}
+
+cudaError_t gemv(const GemvParams& p, cudaStream_t stream) {
+    if (!gemv_supported(p)) return cudaErrorInvalidValue;
+    if (p.n_tokens == 1) return launch<1, 4>(p, stream);
+    if (p.n_tokens == 2) return launch<2, 4>(p, stream);
+    if (p.n_tokens <= 4) return launch<4, 2>(p, stream);
+    return launch<8, 2>(p, stream);
+}
+
+}  // namespace loradesk::kernels
