@@ -71,22 +71,38 @@ __device__ void lora_shrink_warp(const GemvParams& p, int wid, int lane) {
     }
 }
 
-// scale * xa[t] . Bt[:, col] of the slice holding output row c, for token t on slot.
-__device__ float lora_delta(const GemvParams& p, int c, int t, int slot) {
-    if (slot <= 0) return 0.0f;
+// d[i][t] = scale * xa[t] . Bt[:, col] for output row i (row0, row1) of token t, over the slice holding the
+// row and token t's slot. Lanes own ranks (lane, lane + 32, ...), so every B and xa load of the warp is in
+// flight at once; warp sums finish the dots and leave the result in every lane.
+template <int NT>
+__device__ void lora_deltas(const GemvParams& p, int row0, int row1, int lane, float (&d)[2][NT]) {
     const SgmvParams& s = p.sgmv;
-    for (int j = 0; j < s.n_slices; ++j) {
-        const LoraSlice& sl = s.slices[j];
-        const int col = c - sl.out_offset;
-        if (col < 0 || col >= sl.out_features) continue;
-        const int rank = sl.ranks[slot];
-        const float* xa = s.xa + int64_t(t) * s.n_slices * s.max_rank + j * s.max_rank;
-        const uint16_t* bt = sl.bt + int64_t(slot - 1) * s.slot_stride + col;
-        float d = 0.0f;
-        for (int r = 0; r < rank; ++r) d += __ldcg(xa + r) * bf(bt + int64_t(r) * sl.out_features);
-        return sl.scales[slot] * d;
+    int slot[NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) slot[t] = t < p.n_tokens ? token_slot(s, t) : 0;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const int row = i == 0 ? row0 : row1;
+        for (int j = 0; row >= 0 && j < s.n_slices; ++j) {
+            const LoraSlice& sl = s.slices[j];
+            const int col = row - sl.out_offset;
+            if (col < 0 || col >= sl.out_features) continue;
+            for (int r = lane; r < s.max_rank; r += 32) {
+#pragma unroll
+                for (int t = 0; t < NT; ++t) {
+                    if (slot[t] <= 0 || r >= sl.ranks[slot[t]]) continue;
+                    const float xa = __ldcg(s.xa + int64_t(t) * s.n_slices * s.max_rank + j * s.max_rank + r);
+                    const uint16_t* bt = sl.bt + int64_t(slot[t] - 1) * s.slot_stride + int64_t(r) * sl.out_features + col;
+                    d[i][t] += sl.scales[slot[t]] * xa * bf(bt);
+                }
+            }
+            break;
+        }
     }
-    return 0.0f;
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) d[i][t] = warp_sum(d[i][t]);
 }
 
 __device__ void store(const GemvParams& p, int t, int c, float v) {
@@ -170,6 +186,12 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p, int n_shri
     }
 
     if (!producer && row0 >= 0) {
+        float d[2][NT];
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+            for (int t = 0; t < NT; ++t) d[i][t] = 0.0f;
+        if (p.lora) lora_deltas<NT>(p, row0, row1, lane, d);
         // Lane l finishes (row l / NT, token l % NT); with swiglu lane t finishes token t of both rows.
         const int i = p.swiglu ? 0 : lane / NT, t = p.swiglu ? lane : lane % NT;
         const int row = i == 0 ? row0 : row1;
@@ -177,13 +199,10 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p, int n_shri
             float v0 = 0.0f, v1 = 0.0f;
 #pragma unroll
             for (int tt = 0; tt < NT; ++tt)
-                if (tt == t) v0 = i == 0 ? acc[0][tt] : acc[1][tt], v1 = acc[1][tt];
-            const int slot = p.lora ? token_slot(p.sgmv, t) : 0;
+                if (tt == t) v0 = i == 0 ? acc[0][tt] + d[0][tt] : acc[1][tt] + d[1][tt], v1 = acc[1][tt] + d[1][tt];
             if (p.bias) v0 += bf(p.bias + row);
-            if (p.lora) v0 += lora_delta(p, row, t, slot);
             if (p.swiglu) {
                 if (p.bias) v1 += bf(p.bias + row1);
-                if (p.lora) v1 += lora_delta(p, row1, t, slot);
                 v0 = v0 / (1.0f + __expf(-v0)) * v1;
             }
             store(p, t, row, v0);

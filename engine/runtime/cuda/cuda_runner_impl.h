@@ -141,7 +141,10 @@ struct CudaRunner::Impl {
     void projection(const StepMeta& sm, int layer, int site, const uint16_t* w, const uint16_t* bias, const uint16_t* x,
                     int64_t x_stride, int in, int out, uint16_t* y, int64_t y_stride, int first_module, int n_modules,
                     bool swiglu);
-    bool use_gemv(int n_tokens) const { return opts.skinny_gemm && n_tokens <= kernels::kGemvMaxTokens; }
+    // The skinny GEMM beats cuBLAS at 1-2 tokens on Qwen3-8B shapes and loses from 4 on (gemv_bench, H100:
+    // x reuse across tokens through L1 does not keep up), so larger batches go to cuBLAS.
+    static constexpr int kSkinnyMaxTokens = 2;
+    bool use_gemv(int n_tokens) const { return opts.skinny_gemm && n_tokens <= kSkinnyMaxTokens; }
     void run_step(const ForwardBatch& b);  // leaves logits in `logits` on the device
     void run_eager_step(const ForwardBatch& b);
     void check_slots(const ForwardBatch& b, bool& any_lora) const;
