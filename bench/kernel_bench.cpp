@@ -1,6 +1,7 @@
-// kernel_bench: paged decode attention and SGMV LoRA at Qwen3-8B / Llama-8B shapes on the GPU. Each case is
-// checked against its C++ twin on a small instance first, then timed with CUDA events (median of 50 after
-// warm-up) and reported against its memory floor (bytes that must move / measured copy bandwidth).
+// kernel_bench: paged decode attention (attention() and attention_decode()) and SGMV LoRA at Qwen3-8B /
+// Llama-8B shapes on the GPU. Each case is checked against its C++ twin (or, when that is too slow, the other
+// kernel) first, then timed with CUDA events (median of 50 after warm-up) and reported against its memory
+// floor (bytes that must move / measured copy bandwidth).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -62,6 +63,72 @@ void bench_attention(int batch_size, int ctx, double bw) {
                 batch_size, ctx, ms * 1e3, bytes / (ms * 1e-3) / 1e9, bytes / bw * 1e6, 100.0 * bytes / bw / (ms * 1e-3));
 }
 
+// Attention splits per row tile exactly as the decode graphs choose them (engine/runtime/cuda/cuda_graphs.cpp:
+// about two waves of blocks, one split per 256 keys, at most 64, within a 4096-item workspace).
+int graph_splits(int batch, int n_kv, int max_kv, int n_sms) {
+    auto pow2_at_least = [](int v) {
+        int p = 1;
+        while (p < v) p *= 2;
+        return p;
+    };
+    const int fill = pow2_at_least((n_sms + batch * n_kv - 1) / (batch * n_kv));
+    const int per_keys = pow2_at_least((max_kv + 255) / 256);
+    int splits = std::min(std::max(per_keys, std::min(fill, std::min(8, pow2_at_least((max_kv + 63) / 64)))), 64);
+    while (splits > 1 && batch * splits > 4096) splits /= 2;
+    return splits;
+}
+
+// attention() and attention_decode() on the same graph split plan, decode batch of batch_size x ctx keys.
+// attention_decode is checked first: against the twin on small cases, against attention() on large ones.
+void bench_decode(const char* model, int n_heads, int n_kv, int batch_size, int ctx, int n_sms, double bw) {
+    const int hd = 128, ps = 16;
+    std::mt19937 rng(batch_size * 7 + ctx + n_heads);
+    std::vector<std::pair<int, int>> seqs(std::size_t(batch_size), {1, ctx});
+    auto b = make_paged_batch(rng, seqs, ps);
+    auto q = random_bf16(rng, std::size_t(b.n_tokens()) * n_heads * hd);
+    auto kp = random_bf16(rng, std::size_t(b.n_pages) * ps * n_kv * hd), vp = random_bf16(rng, kp.size());
+    DeviceBuffer<uint16_t> dq(q), dk(kp), dv(vp), dout(q.size()), dout2(q.size());
+    DeviceBuffer<int32_t> dqo(b.qo_indptr), dkvp(b.kv_indptr), dkvi(b.kv_indices), dlast(b.kv_last_page_len);
+    const int splits = graph_splits(batch_size, n_kv, ctx, n_sms);
+    AttentionPlan plan;
+    plan_attention_splits(b.qo_indptr.data(), b.kv_indptr.data(), b.kv_last_page_len.data(), b.n_seqs(), ps,
+                          n_heads / n_kv, splits, plan);
+    DeviceBuffer<AttentionWorkItem> di(plan.items);
+    DeviceBuffer<AttentionMergeGroup> dg(plan.groups);
+    DeviceBuffer<float> ws(attention_workspace_bytes(plan.items.size(), n_kv, hd) / 4);
+    AttentionParams p;
+    p.q = dq.get(), p.q_row_stride = n_heads * hd, p.k_pages = dk.get(), p.v_pages = dv.get(), p.qo_indptr = dqo.get();
+    p.kv_indptr = dkvp.get(), p.kv_indices = dkvi.get(), p.kv_last_page_len = dlast.get(), p.n_seqs = b.n_seqs();
+    p.page_size = ps, p.n_heads = n_heads, p.n_kv_heads = n_kv, p.head_dim = hd, p.scale = 0.088f, p.out = dout.get();
+    AttentionParams p2 = p;
+    p2.out = dout2.get();
+    const int ni = int(plan.items.size()), ng = int(plan.groups.size());
+    auto run_old = [&] { attention(p2, di.get(), ni, dg.get(), ng, ws.get(), nullptr); };
+    auto run_new = [&] { cuda_check(attention_decode(p, di.get(), ni, dg.get(), ng, ws.get(), nullptr), "attention_decode"); };
+    run_new();
+    cuda_check(cudaDeviceSynchronize(), "attention_decode");
+    std::vector<uint16_t> want(q.size());
+    if (std::int64_t(batch_size) * ctx <= 8 * 512) {
+        AttentionParams h = p;
+        h.q = q.data(), h.k_pages = kp.data(), h.v_pages = vp.data(), h.qo_indptr = b.qo_indptr.data();
+        h.kv_indptr = b.kv_indptr.data(), h.kv_indices = b.kv_indices.data(), h.kv_last_page_len = b.kv_last_page_len.data();
+        h.out = want.data();
+        ref::attention(h);
+    } else {
+        run_old();
+        cuda_check(cudaDeviceSynchronize(), "attention");
+        want = dout2.download();
+    }
+    double err = rel_l2(to_f32(dout.download()), to_f32(want));
+    if (!(err < 1e-2)) std::printf("ATTENTION_DECODE CHECK FAILED: rel err %g\n", err), std::exit(1);
+    const float ms_old = median_ms(run_old), ms_new = median_ms(run_new);
+    const double bytes = 2.0 * batch_size * ctx * n_kv * hd * 2, floor_us = bytes / bw * 1e6;
+    std::printf("decode %-10s batch %3d ctx %5d heads %d/%d hd 128 splits %2d: attention %8.1f us (%3.0f%%)  "
+                "attention_decode %7.1f us (%3.0f%%)  floor %6.1f us\n",
+                model, batch_size, ctx, n_heads, n_kv, splits, ms_old * 1e3, 100.0 * floor_us / (ms_old * 1e3),
+                ms_new * 1e3, 100.0 * floor_us / (ms_new * 1e3), floor_us);
+}
+
 void bench_sgmv(int n_tokens, int n_adapters, int rank, double bw) {
     const int in = 4096, max_rank = 64, n_slots = 8;
     const int outs[3] = {4096, 1024, 1024};
@@ -109,6 +176,9 @@ int main() {
     std::printf("%s, %d SMs; device copy %.0f GB/s (read + write)\n", prop.name, prop.multiProcessorCount, bw / 1e9);
     for (int bs : {1, 8, 32})
         for (int ctx : {512, 4096}) bench_attention(bs, ctx, bw);
+    for (int bs : {1, 8, 32, 64})
+        for (int ctx : {512, 4096}) bench_decode("qwen3-8b", 32, 8, bs, ctx, prop.multiProcessorCount, bw);
+    bench_decode("qwen3-0.6b", 16, 8, 1, 512, prop.multiProcessorCount, bw);
     for (int rank : {16, 64})
         for (auto [n, ad] : {std::pair{1, 1}, {8, 8}, {32, 8}, {32, 1}}) bench_sgmv(n, ad, rank, bw);
     return 0;

@@ -6,6 +6,7 @@
 // floor; details in docs/kernel-benchmarks.md.
 #include <cuda_bf16.h>
 
+#include "attention_internal.h"
 #include "launchers.h"
 
 namespace loradesk::kernels {
@@ -258,8 +259,18 @@ cudaError_t attention(const AttentionParams& p, const AttentionWorkItem* items, 
     attention_kernel<<<dim3(n_items, p.n_kv_heads), kThreads, smem, stream>>>(p, items, workspace);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
+    return detail::attention_merge(p, groups, n_groups, workspace, stream);
+}
+
+namespace detail {
+
+cudaError_t attention_merge(const AttentionParams& p, const AttentionMergeGroup* groups, int n_groups,
+                            const float* workspace, cudaStream_t stream) {
+    if (n_groups == 0) return cudaSuccess;
     attention_merge_kernel<<<dim3(n_groups, p.n_kv_heads), kThreads, 0, stream>>>(p, groups, workspace);
     return cudaGetLastError();
 }
+
+}  // namespace detail
 
 }  // namespace loradesk::kernels

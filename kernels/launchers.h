@@ -33,6 +33,14 @@ cudaError_t attention(const AttentionParams& p, const AttentionWorkItem* items, 
 bool gemv_supported(const GemvParams& p);
 cudaError_t gemv(const GemvParams& p, cudaStream_t stream);
 
+// Decode-specialised drop-in for attention() (same plan, workspace layout and merge), fast when every
+// sequence has one query token (other batches still come out right, just slowly). Needs head_dim 64, 128
+// or 256, n_heads / n_kv_heads <= 16 and 16-byte aligned K/V pools; otherwise returns cudaErrorInvalidValue
+// without launching, and the caller uses attention(). attention_decode_supported(p) asks that up front.
+cudaError_t attention_decode(const AttentionParams& p, const AttentionWorkItem* items, int n_items,
+                             const AttentionMergeGroup* groups, int n_groups, float* workspace, cudaStream_t stream);
+bool attention_decode_supported(const AttentionParams& p);
+
 cudaError_t sgmv_shrink(const SgmvParams& p, cudaStream_t stream);
 cudaError_t sgmv_expand(const SgmvParams& p, cudaStream_t stream);
 

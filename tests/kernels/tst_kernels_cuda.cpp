@@ -179,6 +179,136 @@ private slots:
         QVERIFY2(err < kBf16Tol, qPrintable(QString("attention rel err %1 (%2 items)").arg(err).arg(plan.items.size())));
     }
 
+    // attention_decode vs the twin: one decode batch per row holding every context length (1, 7, 16, 17, 733,
+    // 1500, 4100 keys), both planners (chunked and fixed splits, incl. empty trailing items), outputs and
+    // workspace NaN-poisoned so an unwritten partial or output fails. planner > 0: plan_attention chunk;
+    // planner < 0: plan_attention_splits with -planner splits.
+    void attention_decode_data() {
+        QTest::addColumn<int>("group");
+        QTest::addColumn<int>("n_kv");
+        QTest::addColumn<int>("hd");
+        QTest::addColumn<int>("page_size");
+        QTest::addColumn<int>("planner");
+        QTest::addColumn<bool>("prefill");
+        const int planners[] = {64, 256, -1, -3, -8, -64};
+        int i = 0;
+        for (int hd : {64, 128, 256})
+            for (int group : {1, 2, 4, 8, 16}) {
+                const int planner = planners[i % 6], ps = i % 2 ? 5 : 16, n_kv = group == 16 ? 1 : 2 + i % 2;
+                ++i;
+                QTest::newRow(qPrintable(QString("hd%1 g%2 kv%3 page%4 %5").arg(hd).arg(group).arg(n_kv).arg(ps)
+                                             .arg(planner > 0 ? QString("chunk%1").arg(planner)
+                                                              : QString("splits%1").arg(-planner))))
+                    << group << n_kv << hd << ps << planner << false;
+            }
+        for (int planner : planners)  // Qwen3-8B shape through every planner
+            QTest::newRow(qPrintable(QString("qwen3-8b page16 planner%1").arg(planner))) << 4 << 8 << 128 << 16 << planner
+                                                                                       << false;
+        QTest::newRow("group 3 (padded rows) page5 splits8") << 3 << 2 << 128 << 5 << -8 << false;
+        QTest::newRow("group 7 hd64 chunk64") << 7 << 1 << 64 << 16 << 64 << false;
+        QTest::newRow("group 12 hd256 (two passes)") << 12 << 1 << 256 << 16 << -3 << false;
+        QTest::newRow("not decode: prefill mix still right") << 4 << 2 << 128 << 16 << 64 << true;
+    }
+    void attention_decode() {
+        QFETCH(int, group);
+        QFETCH(int, n_kv);
+        QFETCH(int, hd);
+        QFETCH(int, page_size);
+        QFETCH(int, planner);
+        QFETCH(bool, prefill);
+        const int n_heads = group * n_kv;
+        std::mt19937 rng(group * 1009 + n_kv * 101 + hd + page_size * 7 + planner * 13 + prefill);
+        std::vector<std::pair<int, int>> seqs;
+        for (int ctx : {1, 7, 16, 17, 733, 1500, 4100}) seqs.push_back({1, ctx});
+        if (prefill) seqs = {{1, 1}, {19, 19}, {7, 40}, {3, 1500}, {1, 7}};
+        auto batch = make_paged_batch(rng, seqs, page_size);
+        const int n = batch.n_tokens(), q_stride = n_heads * hd + 3;
+        auto q = random_bf16(rng, std::size_t(n) * q_stride, -2.0f, 2.0f);
+        auto k_pages = random_bf16(rng, std::size_t(batch.n_pages) * page_size * n_kv * hd, -2.0f, 2.0f);
+        auto v_pages = random_bf16(rng, k_pages.size());
+        std::vector<uint16_t> out(std::size_t(n) * n_heads * hd);
+        AttentionParams p;
+        p.q = q.data(), p.q_row_stride = q_stride, p.k_pages = k_pages.data(), p.v_pages = v_pages.data();
+        p.qo_indptr = batch.qo_indptr.data(), p.kv_indptr = batch.kv_indptr.data();
+        p.kv_indices = batch.kv_indices.data(), p.kv_last_page_len = batch.kv_last_page_len.data();
+        p.n_seqs = batch.n_seqs(), p.page_size = page_size, p.n_heads = n_heads, p.n_kv_heads = n_kv, p.head_dim = hd;
+        p.scale = 1.0f / std::sqrt(float(hd)), p.out = out.data();
+        ref::attention(p);
+        AttentionPlan plan;
+        if (planner > 0)
+            plan_attention(batch.qo_indptr.data(), batch.kv_indptr.data(), batch.kv_last_page_len.data(), p.n_seqs,
+                           page_size, group, planner, plan);
+        else
+            plan_attention_splits(batch.qo_indptr.data(), batch.kv_indptr.data(), batch.kv_last_page_len.data(),
+                                  p.n_seqs, page_size, group, -planner, plan);
+        int n_empty = 0;
+        for (const auto& it : plan.items) n_empty += it.kv_begin == it.kv_end;
+        DeviceBuffer<uint16_t> d_q(q), d_k(k_pages), d_v(v_pages), d_out(std::vector<uint16_t>(out.size(), kNanBf16));
+        DeviceBuffer<int32_t> d_qo(batch.qo_indptr), d_kvp(batch.kv_indptr), d_kvi(batch.kv_indices),
+            d_last(batch.kv_last_page_len);
+        DeviceBuffer<AttentionWorkItem> d_items(plan.items);
+        DeviceBuffer<AttentionMergeGroup> d_groups(plan.groups);
+        DeviceBuffer<float> d_ws(std::vector<float>(attention_workspace_bytes(plan.items.size(), n_kv, hd) / 4, NAN));
+        AttentionParams d = p;
+        d.q = d_q.get(), d.k_pages = d_k.get(), d.v_pages = d_v.get(), d.qo_indptr = d_qo.get();
+        d.kv_indptr = d_kvp.get(), d.kv_indices = d_kvi.get(), d.kv_last_page_len = d_last.get(), d.out = d_out.get();
+        QVERIFY(attention_decode_supported(d));
+        sync_check(loradesk::kernels::attention_decode(d, d_items.get(), int(plan.items.size()), d_groups.get(),
+                                                       int(plan.groups.size()), d_ws.get(), nullptr));
+        const auto got = to_f32(d_out.download()), want = to_f32(out);
+        // Worst (token, head) row by max abs error, so a failure names the sequence and head that differ.
+        double worst = -1;
+        int worst_t = -1, worst_h = -1;
+        for (int t = 0; t < n; ++t)
+            for (int h = 0; h < n_heads; ++h) {
+                const std::size_t o = (std::size_t(t) * n_heads + h) * hd;
+                std::vector<float> g(got.begin() + o, got.begin() + o + hd), w(want.begin() + o, want.begin() + o + hd);
+                const double e = max_abs_diff(g, w);
+                if (e > worst) worst = e, worst_t = t, worst_h = h;
+            }
+        const double err = rel_l2(got, want);
+        int seq = 0;
+        while (seq + 1 < batch.n_seqs() && batch.qo_indptr[seq + 1] <= worst_t) ++seq;
+        QVERIFY2(err < kBf16Tol && worst < 0.05,
+                 qPrintable(QString("rel err %1; worst row: token %2 (seq %3, kv_len %4) head %5 max abs err %6; "
+                                    "%7 items (%8 empty), %9 groups")
+                                .arg(err).arg(worst_t).arg(seq).arg(seqs[std::size_t(seq)].second).arg(worst_h)
+                                .arg(worst).arg(plan.items.size()).arg(n_empty).arg(plan.groups.size())));
+    }
+
+    // Shapes the decode kernel does not take come back as cudaErrorInvalidValue without a launch (the caller
+    // falls back to attention()), and leave no sticky error behind.
+    void attention_decode_unsupported_data() {
+        QTest::addColumn<int>("n_heads");
+        QTest::addColumn<int>("n_kv");
+        QTest::addColumn<int>("hd");
+        QTest::addColumn<int>("k_misalign");
+        QTest::newRow("hd 96") << 8 << 2 << 96 << 0;
+        QTest::newRow("hd 19") << 4 << 2 << 19 << 0;
+        QTest::newRow("hd 512") << 4 << 2 << 512 << 0;
+        QTest::newRow("group 32") << 32 << 1 << 128 << 0;
+        QTest::newRow("heads not a multiple of kv heads") << 6 << 4 << 128 << 0;
+        QTest::newRow("no kv heads") << 8 << 0 << 128 << 0;
+        QTest::newRow("k pool not 16-byte aligned") << 8 << 2 << 128 << 1;
+    }
+    void attention_decode_unsupported() {
+        QFETCH(int, n_heads);
+        QFETCH(int, n_kv);
+        QFETCH(int, hd);
+        QFETCH(int, k_misalign);
+        DeviceBuffer<uint16_t> pool(std::size_t(4096));
+        DeviceBuffer<float> ws(std::size_t(4096));
+        AttentionParams d;
+        d.k_pages = pool.get() + k_misalign, d.v_pages = pool.get(), d.n_seqs = 1, d.page_size = 16;
+        d.n_heads = n_heads, d.n_kv_heads = n_kv, d.head_dim = hd;
+        QVERIFY(!attention_decode_supported(d));
+        AttentionWorkItem* items = nullptr;  // never dereferenced: nothing is launched
+        AttentionMergeGroup* groups = nullptr;
+        QCOMPARE(int(loradesk::kernels::attention_decode(d, items, 1, groups, 1, ws.get(), nullptr)),
+                 int(cudaErrorInvalidValue));
+        QCOMPARE(int(cudaGetLastError()), int(cudaSuccess));
+    }
+
     void silu_bias_argmax_data() {
         QTest::addColumn<int>("n");
         QTest::addColumn<int>("cols");

@@ -1,0 +1,18 @@
+// Private to kernels/: launchers shared between the attention kernel files (attention.cu owns the split-K
+// merge; attention_decode.cu reuses it so both kernels share one partial layout and one merge). Not part of
+// the launchers.h API: callers outside kernels/ use attention() / attention_decode().
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "attention_plan.h"
+#include "kernel_params.h"
+
+namespace loradesk::kernels::detail {
+
+// Combines the f32 (m, l, acc) partials in workspace (layout: attention_workspace_bytes) of each merge group
+// into p.out. Launch only; returns the launch status.
+cudaError_t attention_merge(const AttentionParams& p, const AttentionMergeGroup* groups, int n_groups,
+                            const float* workspace, cudaStream_t stream);
+
+}  // namespace loradesk::kernels::detail
