@@ -116,19 +116,23 @@ void bench_prefill(int n_new, int n_cached) {
     p.page_size = ps, p.n_heads = n_heads, p.n_kv_heads = n_kv, p.head_dim = hd, p.scale = 0.088f, p.out = dout.get();
     AttentionParams ps_split = p;
     ps_split.out = dout_split.get();
-    auto run_prefill = [&] { cuda_check(attention_prefill(p, dt.get(), int(tiles.size()), nullptr), "attention_prefill"); };
+    auto run_prefill = [&] {
+        cuda_check(attention_prefill(p, dt.get(), int(tiles.size()), nullptr), "attention_prefill");
+    };
     auto run_split = [&] {
-        attention(ps_split, di.get(), int(split_only.items.size()), dg.get(), int(split_only.groups.size()), ws.get(), nullptr);
+        attention(ps_split, di.get(), int(split_only.items.size()), dg.get(), int(split_only.groups.size()), ws.get(),
+                  nullptr);
     };
     run_prefill(), run_split();
     cuda_check(cudaDeviceSynchronize(), "attention");
     auto got = to_f32(dout.download());
     double err = rel_l2(got, to_f32(dout_split.download()));  // the two kernels must agree on every case
-    if (n_new + n_cached <= 512) {  // the f64 twin is too slow for the long cases
+    if (n_new + n_cached <= 512) {                            // the f64 twin is too slow for the long cases
         std::vector<uint16_t> ref_out(q.size());
         AttentionParams h = p;
         h.q = q.data(), h.k_pages = kp.data(), h.v_pages = vp.data(), h.qo_indptr = b.qo_indptr.data();
-        h.kv_indptr = b.kv_indptr.data(), h.kv_indices = b.kv_indices.data(), h.kv_last_page_len = b.kv_last_page_len.data();
+        h.kv_indptr = b.kv_indptr.data(), h.kv_indices = b.kv_indices.data(),
+        h.kv_last_page_len = b.kv_last_page_len.data();
         h.out = ref_out.data();
         ref::attention(h);
         err = std::max(err, rel_l2(got, to_f32(ref_out)));
@@ -138,10 +142,11 @@ void bench_prefill(int n_new, int n_cached) {
     for (int i = 0; i < n_new; ++i) visible += n_cached + i + 1;
     const double flops = 4.0 * hd * n_heads * visible;
     float ms_p = median_ms(run_prefill), ms_s = median_ms(run_split);
-    std::printf("attention prefill new %5d cached %5d heads 32/8 hd 128: tensor-core %8.1f us %6.1f TFLOP/s | split %8.1f us "
-                "%6.1f TFLOP/s (%4.1fx)\n",
-                n_new, n_cached, ms_p * 1e3, flops / (ms_p * 1e-3) / 1e12, ms_s * 1e3, flops / (ms_s * 1e-3) / 1e12,
-                ms_s / ms_p);
+    std::printf(
+        "attention prefill new %5d cached %5d heads 32/8 hd 128: tensor-core %8.1f us %6.1f TFLOP/s | split %8.1f us "
+        "%6.1f TFLOP/s (%4.1fx)\n",
+        n_new, n_cached, ms_p * 1e3, flops / (ms_p * 1e-3) / 1e12, ms_s * 1e3, flops / (ms_s * 1e-3) / 1e12,
+        ms_s / ms_p);
 }
 
 void bench_sgmv(int n_tokens, int n_adapters, int rank, double bw) {

@@ -22,9 +22,9 @@ constexpr float kLog2e = 1.4426950408889634f;
 template <int D>
 struct PrefillConfig {
     static constexpr int kKeys = D == 256 ? 32 : 64;  // 256: fewer S registers beside the 128 of O
-    static constexpr int kStride = D + 8;              // padded smem row (bf16): ldmatrix rows hit distinct banks
-    static constexpr bool kQInRegs = D <= 128;          // 256 re-reads Q fragments from smem to avoid spills
-    static constexpr int kChunksPerRow = D / 8;         // 16-byte chunks
+    static constexpr int kStride = D + 8;             // padded smem row (bf16): ldmatrix rows hit distinct banks
+    static constexpr bool kQInRegs = D <= 128;        // 256 re-reads Q fragments from smem to avoid spills
+    static constexpr int kChunksPerRow = D / 8;       // 16-byte chunks
     static constexpr std::size_t kSmemBytes = std::size_t(kPrefillTileRows + 4 * kKeys) * kStride * 2;
     static_assert(kThreads % kChunksPerRow == 0 && (kKeys * kChunksPerRow) % kThreads == 0, "loader mapping");
 };
@@ -35,8 +35,7 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 
 // 16-byte async copy; when !valid nothing is read and the destination is zero-filled.
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-                 "r"(valid ? 16 : 0)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0)
                  : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
@@ -58,8 +57,7 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* 
 
 // d += a (16x16, row) * b (16x8, col); bf16 inputs, f32 accumulators.
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
         "{%0,%1,%2,%3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -141,14 +139,14 @@ __device__ void load_kv_tile(const AttentionParams& p, const TileView& tv, int k
 }
 
 template <int D>
-__global__ void __launch_bounds__(kThreads) attention_prefill_kernel(AttentionParams p, const PrefillTile* tiles,
-                                                                     bool q_vec) {
+__global__ void __launch_bounds__(kThreads)
+    attention_prefill_kernel(AttentionParams p, const PrefillTile* tiles, bool q_vec) {
     using C = PrefillConfig<D>;
     constexpr int BK = C::kKeys, S = C::kStride;
     extern __shared__ __align__(16) uint16_t smem[];
-    uint16_t* q_s = smem;                            // [64][S]
-    uint16_t* k_buf = q_s + kPrefillTileRows * S;    // [2][BK][S]
-    uint16_t* v_buf = k_buf + 2 * BK * S;            // [2][BK][S]
+    uint16_t* q_s = smem;                          // [64][S]
+    uint16_t* k_buf = q_s + kPrefillTileRows * S;  // [2][BK][S]
+    uint16_t* v_buf = k_buf + 2 * BK * S;          // [2][BK][S]
 
     const int kvh = blockIdx.x % p.n_kv_heads;
     const TileView tv = tile_view(p, tiles[blockIdx.x / p.n_kv_heads], kvh);
@@ -253,9 +251,10 @@ __global__ void __launch_bounds__(kThreads) attention_prefill_kernel(AttentionPa
                     l[e >> 1] += pe;
                 }
 #pragma unroll
-            for (int n = 0; n < D / 8; ++n) o[n][0] *= alpha[0], o[n][1] *= alpha[0], o[n][2] *= alpha[1], o[n][3] *= alpha[1];
-            // O += P V: P's A fragment for keys 16kk..16kk+15 is S's n-tiles 2kk and 2kk+1; B = V (keys x d)
-            // from V rows [key][d] through ldmatrix.trans.
+            for (int n = 0; n < D / 8; ++n)
+                o[n][0] *= alpha[0], o[n][1] *= alpha[0], o[n][2] *= alpha[1], o[n][3] *= alpha[1];
+                // O += P V: P's A fragment for keys 16kk..16kk+15 is S's n-tiles 2kk and 2kk+1; B = V (keys x d)
+                // from V rows [key][d] through ldmatrix.trans.
 #pragma unroll
             for (int kk = 0; kk < BK / 16; ++kk) {
                 uint32_t a[4] = {pack_bf16(s[2 * kk][0], s[2 * kk][1]), pack_bf16(s[2 * kk][2], s[2 * kk][3]),
@@ -319,9 +318,12 @@ cudaError_t attention_prefill(const AttentionParams& p, const PrefillTile* tiles
         reinterpret_cast<uintptr_t>(p.out) % 4 != 0)
         return cudaErrorInvalidValue;
     switch (p.head_dim) {
-        case 64: return launch_prefill<64>(p, tiles, n_tiles, stream);
-        case 128: return launch_prefill<128>(p, tiles, n_tiles, stream);
-        default: return launch_prefill<256>(p, tiles, n_tiles, stream);
+        case 64:
+            return launch_prefill<64>(p, tiles, n_tiles, stream);
+        case 128:
+            return launch_prefill<128>(p, tiles, n_tiles, stream);
+        default:
+            return launch_prefill<256>(p, tiles, n_tiles, stream);
     }
 }
 

@@ -293,7 +293,8 @@ private slots:
         QFETCH(int, page_size);
         std::mt19937 rng(min_q * 31 + group + page_size);
         // (n_q, kv_len): decode, short prompt, prompt over a cached prefix, long prompt, odd sizes.
-        auto batch = make_paged_batch(rng, {{1, 101}, {17, 17}, {40, 48}, {300, 300}, {65, 1000}, {2, 2}, {1, 1}}, page_size);
+        auto batch =
+            make_paged_batch(rng, {{1, 101}, {17, 17}, {40, 48}, {300, 300}, {65, 1000}, {2, 2}, {1, 1}}, page_size);
         const int n_seqs = batch.n_seqs();
         AttentionPlan split;
         std::vector<PrefillTile> tiles{{99, 99}};  // stale content must be cleared
@@ -308,12 +309,15 @@ private slots:
             hits[s].assign(std::size_t(n_q[s]) * group, 0);
         }
         for (const auto& g : split.groups) {
-            QVERIFY2(n_q[g.seq] < min_q, qPrintable(QString("seq %1 (n_q %2) split-planned").arg(g.seq).arg(n_q[g.seq])));
-            for (int r = g.row_begin; r < std::min(g.row_begin + kAttentionTileRows, n_q[g.seq] * group); ++r) ++hits[g.seq][r];
+            QVERIFY2(n_q[g.seq] < min_q,
+                     qPrintable(QString("seq %1 (n_q %2) split-planned").arg(g.seq).arg(n_q[g.seq])));
+            for (int r = g.row_begin; r < std::min(g.row_begin + kAttentionTileRows, n_q[g.seq] * group); ++r)
+                ++hits[g.seq][r];
         }
         int prev_horizon = INT32_MAX;
         for (const auto& t : tiles) {
-            QVERIFY2(n_q[t.seq] >= min_q, qPrintable(QString("seq %1 (n_q %2) in a prefill tile").arg(t.seq).arg(n_q[t.seq])));
+            QVERIFY2(n_q[t.seq] >= min_q,
+                     qPrintable(QString("seq %1 (n_q %2) in a prefill tile").arg(t.seq).arg(n_q[t.seq])));
             const int end = std::min(t.row_begin + kPrefillTileRows, n_q[t.seq] * group);
             QVERIFY(t.row_begin % kPrefillTileRows == 0 && t.row_begin < end);
             for (int r = t.row_begin; r < end; ++r) ++hits[t.seq][r];
@@ -323,7 +327,8 @@ private slots:
         }
         for (int s = 0; s < n_seqs; ++s)
             for (std::size_t r = 0; r < hits[s].size(); ++r)
-                QVERIFY2(hits[s][r] == 1, qPrintable(QString("seq %1 row %2 covered %3 times").arg(s).arg(r).arg(hits[s][r])));
+                QVERIFY2(hits[s][r] == 1,
+                         qPrintable(QString("seq %1 row %2 covered %3 times").arg(s).arg(r).arg(hits[s][r])));
         // The split part is plan_attention's plan of the short sequences, item for item.
         AttentionPlan full;
         plan_attention(batch.qo_indptr.data(), batch.kv_indptr.data(), batch.kv_last_page_len.data(), n_seqs, page_size,

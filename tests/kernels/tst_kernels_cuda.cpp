@@ -284,7 +284,8 @@ private slots:
 
     // Shapes the prefill kernel does not take are refused before any launch, never a crash.
     void attention_prefill_rejects_bad_input() {
-        QVERIFY(!attention_prefill_supported(96) && !attention_prefill_supported(19) && !attention_prefill_supported(512));
+        QVERIFY(!attention_prefill_supported(96) && !attention_prefill_supported(19) &&
+                !attention_prefill_supported(512));
         DeviceBuffer<uint16_t> pool(std::size_t(4096));
         DeviceBuffer<int32_t> ints(std::vector<int32_t>{0, 1});
         DeviceBuffer<PrefillTile> tile(std::vector<PrefillTile>{{0, 0}});
