@@ -1,7 +1,8 @@
-// kernel_bench: paged decode attention (attention() and attention_decode()) and SGMV LoRA at Qwen3-8B /
-// Llama-8B shapes on the GPU. Each case is checked against its C++ twin (or, when that is too slow, the other
-// kernel) first, then timed with CUDA events (median of 50 after warm-up) and reported against its memory
-// floor (bytes that must move / measured copy bandwidth).
+// kernel_bench: paged decode attention (attention() and attention_decode()), tensor-core prefill attention and
+// SGMV LoRA at Qwen3-8B / Llama-8B shapes on the GPU. Each case is checked against its C++ twin (or, when that is
+// too slow, the other kernel) first, then timed with CUDA events (median of 50 after warm-up) and reported
+// against its memory floor (bytes that must move / measured copy bandwidth) or, for prefill, as achieved
+// TFLOP/s of the causal attention math.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -129,6 +130,64 @@ void bench_decode(const char* model, int n_heads, int n_kv, int batch_size, int 
                 ms_new * 1e3, 100.0 * floor_us / (ms_new * 1e3), floor_us);
 }
 
+// One sequence of n_new prompt tokens over n_cached cached ones: the tensor-core prefill kernel beside the
+// split kernel on the same input. Causal FLOPs = 4 * hd * n_heads * sum over rows of visible keys.
+void bench_prefill(int n_new, int n_cached) {
+    const int n_heads = 32, n_kv = 8, hd = 128, ps = 16, group = n_heads / n_kv;
+    std::mt19937 rng(n_new * 3 + n_cached);
+    auto b = make_paged_batch(rng, {{n_new, n_cached + n_new}}, ps);
+    auto q = random_bf16(rng, std::size_t(n_new) * n_heads * hd);
+    auto kp = random_bf16(rng, std::size_t(b.n_pages) * ps * n_kv * hd), vp = random_bf16(rng, kp.size());
+    DeviceBuffer<uint16_t> dq(q), dk(kp), dv(vp), dout(q.size()), dout_split(q.size());
+    DeviceBuffer<int32_t> dqo(b.qo_indptr), dkvp(b.kv_indptr), dkvi(b.kv_indices), dlast(b.kv_last_page_len);
+    AttentionPlan plan, split_only;
+    std::vector<PrefillTile> tiles;
+    plan_attention_mixed(b.qo_indptr.data(), b.kv_indptr.data(), b.kv_last_page_len.data(), 1, ps, group, 256, 1, plan,
+                         tiles);
+    plan_attention(b.qo_indptr.data(), b.kv_indptr.data(), b.kv_last_page_len.data(), 1, ps, group, 256, split_only);
+    DeviceBuffer<PrefillTile> dt(tiles);
+    DeviceBuffer<AttentionWorkItem> di(split_only.items);
+    DeviceBuffer<AttentionMergeGroup> dg(split_only.groups);
+    DeviceBuffer<float> ws(attention_workspace_bytes(split_only.items.size(), n_kv, hd) / 4);
+    AttentionParams p;
+    p.q = dq.get(), p.q_row_stride = n_heads * hd, p.k_pages = dk.get(), p.v_pages = dv.get(), p.qo_indptr = dqo.get();
+    p.kv_indptr = dkvp.get(), p.kv_indices = dkvi.get(), p.kv_last_page_len = dlast.get(), p.n_seqs = 1;
+    p.page_size = ps, p.n_heads = n_heads, p.n_kv_heads = n_kv, p.head_dim = hd, p.scale = 0.088f, p.out = dout.get();
+    AttentionParams ps_split = p;
+    ps_split.out = dout_split.get();
+    auto run_prefill = [&] {
+        cuda_check(attention_prefill(p, dt.get(), int(tiles.size()), nullptr), "attention_prefill");
+    };
+    auto run_split = [&] {
+        attention(ps_split, di.get(), int(split_only.items.size()), dg.get(), int(split_only.groups.size()), ws.get(),
+                  nullptr);
+    };
+    run_prefill(), run_split();
+    cuda_check(cudaDeviceSynchronize(), "attention");
+    auto got = to_f32(dout.download());
+    double err = rel_l2(got, to_f32(dout_split.download()));  // the two kernels must agree on every case
+    if (n_new + n_cached <= 512) {                            // the f64 twin is too slow for the long cases
+        std::vector<uint16_t> ref_out(q.size());
+        AttentionParams h = p;
+        h.q = q.data(), h.k_pages = kp.data(), h.v_pages = vp.data(), h.qo_indptr = b.qo_indptr.data();
+        h.kv_indptr = b.kv_indptr.data(), h.kv_indices = b.kv_indices.data(),
+        h.kv_last_page_len = b.kv_last_page_len.data();
+        h.out = ref_out.data();
+        ref::attention(h);
+        err = std::max(err, rel_l2(got, to_f32(ref_out)));
+    }
+    if (!(err < 1e-2)) std::printf("PREFILL CHECK FAILED: rel err %g\n", err), std::exit(1);
+    double visible = 0;
+    for (int i = 0; i < n_new; ++i) visible += n_cached + i + 1;
+    const double flops = 4.0 * hd * n_heads * visible;
+    float ms_p = median_ms(run_prefill), ms_s = median_ms(run_split);
+    std::printf(
+        "attention prefill new %5d cached %5d heads 32/8 hd 128: tensor-core %8.1f us %6.1f TFLOP/s | split %8.1f us "
+        "%6.1f TFLOP/s (%4.1fx)\n",
+        n_new, n_cached, ms_p * 1e3, flops / (ms_p * 1e-3) / 1e12, ms_s * 1e3, flops / (ms_s * 1e-3) / 1e12,
+        ms_s / ms_p);
+}
+
 void bench_sgmv(int n_tokens, int n_adapters, int rank, double bw) {
     const int in = 4096, max_rank = 64, n_slots = 8;
     const int outs[3] = {4096, 1024, 1024};
@@ -179,6 +238,7 @@ int main() {
     for (int bs : {1, 8, 32, 64})
         for (int ctx : {512, 4096}) bench_decode("qwen3-8b", 32, 8, bs, ctx, prop.multiProcessorCount, bw);
     bench_decode("qwen3-0.6b", 16, 8, 1, 512, prop.multiProcessorCount, bw);
+    for (auto [n_new, n_cached] : {std::pair{512, 0}, {2048, 0}, {512, 1536}}) bench_prefill(n_new, n_cached);
     for (int rank : {16, 64})
         for (auto [n, ad] : {std::pair{1, 1}, {8, 8}, {32, 8}, {32, 1}}) bench_sgmv(n, ad, rank, bw);
     return 0;

@@ -42,6 +42,23 @@ void plan_attention(const int32_t* qo_indptr, const int32_t* kv_indptr, const in
 void plan_attention_splits(const int32_t* qo_indptr, const int32_t* kv_indptr, const int32_t* kv_last_page_len,
                            int n_seqs, int page_size, int group_size, int n_splits, AttentionPlan& plan);
 
+// Tensor-core prefill (attention_prefill in launchers.h): one block owns kPrefillTileRows flattened rows of
+// one sequence against every key up to the tile's causal horizon, for one KV head; no split-K, no merge.
+constexpr int kPrefillTileRows = 64;
+
+struct PrefillTile {
+    int32_t seq;
+    int32_t row_begin;  // rows [row_begin, row_begin + kPrefillTileRows), clipped to n_q * group_size
+};
+
+// Sequences with n_q >= min_q go to prefill tiles (longest causal horizon first, so the longest blocks
+// start in the first wave and the tail is short); the others are planned exactly as plan_attention would
+// plan them alone. Both outputs are cleared first. With no qualifying sequence, split_plan equals
+// plan_attention's result and tiles is empty. min_q < 1 counts as 1.
+void plan_attention_mixed(const int32_t* qo_indptr, const int32_t* kv_indptr, const int32_t* kv_last_page_len,
+                          int n_seqs, int page_size, int group_size, int kv_chunk, int min_q,
+                          AttentionPlan& split_plan, std::vector<PrefillTile>& tiles);
+
 // Bytes of f32 workspace the plan needs: per item, per kv head, per row: m, l and head_dim sums.
 inline std::size_t attention_workspace_bytes(std::size_t n_items, int n_kv_heads, int head_dim) {
     return n_items * std::size_t(n_kv_heads) * kAttentionTileRows * std::size_t(head_dim + 2) * sizeof(float);

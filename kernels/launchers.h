@@ -40,6 +40,12 @@ cudaError_t gemv(const GemvParams& p, cudaStream_t stream);
 cudaError_t attention_decode(const AttentionParams& p, const AttentionWorkItem* items, int n_items,
                              const AttentionMergeGroup* groups, int n_groups, float* workspace, cudaStream_t stream);
 bool attention_decode_supported(const AttentionParams& p);
+// Tensor-core causal attention for prefill-shaped sequences over the same paged layout: tiles (device
+// copy, from plan_attention_mixed) name 64-row blocks of sequences; each is computed against all keys up
+// to its causal horizon and written straight to p.out (no workspace). head_dim 64, 128 or 256 only; the
+// K/V pools must be 16-byte aligned. Invalid shapes or pointers give cudaErrorInvalidValue.
+bool attention_prefill_supported(int head_dim);
+cudaError_t attention_prefill(const AttentionParams& p, const PrefillTile* tiles, int n_tiles, cudaStream_t stream);
 
 cudaError_t sgmv_shrink(const SgmvParams& p, cudaStream_t stream);
 cudaError_t sgmv_expand(const SgmvParams& p, cudaStream_t stream);

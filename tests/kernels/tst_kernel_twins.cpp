@@ -274,6 +274,83 @@ private slots:
         }
     }
 
+    void attention_mixed_plan_data() {
+        QTest::addColumn<int>("min_q");
+        QTest::addColumn<int>("group");
+        QTest::addColumn<int>("page_size");
+        for (int min_q : {1, 2, 17, 41, 1000})
+            for (int group : {1, 4, 8})
+                for (int ps : {16, 5})
+                    QTest::newRow(qPrintable(QString("min_q %1 group %2 page %3").arg(min_q).arg(group).arg(ps)))
+                        << min_q << group << ps;
+    }
+    // Mixed prefill/split planning: every (seq, row) lands exactly once in a split group or a prefill tile,
+    // long sequences (n_q >= min_q) only in tiles ordered by causal horizon, the rest planned as
+    // plan_attention plans them; nothing qualifies -> identical to plan_attention.
+    void attention_mixed_plan() {
+        QFETCH(int, min_q);
+        QFETCH(int, group);
+        QFETCH(int, page_size);
+        std::mt19937 rng(min_q * 31 + group + page_size);
+        // (n_q, kv_len): decode, short prompt, prompt over a cached prefix, long prompt, odd sizes.
+        auto batch =
+            make_paged_batch(rng, {{1, 101}, {17, 17}, {40, 48}, {300, 300}, {65, 1000}, {2, 2}, {1, 1}}, page_size);
+        const int n_seqs = batch.n_seqs();
+        AttentionPlan split;
+        std::vector<PrefillTile> tiles{{99, 99}};  // stale content must be cleared
+        plan_attention_mixed(batch.qo_indptr.data(), batch.kv_indptr.data(), batch.kv_last_page_len.data(), n_seqs,
+                             page_size, group, 64, min_q, split, tiles);
+        std::vector<std::vector<int>> hits(static_cast<std::size_t>(n_seqs));
+        std::vector<int> kv_len(static_cast<std::size_t>(n_seqs)), n_q(static_cast<std::size_t>(n_seqs));
+        for (int s = 0; s < n_seqs; ++s) {
+            n_q[s] = batch.qo_indptr[s + 1] - batch.qo_indptr[s];
+            int pages = batch.kv_indptr[s + 1] - batch.kv_indptr[s];
+            kv_len[s] = (pages - 1) * page_size + batch.kv_last_page_len[s];
+            hits[s].assign(std::size_t(n_q[s]) * group, 0);
+        }
+        for (const auto& g : split.groups) {
+            QVERIFY2(n_q[g.seq] < min_q,
+                     qPrintable(QString("seq %1 (n_q %2) split-planned").arg(g.seq).arg(n_q[g.seq])));
+            for (int r = g.row_begin; r < std::min(g.row_begin + kAttentionTileRows, n_q[g.seq] * group); ++r)
+                ++hits[g.seq][r];
+        }
+        int prev_horizon = INT32_MAX;
+        for (const auto& t : tiles) {
+            QVERIFY2(n_q[t.seq] >= min_q,
+                     qPrintable(QString("seq %1 (n_q %2) in a prefill tile").arg(t.seq).arg(n_q[t.seq])));
+            const int end = std::min(t.row_begin + kPrefillTileRows, n_q[t.seq] * group);
+            QVERIFY(t.row_begin % kPrefillTileRows == 0 && t.row_begin < end);
+            for (int r = t.row_begin; r < end; ++r) ++hits[t.seq][r];
+            const int horizon = kv_len[t.seq] - n_q[t.seq] + (end - 1) / group + 1;
+            QVERIFY2(horizon <= prev_horizon, "tiles must come longest causal horizon first");
+            prev_horizon = horizon;
+        }
+        for (int s = 0; s < n_seqs; ++s)
+            for (std::size_t r = 0; r < hits[s].size(); ++r)
+                QVERIFY2(hits[s][r] == 1,
+                         qPrintable(QString("seq %1 row %2 covered %3 times").arg(s).arg(r).arg(hits[s][r])));
+        // The split part is plan_attention's plan of the short sequences, item for item.
+        AttentionPlan full;
+        plan_attention(batch.qo_indptr.data(), batch.kv_indptr.data(), batch.kv_last_page_len.data(), n_seqs, page_size,
+                       group, 64, full);
+        std::size_t gi = 0;
+        for (const auto& g : full.groups) {
+            if (n_q[g.seq] >= min_q) continue;
+            QVERIFY(gi < split.groups.size());
+            const auto& h = split.groups[gi++];
+            QCOMPARE(h.seq, g.seq);
+            QCOMPARE(h.row_begin, g.row_begin);
+            QCOMPARE(h.item_end - h.item_begin, g.item_end - g.item_begin);
+            for (int i = 0; i < g.item_end - g.item_begin; ++i) {
+                QCOMPARE(split.items[h.item_begin + i].kv_begin, full.items[g.item_begin + i].kv_begin);
+                QCOMPARE(split.items[h.item_begin + i].kv_end, full.items[g.item_begin + i].kv_end);
+                QCOMPARE(split.items[h.item_begin + i].seq, g.seq);
+            }
+        }
+        QCOMPARE(gi, split.groups.size());
+        if (min_q > 300) QVERIFY(tiles.empty() && split.items.size() == full.items.size());
+    }
+
     void argmax_first_of_ties() {
         std::vector<float> logits{1, 3, 3, -1, NAN, -2, -5, -2};
         std::vector<int32_t> out(2);

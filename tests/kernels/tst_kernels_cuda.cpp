@@ -23,6 +23,39 @@ void sync_check(cudaError_t launch) {
     cuda_check(launch, "launch");
     cuda_check(cudaDeviceSynchronize(), "kernel");
 }
+
+// Per-sequence comparison of an attention output [n_tokens, n_heads * hd]: for every sequence whose rel-L2
+// error reaches tol (or that holds a NaN), its shape, the worst (token, head) and its max abs difference.
+QString attention_mismatch(const std::vector<uint16_t>& got, const std::vector<uint16_t>& expect, const PagedBatch& b,
+                           int n_heads, int hd, double tol) {
+    QString report;
+    const std::size_t row = std::size_t(n_heads) * hd;
+    for (int s = 0; s < b.n_seqs(); ++s) {
+        const std::size_t lo = std::size_t(b.qo_indptr[s]) * row, hi = std::size_t(b.qo_indptr[s + 1]) * row;
+        std::vector<uint16_t> gs(got.begin() + lo, got.begin() + hi), es(expect.begin() + lo, expect.begin() + hi);
+        double err = rel_l2(to_f32(gs), to_f32(es));
+        if (err < tol) continue;
+        double worst = -1;
+        int worst_tok = 0, worst_head = 0;
+        for (std::size_t t = 0; t < gs.size() / row; ++t)
+            for (int h = 0; h < n_heads; ++h) {
+                std::vector<uint16_t> gh(gs.begin() + t * row + h * hd, gs.begin() + t * row + (h + 1) * hd);
+                std::vector<uint16_t> eh(es.begin() + t * row + h * hd, es.begin() + t * row + (h + 1) * hd);
+                double d = max_abs_diff(to_f32(gh), to_f32(eh));
+                if (d > worst) worst = d, worst_tok = int(t), worst_head = h;
+            }
+        int pages = b.kv_indptr[s + 1] - b.kv_indptr[s];
+        report += QString("seq %1 (n_q %2, kv_len %3): rel err %4, worst token %5 head %6 max abs diff %7; ")
+                      .arg(s)
+                      .arg(b.qo_indptr[s + 1] - b.qo_indptr[s])
+                      .arg((pages - 1) * b.page_size + b.kv_last_page_len[s])
+                      .arg(err)
+                      .arg(worst_tok)
+                      .arg(worst_head)
+                      .arg(worst);
+    }
+    return report;
+}
 }  // namespace
 
 class TstKernelsCuda : public QObject {
@@ -307,6 +340,100 @@ private slots:
         QCOMPARE(int(loradesk::kernels::attention_decode(d, items, 1, groups, 1, ws.get(), nullptr)),
                  int(cudaErrorInvalidValue));
         QCOMPARE(int(cudaGetLastError()), int(cudaSuccess));
+    }
+
+    // Tensor-core prefill kernel: sequences with n_q >= min_q go to prefill tiles, the rest to the split
+    // kernel, both writing one NaN-poisoned output (min_q 1: every sequence, decode ones included, through
+    // the prefill kernel). Long prompts, prompts over cached prefixes, n_q not a multiple of 16/64.
+    void attention_prefill_data() {
+        QTest::addColumn<int>("n_heads");
+        QTest::addColumn<int>("n_kv");
+        QTest::addColumn<int>("hd");
+        QTest::addColumn<int>("page_size");
+        QTest::addColumn<int>("min_q");
+        QTest::addColumn<int>("q_pad");  // extra elements per q row; odd -> unaligned rows, scalar Q load
+        QTest::newRow("gqa4 hd128 page16 mixed") << 32 << 8 << 128 << 16 << 16 << 0;
+        QTest::newRow("gqa8 hd128 page5 all") << 16 << 2 << 128 << 5 << 1 << 0;
+        QTest::newRow("gqa4 hd128 page16 unaligned q") << 8 << 2 << 128 << 16 << 16 << 3;
+        QTest::newRow("mha hd64 page16 mixed") << 6 << 6 << 64 << 16 << 17 << 0;
+        QTest::newRow("gqa4 hd64 page5 all") << 8 << 2 << 64 << 5 << 1 << 0;
+        QTest::newRow("mqa4 hd256 page16 mixed") << 4 << 1 << 256 << 16 << 16 << 8;
+        QTest::newRow("gqa8 hd256 page5 all") << 8 << 1 << 256 << 5 << 1 << 0;
+        QTest::newRow("mha hd256 page5 mixed") << 2 << 2 << 256 << 5 << 2 << 0;
+    }
+    void attention_prefill() {
+        QFETCH(int, n_heads);
+        QFETCH(int, n_kv);
+        QFETCH(int, hd);
+        QFETCH(int, page_size);
+        QFETCH(int, min_q);
+        QFETCH(int, q_pad);
+        QVERIFY(attention_prefill_supported(hd));
+        std::mt19937 rng(n_heads * 31 + hd * 7 + page_size + min_q);
+        auto batch = make_paged_batch(
+            rng, {{1, 1}, {1, 733}, {200, 200}, {77, 300}, {19, 19}, {130, 700}, {64, 64}, {3, 40}, {5, 5}}, page_size);
+        const int n = batch.n_tokens(), q_stride = n_heads * hd + q_pad, group = n_heads / n_kv;
+        auto q = random_bf16(rng, std::size_t(n) * q_stride, -2.0f, 2.0f);
+        auto k_pages = random_bf16(rng, std::size_t(batch.n_pages) * page_size * n_kv * hd, -2.0f, 2.0f);
+        auto v_pages = random_bf16(rng, k_pages.size());
+        std::vector<uint16_t> out(std::size_t(n) * n_heads * hd);
+        AttentionParams p;
+        p.q = q.data(), p.q_row_stride = q_stride, p.k_pages = k_pages.data(), p.v_pages = v_pages.data();
+        p.qo_indptr = batch.qo_indptr.data(), p.kv_indptr = batch.kv_indptr.data();
+        p.kv_indices = batch.kv_indices.data(), p.kv_last_page_len = batch.kv_last_page_len.data();
+        p.n_seqs = batch.n_seqs(), p.page_size = page_size, p.n_heads = n_heads, p.n_kv_heads = n_kv, p.head_dim = hd;
+        p.scale = 1.0f / std::sqrt(float(hd)), p.out = out.data();
+        ref::attention(p);
+        AttentionPlan plan;
+        std::vector<PrefillTile> tiles;
+        plan_attention_mixed(batch.qo_indptr.data(), batch.kv_indptr.data(), batch.kv_last_page_len.data(), p.n_seqs,
+                             page_size, group, 128, min_q, plan, tiles);
+        QVERIFY(!tiles.empty());
+        QCOMPARE(plan.items.empty(), min_q == 1);
+        DeviceBuffer<uint16_t> d_q(q), d_k(k_pages), d_v(v_pages), d_out(std::vector<uint16_t>(out.size(), kNanBf16));
+        DeviceBuffer<int32_t> d_qo(batch.qo_indptr), d_kvp(batch.kv_indptr), d_kvi(batch.kv_indices),
+            d_last(batch.kv_last_page_len);
+        DeviceBuffer<AttentionWorkItem> d_items(plan.items);
+        DeviceBuffer<AttentionMergeGroup> d_groups(plan.groups);
+        DeviceBuffer<PrefillTile> d_tiles(tiles);
+        DeviceBuffer<float> d_ws(std::max<std::size_t>(attention_workspace_bytes(plan.items.size(), n_kv, hd) / 4, 1));
+        AttentionParams d = p;
+        d.q = d_q.get(), d.k_pages = d_k.get(), d.v_pages = d_v.get(), d.qo_indptr = d_qo.get();
+        d.kv_indptr = d_kvp.get(), d.kv_indices = d_kvi.get(), d.kv_last_page_len = d_last.get(), d.out = d_out.get();
+        sync_check(loradesk::kernels::attention(d, d_items.get(), int(plan.items.size()), d_groups.get(),
+                                                int(plan.groups.size()), d_ws.get(), nullptr));
+        sync_check(loradesk::kernels::attention_prefill(d, d_tiles.get(), int(tiles.size()), nullptr));
+        auto got = d_out.download();
+        double err = rel_l2(to_f32(got), to_f32(out));
+        QVERIFY2(err < kBf16Tol, qPrintable(QString("prefill attention rel err %1 (%2 tiles, %3 split items): %4")
+                                                .arg(err)
+                                                .arg(tiles.size())
+                                                .arg(plan.items.size())
+                                                .arg(attention_mismatch(got, out, batch, n_heads, hd, kBf16Tol))));
+    }
+
+    // Shapes the prefill kernel does not take are refused before any launch, never a crash.
+    void attention_prefill_rejects_bad_input() {
+        QVERIFY(!attention_prefill_supported(96) && !attention_prefill_supported(19) &&
+                !attention_prefill_supported(512));
+        DeviceBuffer<uint16_t> pool(std::size_t(4096));
+        DeviceBuffer<int32_t> ints(std::vector<int32_t>{0, 1});
+        DeviceBuffer<PrefillTile> tile(std::vector<PrefillTile>{{0, 0}});
+        AttentionParams p;
+        p.q = pool.get(), p.q_row_stride = 128, p.k_pages = pool.get(), p.v_pages = pool.get(), p.out = pool.get();
+        p.qo_indptr = ints.get(), p.kv_indptr = ints.get(), p.kv_indices = ints.get(), p.kv_last_page_len = ints.get();
+        p.n_seqs = 1, p.page_size = 16, p.n_heads = 1, p.n_kv_heads = 1, p.head_dim = 96;
+        QCOMPARE(loradesk::kernels::attention_prefill(p, tile.get(), 1, nullptr), cudaErrorInvalidValue);
+        p.head_dim = 128, p.n_heads = 3, p.n_kv_heads = 2;
+        QCOMPARE(loradesk::kernels::attention_prefill(p, tile.get(), 1, nullptr), cudaErrorInvalidValue);
+        p.n_heads = 2, p.page_size = 0;
+        QCOMPARE(loradesk::kernels::attention_prefill(p, tile.get(), 1, nullptr), cudaErrorInvalidValue);
+        p.page_size = 16, p.k_pages = pool.get() + 1;  // not 16-byte aligned
+        QCOMPARE(loradesk::kernels::attention_prefill(p, tile.get(), 1, nullptr), cudaErrorInvalidValue);
+        p.k_pages = pool.get();
+        QCOMPARE(loradesk::kernels::attention_prefill(p, nullptr, 1, nullptr), cudaErrorInvalidValue);
+        QCOMPARE(loradesk::kernels::attention_prefill(p, tile.get(), 0, nullptr), cudaSuccess);
+        QCOMPARE(cudaGetLastError(), cudaSuccess);
     }
 
     void silu_bias_argmax_data() {
