@@ -6,37 +6,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "cli.h"
+#include "bench_cold_adapter.h"
+#include "bench_common.h"
 #include "core/error.h"
-#include "runtime/cpu/runner_factory.h"
-#include "runtime/cpu/sequence_driver.h"
-#ifdef LORADESK_HAS_CUDA_RUNNER
-#include "runtime/cuda/cuda_runner.h"
-#endif
 
 namespace {
 
 using namespace loradesk;
+using namespace loradesk::bench;
 using Clock = std::chrono::steady_clock;
-
-std::vector<int> parse_list(const std::string& s, const char* what) {
-    std::vector<int> out;
-    std::stringstream ss(s);
-    for (std::string item; std::getline(ss, item, ',');) {
-        int v = 0;
-        try {
-            v = std::stoi(item);
-        } catch (const std::exception&) {
-            v = 0;
-        }
-        if (v < 1) throw_expected(ErrorCode::invalid_argument, std::string("--") + what + " takes positive integers, like 1,8,32");
-        out.push_back(v);
-    }
-    return out;
-}
 
 // Adapter with every module at `rank`, values from a cheap hash (big models x many adapters must load fast).
 runtime::LoraWeights synth_lora(const model::ModelConfig& c, int rank, uint32_t seed) {
@@ -66,40 +45,8 @@ double decode_weight_bytes(const model::ModelConfig& c) {
     return 2.0 * (c.n_layers * per_layer + double(c.vocab_size) * h);
 }
 
-struct Bench {
-    runtime::ModelRunner* runner = nullptr;
-#ifdef LORADESK_HAS_CUDA_RUNNER
-    runtime::cuda::CudaRunner* cuda = nullptr;
-#endif
-    int vocab = 0;
-
-    // One step; returns the greedy token of each logits row (argmax on the device for CUDA).
-    std::vector<int32_t> step(runtime::SequenceDriver& d, const std::vector<runtime::SequenceDriver::Work>& w) {
-        std::vector<int32_t> tokens;
-#ifdef LORADESK_HAS_CUDA_RUNNER
-        if (cuda) {
-            cuda->forward_greedy(d.build(w, false), tokens);
-            return tokens;
-        }
-#endif
-        std::vector<float> logits;
-        d.step(w, false, logits);
-        for (float v : logits)
-            if (!std::isfinite(v)) throw_error(ErrorCode::internal, "bench: non-finite logit");
-        for (std::size_t r = 0; r < w.size(); ++r) {
-            auto row = logits.begin() + std::ptrdiff_t(r) * vocab;
-            tokens.push_back(int32_t(std::max_element(row, row + vocab) - row));
-        }
-        return tokens;
-    }
-};
-
-void emit(bool json, const nlohmann::json& j, const std::string& text) {
-    std::printf("%s\n", json ? j.dump().c_str() : text.c_str());
-    std::fflush(stdout);
-}
-
 int run_bench(const cli::Args& args) {
+    if (args.has("cold-adapter")) return run_cold_adapter_bench(args);
     const int prompt_len = int(args.get_int("prompt-len", 512));
     const int new_tokens = int(args.get_int("new-tokens", 256));
     const std::vector<int> batches = parse_list(args.get("batch", "1"), "batch");
@@ -109,27 +56,10 @@ int run_bench(const cli::Args& args) {
     if (prompt_len < 1 || new_tokens < 1 || lora_rank < 0 || n_adapters < 0 || (lora_rank > 0) != (n_adapters > 0))
         throw_expected(ErrorCode::invalid_argument, "--prompt-len and --new-tokens must be at least 1; --lora-rank R needs "
                                                     "--lora-adapters N >= 1 (and the reverse)");
-    const std::string device = args.get("device", "cpu");
     const int max_tokens = std::max(*std::max_element(prefill_lens.begin(), prefill_lens.end()), prompt_len);
-    Bench bench;
-    std::unique_ptr<runtime::ModelRunner> owner;
-    double copy_gbps = 0;
-#ifdef LORADESK_HAS_CUDA_RUNNER
-    if (device == "cuda") {
-        runtime::cuda::CudaRunnerOptions o;
-        o.max_batch_tokens = std::max(max_tokens, 4096);
-        o.cuda_graphs = !args.flag("no-graphs");
-        o.skinny_gemm = !args.flag("cublas-only");
-        copy_gbps = runtime::cuda::measure_copy_bandwidth_gbps();
-        auto r = std::make_unique<runtime::cuda::CudaRunner>(args.require("model"), 0, o);
-        bench.cuda = r.get();
-        owner = std::move(r);
-    }
-#endif
-    if (!owner) owner = runtime::create_runner(device, args.require("model"), int(args.get_int("threads", 0)));
-    bench.runner = owner.get();
+    BenchRunner bench = make_bench_runner(args, max_tokens);
+    const double copy_gbps = bench.copy_gbps;
     const model::ModelConfig& c = bench.runner->config();
-    bench.vocab = c.vocab_size;
     const double weight_bytes = decode_weight_bytes(c), kv_token_bytes = double(bench.runner->kv_page_bytes(1));
     emit(json, {{"device", bench.runner->device_name()}, {"model", c.architecture_name}, {"copy_gbps", copy_gbps},
                 {"decode_weight_gib", weight_bytes / 1073741824.0}},
@@ -138,11 +68,7 @@ int run_bench(const cli::Args& args) {
              std::to_string(copy_gbps) + " GB/s");
     bench.runner->configure_lora_slots(n_adapters, lora_rank);
     for (int a = 0; a < n_adapters; ++a) bench.runner->load_lora_slot(a + 1, synth_lora(c, lora_rank, uint32_t(a + 1)));
-    auto prompt_of = [&](int len) {
-        std::vector<int32_t> p(static_cast<std::size_t>(len));
-        for (int i = 0; i < len; ++i) p[std::size_t(i)] = int32_t((uint32_t(i) * 2654435761u) % uint32_t(std::min(c.vocab_size, 4096)));
-        return p;
-    };
+    auto prompt_of = [&](int len) { return bench_prompt(len, c.vocab_size); };
     const int page_size = 16;
 
     // Prefill / TTFT: one prompt at a time (after one untimed warm-up of the same length), base model.
@@ -164,19 +90,10 @@ int run_bench(const cli::Args& args) {
     for (int B : batches) {
         const int pages_per_seq = (prompt_len + new_tokens + 1) / page_size + 2;
         runtime::SequenceDriver d(*bench.runner, pages_per_seq * B, page_size);
+        std::vector<int> slots;
+        for (int b = 0; b < B; ++b) slots.push_back(n_adapters > 0 ? 1 + int(int64_t(b) * n_adapters / B) : 0);
         std::vector<runtime::SequenceDriver::Work> work;
-        for (int b = 0; b < B; ++b)
-            work.push_back({d.add_sequence(n_adapters > 0 ? 1 + int(int64_t(b) * n_adapters / B) : 0), prompt_of(prompt_len)});
-        std::vector<int32_t> tokens;
-        for (std::size_t first = 0; first < work.size();) {  // prefill in chunks within the token budget
-            std::size_t last = first;
-            int tok = 0;
-            while (last < work.size() && (last == first || tok + prompt_len <= max_tokens)) tok += prompt_len, ++last;
-            std::vector<runtime::SequenceDriver::Work> part(work.begin() + std::ptrdiff_t(first), work.begin() + std::ptrdiff_t(last));
-            auto t = bench.step(d, part);
-            tokens.insert(tokens.end(), t.begin(), t.end());
-            first = last;
-        }
+        std::vector<int32_t> tokens = prefill_sequences(bench, d, work, slots, prompt_len, max_tokens);
         double decode_s = 0;
         for (int s = 0; s <= new_tokens; ++s) {
             for (int b = 0; b < B; ++b) {
@@ -216,7 +133,9 @@ int run_bench(const cli::Args& args) {
 
 LORADESK_COMMAND({"bench", "prefill / TTFT and greedy decode throughput of a runner, beside the memory roofline",
                   "loradeskd bench --model DIR [--device cpu|cuda|auto] [--prompt-len 512] [--new-tokens 256] "
-                  "[--batch 1,8,32] [--prefill-lens 512,2048] [--lora-rank R --lora-adapters N] [--no-graphs] [--cublas-only] [--json]",
+                  "[--batch 1,8,32] [--prefill-lens 512,2048] [--lora-rank R --lora-adapters N] [--no-graphs] [--cublas-only] [--json]\n"
+                  "       loradeskd bench --model DIR --cold-adapter ADAPTER_DIR [--batch 8] [--cold-at 32] "
+                  "[--max-lora-rank 64] [--device ...] [--json]",
                   {{"model", "DIR", "Hugging Face model directory"},
                    {"device", "DEV", "cpu (default), cuda or auto"},
                    {"prompt-len", "N", "prompt tokens per decoding sequence (default 512)"},
@@ -225,6 +144,10 @@ LORADESK_COMMAND({"bench", "prefill / TTFT and greedy decode throughput of a run
                    {"prefill-lens", "LIST", "single-prompt prefill lengths timed for TTFT (default: the prompt length)"},
                    {"lora-rank", "R", "give sequences random all-module LoRA adapters of rank R"},
                    {"lora-adapters", "N", "number of distinct adapters (slots) the batch is spread over"},
+                   {"cold-adapter", "DIR", "instead: decode with B base requests and bring this PEFT adapter from "
+                                           "disk into a free GPU slot mid-run; report load times and step times around it"},
+                   {"cold-at", "N", "cold-adapter: decode step at which the load starts (default 32)"},
+                   {"max-lora-rank", "R", "cold-adapter: rank of the slot the adapter goes into (default 64)"},
                    {"no-graphs", "", "CUDA: run decode steps eagerly instead of replaying CUDA graphs"},
                    {"cublas-only", "", "CUDA: cuBLAS + separate kernels for every projection (no fused skinny GEMM)"},
                    {"threads", "N", "CPU threads (0 = all cores)"},

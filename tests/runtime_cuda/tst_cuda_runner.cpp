@@ -104,6 +104,9 @@ private slots:
         for (int i = 0; i < n_pages; ++i) order[std::size_t(i)] = (i * 37) % n_pages;  // scattered pages
         for (ModelRunner* r : {static_cast<ModelRunner*>(&cpu_runner), static_cast<ModelRunner*>(&gpu)}) {
             r->configure_lora_slots(3, 16);
+            // Slot 3 first holds a full-rank adapter: uploads copy only the rows a rank uses, so the rank-7
+            // adapter that replaces it leaves stale rows 7..15 on the device, which must stay unread.
+            r->load_lora_slot(3, random_lora(c, 16, 4));
             r->load_lora_slot(1, random_lora(c, 3, 1));
             r->load_lora_slot(2, random_lora(c, 16, 2));
             r->load_lora_slot(3, random_lora(c, 7, 3));

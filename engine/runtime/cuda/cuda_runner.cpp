@@ -313,13 +313,44 @@ void CudaRunner::load_lora_slot(int slot, const LoraWeights& w) {
             ranks[ti] = mw.rank;
             scales[ti] = mw.scale;
         }
+    // Only the rows the adapter uses travel (a rank-16 adapter in rank-64 slots is a quarter of the slot): per
+    // module A's and B^T's leading rank rows, merged into one copy wherever they are contiguous. The rows past
+    // a module's rank stay stale; the kernels never read them.
     uint16_t* dst = reinterpret_cast<uint16_t*>(s.lora.data()) + std::size_t(slot - 1) * s.slot_elems;
-    cuda_check(cudaMemcpyAsync(dst, host, s.slot_elems * 2, cudaMemcpyHostToDevice, s.lora_stream), "LoRA upload");
+    std::size_t run_begin = 0, run_end = 0;  // pending contiguous range of slot elements
+    auto flush = [&] {
+        if (run_end > run_begin)
+            cuda_check(cudaMemcpyAsync(dst + run_begin, host + run_begin, (run_end - run_begin) * 2, cudaMemcpyHostToDevice,
+                                       s.lora_stream),
+                       "LoRA upload");
+        run_begin = run_end = 0;
+    };
+    auto copy_range = [&](std::size_t begin, std::size_t n) {
+        if (n == 0) return;
+        if (run_end != begin || run_end == run_begin) flush(), run_begin = begin;
+        run_end = begin + n;
+    };
+    for (int l = 0; l < s.cfg.n_layers; ++l)
+        for (int mi = 0; mi < kNumLoraModules; ++mi) {
+            const int rank = w.layers[std::size_t(l)][std::size_t(mi)].rank;
+            auto [in, out] = s.module_dims(mi);
+            const std::size_t a_off = s.module_offset[std::size_t(l) * kNumLoraModules + mi];
+            copy_range(a_off, std::size_t(rank) * in);
+            copy_range(a_off + std::size_t(s.max_rank) * in, std::size_t(rank) * out);
+        }
+    flush();
     cuda_check(cudaMemcpyAsync(s.d_ranks, ranks, table * 4, cudaMemcpyHostToDevice, s.lora_stream), "LoRA ranks");
     cuda_check(cudaMemcpyAsync(s.d_scales, scales, table * 4, cudaMemcpyHostToDevice, s.lora_stream), "LoRA scales");
     cuda_check(cudaEventRecord(s.lora_ready, s.lora_stream), "cudaEventRecord");
     s.lora_pending = true;
     s.slot_loaded[std::size_t(slot)] = true;
+}
+
+bool CudaRunner::lora_uploads_done() const {
+    cudaError_t e = cudaEventQuery(m->lora_ready);
+    if (e == cudaErrorNotReady) return false;
+    cuda_check(e, "cudaEventQuery");
+    return true;
 }
 
 void CudaRunner::clear_lora_slot(int slot) {

@@ -52,6 +52,9 @@ public:
     void configure_lora_slots(int n_slots, int max_rank) override;
     void load_lora_slot(int slot, const LoraWeights& weights) override;
     void clear_lora_slot(int slot) override;
+    // True once every slot upload issued so far has landed on the device; never blocks. Benchmarks poll it
+    // from another thread while the loop thread keeps stepping (it only queries an event).
+    bool lora_uploads_done() const;
 
     void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
 
