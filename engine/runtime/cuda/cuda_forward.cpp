@@ -20,6 +20,9 @@ namespace loradesk::runtime::cuda {
 namespace {
 
 constexpr int kKvChunk = 256;  // keys per attention work item (split-K granularity), coarsened for huge plans
+// Sequences with at least this many new tokens go to the tensor-core prefill kernel (64-row tiles: 16 tokens
+// fill one at GQA group 4); shorter ones, decode rows included, to the split-K kernels.
+constexpr int kPrefillMinQ = 16;
 
 void launch_check(cudaError_t e, const char* what) { cuda_check(e, what); }
 
@@ -41,7 +44,7 @@ namespace {
 // Host plan of one step into meta_host; returns the offsets of each array (in int32 units).
 struct MetaLayout {
     std::size_t token_ids, positions, kv_slots, qo, kv_indptr, kv_indices, last, seg_indptr, seg_slot, logits, items,
-        groups, total;
+        groups, tiles, total;
 };
 
 }  // namespace
@@ -81,10 +84,18 @@ void CudaRunner::Impl::run_eager_step(const ForwardBatch& b) {
     const int group = cfg.n_heads / cfg.n_kv_heads;
     // Long prompts over long cached prefixes would need more split-K partials than the planned workspace
     // holds: coarser chunks keep the plan within it (each tile still gets its own blocks).
+    const bool mma_prefill = kernels::attention_prefill_supported(cfg.head_dim);
     for (int chunk = kKvChunk;; chunk *= 2) {
-        kernels::plan_attention(b.qo_indptr.data(), b.kv_indptr.data(), b.kv_last_page_len.data(), sm.n_seqs, page_size,
-                                group, chunk, plan);
+        kernels::plan_attention_mixed(b.qo_indptr.data(), b.kv_indptr.data(), b.kv_last_page_len.data(), sm.n_seqs,
+                                      page_size, group, chunk, mma_prefill ? kPrefillMinQ : (1 << 30), plan,
+                                      prefill_tiles);
         if (int(plan.items.size()) <= ws_att_items || chunk >= (1 << 20)) break;
+    }
+    sm.n_tiles = int(prefill_tiles.size());
+    sm.split_decode_only = true;
+    for (int s = 0; s < sm.n_seqs; ++s) {
+        const int n_q = b.qo_indptr[s + 1] - b.qo_indptr[s];
+        if (n_q > 1 && !(mma_prefill && n_q >= kPrefillMinQ)) sm.split_decode_only = false;
     }
     sm.n_items = int(plan.items.size());
     sm.n_groups = int(plan.groups.size());
@@ -127,6 +138,9 @@ void CudaRunner::Impl::run_eager_step(const ForwardBatch& b) {
     std::memcpy(h.data() + L.items, plan.items.data(), plan.items.size() * 16);
     L.groups = h.size(), h.resize(h.size() + plan.groups.size() * 4);
     std::memcpy(h.data() + L.groups, plan.groups.data(), plan.groups.size() * 16);
+    static_assert(sizeof(kernels::PrefillTile) == 8);
+    L.tiles = h.size(), h.resize(h.size() + prefill_tiles.size() * 2);
+    std::memcpy(h.data() + L.tiles, prefill_tiles.data(), prefill_tiles.size() * 8);
 
     ensure_workspace(sm.n, sm.n_logits, sm.n_items, int(h.size()));
     std::memcpy(h_meta.data(), h.data(), h.size() * 4);
@@ -137,6 +151,7 @@ void CudaRunner::Impl::run_eager_step(const ForwardBatch& b) {
     sm.logits_idx = meta + L.logits;
     sm.items = reinterpret_cast<const kernels::AttentionWorkItem*>(meta + L.items);
     sm.groups = reinterpret_cast<const kernels::AttentionMergeGroup*>(meta + L.groups);
+    sm.tiles = reinterpret_cast<const kernels::PrefillTile*>(meta + L.tiles);
     run_layers(sm);
 }
 
@@ -194,6 +209,18 @@ void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const
     if (swiglu) launch_check(kernels::silu_mul(y, n, out / 2, act, stream), "silu_mul");
 }
 
+// Prefill tiles on the tensor-core kernel, the rest on the split-K kernels (the decode-specialised one when
+// every split sequence has a single query token); they write disjoint rows of the output.
+void CudaRunner::Impl::run_attention(const StepMeta& sm, const kernels::AttentionParams& ap) {
+    if (sm.n_tiles > 0) launch_check(kernels::attention_prefill(ap, sm.tiles, sm.n_tiles, stream), "attention_prefill");
+    if (sm.n_items == 0) return;
+    if (sm.split_decode_only && kernels::attention_decode_supported(ap))
+        launch_check(kernels::attention_decode(ap, sm.items, sm.n_items, sm.groups, sm.n_groups, att_ws, stream),
+                     "attention_decode");
+    else
+        launch_check(kernels::attention(ap, sm.items, sm.n_items, sm.groups, sm.n_groups, att_ws, stream), "attention");
+}
+
 void CudaRunner::Impl::run_layers(const StepMeta& sm) {
     const int n = sm.n, hid = cfg.hidden_size, qd = cfg.q_dim(), kvd = cfg.kv_dim(), inter = cfg.intermediate_size;
     const int qkv_dim = qd + 2 * kvd;
@@ -219,7 +246,7 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm) {
         ap.kv_last_page_len = sm.last_len, ap.n_seqs = sm.n_seqs, ap.page_size = page_size, ap.n_heads = cfg.n_heads;
         ap.n_kv_heads = cfg.n_kv_heads, ap.head_dim = cfg.head_dim, ap.scale = 1.0f / std::sqrt(float(cfg.head_dim));
         ap.out = attn;
-        launch_check(kernels::attention(ap, sm.items, sm.n_items, sm.groups, sm.n_groups, att_ws, stream), "attention");
+        run_attention(sm, ap);
 
         projection(sm, l, 1, w.wo, w.bo, attn, qd, qd, hid, proj, hid, int(LoraModule::o), 1, false);
 

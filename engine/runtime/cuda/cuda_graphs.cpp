@@ -208,6 +208,7 @@ bool CudaRunner::Impl::run_graph_step(const ForwardBatch& b) {
         StepMeta sm;
         sm.n = sm.n_seqs = sm.n_logits = B;
         sm.n_segs = B, sm.max_seg_len = kSegTokens, sm.n_items = n_items, sm.n_groups = n_groups, sm.any_lora = any_lora;
+        sm.split_decode_only = true;
         sm.token_ids = meta + o_tok, sm.positions = meta + o_pos, sm.kv_slots = meta + o_slot, sm.qo_indptr = meta + o_qo;
         sm.kv_indptr = meta + o_kvp, sm.kv_indices = meta + o_kv, sm.last_len = meta + o_last;
         sm.seg_indptr = meta + o_seg, sm.seg_slot = meta + o_segslot, sm.logits_idx = meta + o_logits;

@@ -52,12 +52,14 @@ private:
 
 // One step's shape and device pointers into the uploaded meta block (eager: exact sizes; graph: the bucket's).
 struct StepMeta {
-    int n = 0, n_seqs = 0, n_logits = 0, n_segs = 0, max_seg_len = 0, n_items = 0, n_groups = 0;
+    int n = 0, n_seqs = 0, n_logits = 0, n_segs = 0, max_seg_len = 0, n_items = 0, n_groups = 0, n_tiles = 0;
     bool any_lora = false;
+    bool split_decode_only = false;  // every sequence of the split plan has one query token (attention_decode)
     const int32_t *token_ids, *positions, *kv_slots, *qo_indptr, *kv_indptr, *kv_indices, *last_len, *seg_indptr,
         *seg_slot, *logits_idx;
     const kernels::AttentionWorkItem* items;
     const kernels::AttentionMergeGroup* groups;
+    const kernels::PrefillTile* tiles = nullptr;  // tensor-core prefill tiles (eager steps only)
 };
 
 struct DeviceLayer {
@@ -115,6 +117,7 @@ struct CudaRunner::Impl {
     int32_t* gemv_sync = nullptr;  // [n_layers][4 LoRA sites][2]: the fused-LoRA handshake of each call site
     PinnedBuffer h_meta, h_out;
     kernels::AttentionPlan plan;
+    std::vector<kernels::PrefillTile> prefill_tiles;
     std::vector<int32_t> meta_host, plan_seg_slots;
 
     // Decode graphs, keyed by (bucket size, with LoRA, attention splits). They bake device pointers only:
@@ -131,6 +134,7 @@ struct CudaRunner::Impl {
     bool run_graph_step(const ForwardBatch& b);  // false: not a decode batch that a graph can take
     void gemm(const uint16_t* w, const uint16_t* x, int n, int in, int out, void* y, int64_t ldy, bool f32_out);
     void run_layers(const StepMeta& sm);
+    void run_attention(const StepMeta& sm, const kernels::AttentionParams& ap);
     kernels::SgmvParams lora_params(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x,
                                     int64_t x_stride) const;
     void apply_lora(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x, int64_t x_stride,
