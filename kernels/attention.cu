@@ -7,6 +7,7 @@
 #include <cuda_bf16.h>
 
 #include "attention_internal.h"
+#include "launch_pdl.cuh"
 #include "launchers.h"
 
 namespace loradesk::kernels {
@@ -107,6 +108,7 @@ __device__ void load_kv_tile_vec(const AttentionParams& p, const SeqView& sv, in
 
 __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, const AttentionWorkItem* items,
                                                              float* ws) {
+    detail::pdl_wait();
     extern __shared__ float smem[];
     const int hd = p.head_dim, group = p.n_heads / p.n_kv_heads;
     float* q_s = smem;                          // [16][hd], pre-scaled
@@ -198,6 +200,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, 
 // through shared memory 32 at a time while each lane sums its head_dim columns with independent loads.
 __global__ void __launch_bounds__(kThreads) attention_merge_kernel(AttentionParams p,
                                                                    const AttentionMergeGroup* groups, const float* ws) {
+    detail::pdl_wait();
     __shared__ float w_s[kWarps][32];
     const int hd = p.head_dim, group = p.n_heads / p.n_kv_heads;
     const AttentionMergeGroup g = groups[blockIdx.x];
@@ -256,8 +259,7 @@ cudaError_t attention(const AttentionParams& p, const AttentionWorkItem* items, 
         cudaError_t e = cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
         if (e != cudaSuccess) return e;
     }
-    attention_kernel<<<dim3(n_items, p.n_kv_heads), kThreads, smem, stream>>>(p, items, workspace);
-    cudaError_t e = cudaGetLastError();
+    cudaError_t e = detail::launch(attention_kernel, dim3(n_items, p.n_kv_heads), kThreads, smem, stream, p, items, workspace);
     if (e != cudaSuccess) return e;
     return detail::attention_merge(p, groups, n_groups, workspace, stream);
 }
@@ -267,8 +269,7 @@ namespace detail {
 cudaError_t attention_merge(const AttentionParams& p, const AttentionMergeGroup* groups, int n_groups,
                             const float* workspace, cudaStream_t stream) {
     if (n_groups == 0) return cudaSuccess;
-    attention_merge_kernel<<<dim3(n_groups, p.n_kv_heads), kThreads, 0, stream>>>(p, groups, workspace);
-    return cudaGetLastError();
+    return detail::launch(attention_merge_kernel, dim3(n_groups, p.n_kv_heads), kThreads, 0, stream, p, groups, workspace);
 }
 
 }  // namespace detail

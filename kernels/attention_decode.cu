@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "attention_internal.h"
+#include "launch_pdl.cuh"
 #include "launchers.h"
 
 namespace loradesk::kernels {
@@ -230,6 +231,7 @@ __device__ __forceinline__ void block_merge_write(const WarpState<HD, R>& st, fl
 template <int HD, int R>
 __global__ void __launch_bounds__(kThreads) attention_decode_kernel(AttentionParams p, const AttentionWorkItem* items,
                                                                     float* ws) {
+    detail::pdl_wait();
     extern __shared__ float4 smem4[];
     float* smem = reinterpret_cast<float*>(smem4);
     float* q_s = smem;                                      // [R][HD], scaled by scale * log2 e
@@ -283,8 +285,7 @@ cudaError_t launch_decode(const AttentionParams& p, const AttentionWorkItem* ite
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != cudaSuccess) return e;
     }
-    attention_decode_kernel<HD, R><<<dim3(n_items, p.n_kv_heads), kThreads, smem, stream>>>(p, items, ws);
-    return cudaGetLastError();
+    return detail::launch(attention_decode_kernel<HD, R>, dim3(n_items, p.n_kv_heads), kThreads, smem, stream, p, items, ws);
 }
 
 template <int HD>

@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "launch_pdl.cuh"
 #include "launchers.h"
 
 namespace loradesk::kernels {
@@ -141,6 +142,7 @@ __device__ void load_kv_tile(const AttentionParams& p, const TileView& tv, int k
 template <int D>
 __global__ void __launch_bounds__(kThreads)
     attention_prefill_kernel(AttentionParams p, const PrefillTile* tiles, bool q_vec) {
+    detail::pdl_wait();
     using C = PrefillConfig<D>;
     constexpr int BK = C::kKeys, S = C::kStride;
     extern __shared__ __align__(16) uint16_t smem[];
@@ -296,9 +298,7 @@ cudaError_t launch_prefill(const AttentionParams& p, const PrefillTile* tiles, i
         attention_prefill_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes));
     if (attr != cudaSuccess) return attr;
     const bool q_vec = reinterpret_cast<uintptr_t>(p.q) % 16 == 0 && p.q_row_stride % 8 == 0;
-    attention_prefill_kernel<D>
-        <<<unsigned(int64_t(n_tiles) * p.n_kv_heads), kThreads, C::kSmemBytes, stream>>>(p, tiles, q_vec);
-    return cudaGetLastError();
+    return detail::launch(attention_prefill_kernel<D>, unsigned(int64_t(n_tiles) * p.n_kv_heads), kThreads, C::kSmemBytes, stream, p, tiles, q_vec);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <cfloat>
 
+#include "launch_pdl.cuh"
 #include "launchers.h"
 
 namespace loradesk::kernels {
@@ -35,6 +36,7 @@ __device__ float block_sum(float v) {
 }
 
 __global__ void embedding_gather_kernel(const uint16_t* table, const int32_t* ids, int hidden, int vocab, float* out) {
+    detail::pdl_wait();
     int t = blockIdx.x, id = ids[t];
     bool ok = id >= 0 && id < vocab;
     for (int c = threadIdx.x; c < hidden; c += blockDim.x)
@@ -43,6 +45,7 @@ __global__ void embedding_gather_kernel(const uint16_t* table, const int32_t* id
 
 __global__ void add_rmsnorm_kernel(const uint16_t* x, float* residual, const uint16_t* weight, const int32_t* rows,
                                    int hidden, float eps, uint16_t* out) {
+    detail::pdl_wait();
     int64_t r = rows ? rows[blockIdx.x] : blockIdx.x;
     float* h = residual + r * hidden;
     float ss = 0.0f;
@@ -64,6 +67,7 @@ constexpr int kMaxPairsPerLane = 4;  // head_dim <= 256
 
 // One warp per (token, head). Lane owns pairs (i, i + half) for i = lane + 32k: the rotation partners.
 __global__ void rope_kv_kernel(RopeKvParams p) {
+    detail::pdl_wait();
     int lane = threadIdx.x & 31;
     int head = blockIdx.y * kRopeWarps + (threadIdx.x >> 5);
     int t = blockIdx.x, total_heads = p.n_heads + 2 * p.n_kv_heads;
@@ -109,6 +113,7 @@ __global__ void rope_kv_kernel(RopeKvParams p) {
 }
 
 __global__ void silu_mul_kernel(const uint16_t* gate_up, int64_t n, int inter, uint16_t* out) {
+    detail::pdl_wait();
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
         int64_t t = i / inter, c = i % inter;
         float g = ld(gate_up + t * 2 * inter + c), u = ld(gate_up + t * 2 * inter + inter + c);
@@ -117,6 +122,7 @@ __global__ void silu_mul_kernel(const uint16_t* gate_up, int64_t n, int inter, u
 }
 
 __global__ void bias_add_kernel(uint16_t* y, int64_t stride, const uint16_t* bias, int64_t n, int cols) {
+    detail::pdl_wait();
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
         int64_t t = i / cols, c = i % cols;
         uint16_t* p = y + t * stride + c;
@@ -125,6 +131,7 @@ __global__ void bias_add_kernel(uint16_t* y, int64_t stride, const uint16_t* bia
 }
 
 __global__ void argmax_kernel(const float* logits, int vocab, int32_t* out) {
+    detail::pdl_wait();
     const float* row = logits + int64_t(blockIdx.x) * vocab;
     float best = -FLT_MAX;
     int idx = INT32_MAX;
@@ -162,16 +169,14 @@ int grid_for(int64_t n, int threads) { return int(std::min<int64_t>((n + threads
 cudaError_t embedding_gather(const uint16_t* table, const int32_t* ids, int n_tokens, int hidden, int vocab,
                              float* out, cudaStream_t stream) {
     if (n_tokens == 0) return cudaSuccess;
-    embedding_gather_kernel<<<n_tokens, 256, 0, stream>>>(table, ids, hidden, vocab, out);
-    return cudaGetLastError();
+    return detail::launch(embedding_gather_kernel, n_tokens, 256, 0, stream, table, ids, hidden, vocab, out);
 }
 
 cudaError_t add_rmsnorm(const uint16_t* x, float* residual, const uint16_t* weight, const int32_t* rows,
                         int n_rows, int hidden, float eps, uint16_t* out, cudaStream_t stream) {
     if (n_rows == 0) return cudaSuccess;
     int threads = hidden >= 4096 ? 1024 : hidden >= 1024 ? 512 : 128;
-    add_rmsnorm_kernel<<<n_rows, threads, 0, stream>>>(x, residual, weight, rows, hidden, eps, out);
-    return cudaGetLastError();
+    return detail::launch(add_rmsnorm_kernel, n_rows, threads, 0, stream, x, residual, weight, rows, hidden, eps, out);
 }
 
 cudaError_t rope_kv_write(const RopeKvParams& p, cudaStream_t stream) {
@@ -179,29 +184,25 @@ cudaError_t rope_kv_write(const RopeKvParams& p, cudaStream_t stream) {
     if (p.n_tokens == 0) return cudaSuccess;
     int total_heads = p.n_heads + 2 * p.n_kv_heads;
     dim3 grid(p.n_tokens, (total_heads + kRopeWarps - 1) / kRopeWarps);
-    rope_kv_kernel<<<grid, 32 * kRopeWarps, 0, stream>>>(p);
-    return cudaGetLastError();
+    return detail::launch(rope_kv_kernel, grid, 32 * kRopeWarps, 0, stream, p);
 }
 
 cudaError_t silu_mul(const uint16_t* gate_up, int n_tokens, int inter, uint16_t* out, cudaStream_t stream) {
     int64_t n = int64_t(n_tokens) * inter;
     if (n == 0) return cudaSuccess;
-    silu_mul_kernel<<<grid_for(n, 256), 256, 0, stream>>>(gate_up, n, inter, out);
-    return cudaGetLastError();
+    return detail::launch(silu_mul_kernel, grid_for(n, 256), 256, 0, stream, gate_up, n, inter, out);
 }
 
 cudaError_t bias_add(uint16_t* y, int64_t y_row_stride, const uint16_t* bias, int n_tokens, int cols,
                      cudaStream_t stream) {
     int64_t n = int64_t(n_tokens) * cols;
     if (n == 0) return cudaSuccess;
-    bias_add_kernel<<<grid_for(n, 256), 256, 0, stream>>>(y, y_row_stride, bias, n, cols);
-    return cudaGetLastError();
+    return detail::launch(bias_add_kernel, grid_for(n, 256), 256, 0, stream, y, y_row_stride, bias, n, cols);
 }
 
 cudaError_t argmax(const float* logits, int n_rows, int vocab, int32_t* out, cudaStream_t stream) {
     if (n_rows == 0) return cudaSuccess;
-    argmax_kernel<<<n_rows, 512, 0, stream>>>(logits, vocab, out);
-    return cudaGetLastError();
+    return detail::launch(argmax_kernel, n_rows, 512, 0, stream, logits, vocab, out);
 }
 
 }  // namespace loradesk::kernels

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "launch_pdl.cuh"
 #include "launchers.h"
 
 namespace loradesk::kernels {
@@ -115,6 +116,7 @@ __device__ void store(const GemvParams& p, int t, int c, float v) {
 // NT: tokens the accumulators are sized for (n_tokens <= NT); U: 16-byte loads per row in flight per lane.
 template <int NT, int U>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p, int n_shrink_blocks) {
+    detail::pdl_wait();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const bool producer = int(blockIdx.x) < n_shrink_blocks;
     int row0 = -1, row1 = -1;
@@ -229,8 +231,7 @@ cudaError_t launch(const GemvParams& p, cudaStream_t stream) {
         shrink_blocks = (warps + kWarps - 1) / kWarps;
     }
     const int blocks = shrink_blocks + (pairs + kWarps - 1) / kWarps;
-    gemv_kernel<NT, U><<<blocks, kThreads, 0, stream>>>(p, shrink_blocks);
-    return cudaGetLastError();
+    return detail::launch(gemv_kernel<NT, U>, blocks, kThreads, 0, stream, p, shrink_blocks);
 }
 
 }  // namespace

@@ -13,6 +13,10 @@
 
 namespace loradesk::kernels {
 
+// Programmatic dependent launch for every kernel of this library (process-wide, default on): each kernel may
+// be scheduled while its predecessor finishes; correctness does not depend on it (launch_pdl.cuh).
+void set_programmatic_dependent_launch(bool on);
+
 cudaError_t embedding_gather(const uint16_t* table, const int32_t* ids, int n_tokens, int hidden, int vocab,
                              float* out, cudaStream_t stream);
 cudaError_t add_rmsnorm(const uint16_t* x, float* residual, const uint16_t* weight, const int32_t* rows,

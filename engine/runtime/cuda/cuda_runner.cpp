@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "model/model_weights.h"
 #include "ref/ref_kernels.h"
+#include "launchers.h"
 #include "runtime/cuda/cuda_runner_impl.h"
 
 namespace loradesk::runtime::cuda {
@@ -161,6 +162,7 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
 
 CudaRunner::CudaRunner(const std::string& model_dir, int device, CudaRunnerOptions options) : m(std::make_unique<Impl>()) {
     m->opts = options;
+    kernels::set_programmatic_dependent_launch(options.programmatic_launch);
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0)

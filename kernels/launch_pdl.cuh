@@ -1,0 +1,35 @@
+// Kernel launch with programmatic dependent launch (PDL, sm_90): a kernel launched this way may be scheduled
+// while its predecessor in the stream is still finishing, hiding the launch latency and the ramp-up of each of
+// the ~10 small kernels per layer of a decode step (also inside CUDA graphs, where PDL becomes a programmatic
+// edge). Every kernel of this library calls pdl_wait() before touching global memory, which blocks until the
+// predecessor grid has completed and its writes are visible — so correctness never depends on the attribute.
+// Private to kernels/.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <utility>
+
+namespace loradesk::kernels::detail {
+
+bool pdl_enabled();
+
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+template <typename... Params, typename... Args>
+cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
+                   Args&&... args) {
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = stream;
+    cfg.attrs = attr, cfg.numAttrs = pdl_enabled() ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+}  // namespace loradesk::kernels::detail
