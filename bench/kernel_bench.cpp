@@ -66,7 +66,8 @@ void bench_attention(int batch_size, int ctx, double bw) {
 }
 
 // Attention splits per row tile exactly as the decode graphs choose them (engine/runtime/cuda/cuda_graphs.cpp:
-// about two waves of blocks, one split per 256 keys, at most 64, within a 4096-item workspace).
+// about two waves of blocks, one split per 256 keys, at most 64, within a 4096-item workspace; none up to
+// 1,024 keys).
 int graph_splits(int batch, int n_kv, int max_kv, int n_sms) {
     auto pow2_at_least = [](int v) {
         int p = 1;
@@ -77,7 +78,7 @@ int graph_splits(int batch, int n_kv, int max_kv, int n_sms) {
     const int per_keys = pow2_at_least((max_kv + 255) / 256);
     int splits = std::min(std::max(per_keys, std::min(fill, std::min(8, pow2_at_least((max_kv + 63) / 64)))), 64);
     while (splits > 1 && batch * splits > 4096) splits /= 2;
-    return splits;
+    return max_kv <= 1024 ? 1 : splits;  // whole sequences per block up to 1,024 keys
 }
 
 // attention() and attention_decode() on the same graph split plan, decode batch of batch_size x ctx keys.

@@ -15,8 +15,11 @@
 namespace loradesk::kernels {
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kThreads = 32 * kWarps;
+// Warps per block: 4 when the plan splits keys over many blocks (partials + merge kernel); 8 when every item
+// holds a whole sequence (no split: short contexts), so that one block walks up to ~1,000 keys in a few
+// sub-tiles per warp and writes the output itself — no workspace round trip, no merge launch.
+constexpr int kSplitWarps = 4;
+constexpr int kWholeWarps = 8;
 constexpr int kKeys = 32;  // keys per warp sub-tile: one per lane
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -63,12 +66,15 @@ struct DecodeShape {
     static constexpr int kBatch = R * kCols >= 128 ? 4 : R * kCols > 32 ? 8 : 16;
     static constexpr int kKBatch = kBatch < kChunks ? kBatch : kChunks;
     static constexpr int kVBatch = kBatch;
-    // Shared memory (floats): q [R][HD] and per-warp P [kWarps][32][R] while walking keys; afterwards the
-    // same bytes hold the warps' m [kWarps][R], l [kWarps][R] and acc [kWarps][R][HD] for the block merge.
-    static constexpr int kWalkFloats = R * HD + kWarps * kKeys * R;
-    static constexpr int kMergeFloats = kWarps * R * (HD + 2);
-    static constexpr int kSmemBytes = 4 * (kWalkFloats > kMergeFloats ? kWalkFloats : kMergeFloats);
 };
+
+// Shared memory of a W-warp block (floats): q [R][HD] and per-warp P [W][32][R] while walking keys;
+// afterwards the same bytes hold the warps' m [W][R], l [W][R] and acc [W][R][HD] for the block merge.
+template <int HD, int R, int W>
+constexpr int decode_smem_bytes() {
+    constexpr int walk = R * HD + W * kKeys * R, merge = W * R * (HD + 2);
+    return 4 * (walk > merge ? walk : merge);
+}
 
 // Per-warp running softmax state of R rows: m (base-2 units, warp-uniform), l (this lane's share until
 // the end of the walk) and acc (this lane's kCols columns).
@@ -154,17 +160,17 @@ struct ItemView {
     int64_t slot_stride;  // elements between consecutive slots: n_kv_heads * head_dim
 };
 
-// One warp's walk over its interleaved sub-tiles (keys kv_begin + (warp + kWarps * i) * 32 + lane).
-template <int HD, int R>
+// One warp's walk over its interleaved sub-tiles (keys kv_begin + (warp + W * i) * 32 + lane).
+template <int HD, int R, int W>
 __device__ __forceinline__ void warp_walk(const ItemView& v, const int (&q_pos)[R], const float* q_s, float* p_w,
                                           WarpState<HD, R>& st) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int key = v.kv_begin + warp * kKeys + lane;
     int32_t page = key < v.kv_end ? __ldg(v.pages + key / v.page_size) : 0;
-    for (int base = v.kv_begin + warp * kKeys; base < v.kv_end; base += kWarps * kKeys, key += kWarps * kKeys) {
+    for (int base = v.kv_begin + warp * kKeys; base < v.kv_end; base += W * kKeys, key += W * kKeys) {
         const bool valid = key < v.kv_end;
         const int32_t slot = page * v.page_size + key % v.page_size;
-        const int next = key + kWarps * kKeys;  // the next sub-tile's page load overlaps this one's work
+        const int next = key + W * kKeys;  // the next sub-tile's page load overlaps this one's work
         page = next < v.kv_end ? __ldg(v.pages + next / v.page_size) : 0;
         float s[R];
 #pragma unroll
@@ -192,14 +198,21 @@ __device__ __forceinline__ void warp_walk(const ItemView& v, const int (&q_pos)[
     for (int r = 0; r < R; ++r) st.l[r] = warp_sum(st.l[r]);
 }
 
-// Combines the 4 warps' states through shared memory and writes rows [r0, r0 + R) of the item's partial
-// (m in natural-log units, as the merge kernel expects).
-template <int HD, int R>
-__device__ __forceinline__ void block_merge_write(const WarpState<HD, R>& st, float* smem, float* dst_tile, int r0) {
+// Where block_merge_write puts rows [r0, r0 + R): the item's partial (m in natural-log units, as the merge
+// kernel expects), or — when the item is its tile's only one — the normalised bf16 output rows themselves.
+struct RowSink {
+    float* partial_tile;  // null: direct
+    const AttentionParams* p;
+    int q_begin, kvh, row_begin, tile_rows, group;
+};
+
+// Combines the W warps' states through shared memory and writes rows [r0, r0 + R).
+template <int HD, int R, int W>
+__device__ __forceinline__ void block_merge_write(const WarpState<HD, R>& st, float* smem, const RowSink& sink, int r0) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     float* m_s = smem;
-    float* l_s = m_s + kWarps * R;
-    float* a_s = l_s + kWarps * R;
+    float* l_s = m_s + W * R;
+    float* a_s = l_s + W * R;
     __syncthreads();  // every warp is done with q_s / P, which these buffers overlay
     if (lane == 0)
 #pragma unroll
@@ -209,28 +222,36 @@ __device__ __forceinline__ void block_merge_write(const WarpState<HD, R>& st, fl
 #pragma unroll
         for (int c = 0; c < HD / 32; ++c) a_s[(warp * R + r) * HD + lane * (HD / 32) + c] = st.acc[r][c];
     __syncthreads();
-    for (int idx = threadIdx.x; idx < R * HD; idx += kThreads) {
+    for (int idx = threadIdx.x; idx < R * HD; idx += 32 * W) {
         const int r = idx / HD, d = idx - r * HD;
         float mx = -INFINITY;
 #pragma unroll
-        for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, m_s[w * R + r]);
+        for (int w = 0; w < W; ++w) mx = fmaxf(mx, m_s[w * R + r]);
         float l = 0.0f, a = 0.0f;
 #pragma unroll
-        for (int w = 0; w < kWarps; ++w) {
+        for (int w = 0; w < W; ++w) {
             const float mw = m_s[w * R + r];
             const float wt = mw == -INFINITY ? 0.0f : exp2f(mw - mx);
             l = fmaf(wt, l_s[w * R + r], l);
             a = fmaf(wt, a_s[(w * R + r) * HD + d], a);
         }
-        float* dst = dst_tile + int64_t(r0 + r) * (HD + 2);
-        dst[2 + d] = a;
-        if (d == 0) dst[0] = mx * kLn2, dst[1] = l;  // -inf stays -inf
+        if (sink.partial_tile) {
+            float* dst = sink.partial_tile + int64_t(r0 + r) * (HD + 2);
+            dst[2 + d] = a;
+            if (d == 0) dst[0] = mx * kLn2, dst[1] = l;  // -inf stays -inf
+        } else if (r0 + r < sink.tile_rows) {
+            const int row = sink.row_begin + r0 + r, tok = row / sink.group;
+            const int h = sink.kvh * sink.group + row % sink.group;
+            __nv_bfloat16* out = reinterpret_cast<__nv_bfloat16*>(sink.p->out) +
+                                 int64_t(sink.q_begin + tok) * sink.p->n_heads * HD + int64_t(h) * HD + d;
+            *out = __float2bfloat16_rn(l > 0.0f ? a / l : 0.0f);
+        }
     }
 }
 
-template <int HD, int R>
-__global__ void __launch_bounds__(kThreads) attention_decode_kernel(AttentionParams p, const AttentionWorkItem* items,
-                                                                    float* ws) {
+template <int HD, int R, int W>
+__global__ void __launch_bounds__(32 * W) attention_decode_kernel(AttentionParams p, const AttentionWorkItem* items,
+                                                                  float* ws, bool direct) {
     detail::pdl_wait();
     extern __shared__ float4 smem4[];
     float* smem = reinterpret_cast<float*>(smem4);
@@ -246,10 +267,11 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(AttentionPar
     // Rows of the tile: token_in_seq * group + head_in_group. Decode has one pass (R >= group rows); tiles
     // of several tokens (not decode) still come out right, in several passes.
     const int tile_rows = min(kAttentionTileRows, n_q * group - it.row_begin);
-    float* dst_tile = ws + (int64_t(blockIdx.x) * p.n_kv_heads + kvh) * kAttentionTileRows * (HD + 2);
+    const RowSink sink{direct ? nullptr : ws + (int64_t(blockIdx.x) * p.n_kv_heads + kvh) * kAttentionTileRows * (HD + 2),
+                       &p, q_begin, kvh, it.row_begin, tile_rows, group};
     for (int r0 = 0; r0 < tile_rows; r0 += R) {
         __syncthreads();  // the previous pass's merge is done with the buffers q_s overlays
-        for (int idx = threadIdx.x; idx < R * HD; idx += kThreads) {
+        for (int idx = threadIdx.x; idx < R * HD; idx += 32 * W) {
             const int r = idx / HD, d = idx - r * HD, row = it.row_begin + r0 + r;
             float x = 0.0f;
             if (r0 + r < tile_rows) {
@@ -271,35 +293,44 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(AttentionPar
             for (int c = 0; c < HD / 32; ++c) st.acc[r][c] = 0.0f;
         }
         __syncthreads();
-        warp_walk<HD, R>(v, q_pos, q_s, p_w, st);
-        block_merge_write<HD, R>(st, smem, dst_tile, r0);
+        warp_walk<HD, R, W>(v, q_pos, q_s, p_w, st);
+        block_merge_write<HD, R, W>(st, smem, sink, r0);
     }
 }
 
-template <int HD, int R>
-cudaError_t launch_decode(const AttentionParams& p, const AttentionWorkItem* items, int n_items, float* ws,
-                          cudaStream_t stream) {
-    constexpr int smem = DecodeShape<HD, R>::kSmemBytes;
+template <int HD, int R, int W>
+cudaError_t launch_decode_warps(const AttentionParams& p, const AttentionWorkItem* items, int n_items, float* ws,
+                                bool direct, cudaStream_t stream) {
+    constexpr int smem = decode_smem_bytes<HD, R, W>();
     if constexpr (smem > 48 * 1024) {
-        cudaError_t e = cudaFuncSetAttribute(attention_decode_kernel<HD, R>,
+        cudaError_t e = cudaFuncSetAttribute(attention_decode_kernel<HD, R, W>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != cudaSuccess) return e;
     }
-    return detail::launch(attention_decode_kernel<HD, R>, dim3(n_items, p.n_kv_heads), kThreads, smem, stream, p, items, ws);
+    return detail::launch(attention_decode_kernel<HD, R, W>, dim3(n_items, p.n_kv_heads), 32 * W, smem, stream, p,
+                          items, ws, direct);
+}
+
+// direct: every item is its row tile's only one (no split) -> 8 warps writing the output; else 4 + partials.
+template <int HD, int R>
+cudaError_t launch_decode(const AttentionParams& p, const AttentionWorkItem* items, int n_items, float* ws,
+                          bool direct, cudaStream_t stream) {
+    return direct ? launch_decode_warps<HD, R, kWholeWarps>(p, items, n_items, ws, true, stream)
+                  : launch_decode_warps<HD, R, kSplitWarps>(p, items, n_items, ws, false, stream);
 }
 
 template <int HD>
 cudaError_t launch_decode_rows(const AttentionParams& p, int group, const AttentionWorkItem* items, int n_items,
-                               float* ws, cudaStream_t stream) {
-    if (group <= 1) return launch_decode<HD, 1>(p, items, n_items, ws, stream);
-    if (group <= 2) return launch_decode<HD, 2>(p, items, n_items, ws, stream);
-    if (group <= 4) return launch_decode<HD, 4>(p, items, n_items, ws, stream);
+                               float* ws, bool direct, cudaStream_t stream) {
+    if (group <= 1) return launch_decode<HD, 1>(p, items, n_items, ws, direct, stream);
+    if (group <= 2) return launch_decode<HD, 2>(p, items, n_items, ws, direct, stream);
+    if (group <= 4) return launch_decode<HD, 4>(p, items, n_items, ws, direct, stream);
     // 16 rows x 8 columns of accumulators would spill at head_dim 256: two passes of 8 rows instead.
     if constexpr (HD > 128) {
-        return launch_decode<HD, 8>(p, items, n_items, ws, stream);
+        return launch_decode<HD, 8>(p, items, n_items, ws, direct, stream);
     } else {
-        if (group <= 8) return launch_decode<HD, 8>(p, items, n_items, ws, stream);
-        return launch_decode<HD, 16>(p, items, n_items, ws, stream);
+        if (group <= 8) return launch_decode<HD, 8>(p, items, n_items, ws, direct, stream);
+        return launch_decode<HD, 16>(p, items, n_items, ws, direct, stream);
     }
 }
 
@@ -310,14 +341,17 @@ cudaError_t attention_decode(const AttentionParams& p, const AttentionWorkItem* 
     if (!attention_decode_supported(p)) return cudaErrorInvalidValue;
     if (n_items == 0) return cudaSuccess;
     const int group = p.n_heads / p.n_kv_heads;
+    // As many items as merge groups: each group (row tile) has exactly one item spanning its whole causal
+    // horizon, so the block can normalise and write the output itself.
+    const bool direct = n_items == n_groups;
     cudaError_t e = cudaErrorInvalidValue;
     switch (p.head_dim) {
-    case 64: e = launch_decode_rows<64>(p, group, items, n_items, workspace, stream); break;
-    case 128: e = launch_decode_rows<128>(p, group, items, n_items, workspace, stream); break;
-    case 256: e = launch_decode_rows<256>(p, group, items, n_items, workspace, stream); break;
+    case 64: e = launch_decode_rows<64>(p, group, items, n_items, workspace, direct, stream); break;
+    case 128: e = launch_decode_rows<128>(p, group, items, n_items, workspace, direct, stream); break;
+    case 256: e = launch_decode_rows<256>(p, group, items, n_items, workspace, direct, stream); break;
     default: break;
     }
-    if (e != cudaSuccess) return e;
+    if (e != cudaSuccess || direct) return e;
     return detail::attention_merge(p, groups, n_groups, workspace, stream);
 }
 

@@ -22,6 +22,7 @@ constexpr int kBuckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 constexpr int kMinAttItems = 4096;          // split-K partials planned for (about 66 KB each at 8 KV heads x 128)
 constexpr int kMaxSplits = 64;
 constexpr int kKeysPerSplit = 256;          // long contexts get more splits so that no block walks them alone
+constexpr int kWholeSequenceKeys = 1024;    // up to this context, one block per sequence and KV head (no split)
 constexpr int kSegTokens = 4;               // graph LoRA segments are cut to this many tokens (one SGMV block row)
 constexpr std::size_t kCublasWorkspace = std::size_t(32) << 20;
 
@@ -151,6 +152,12 @@ bool CudaRunner::Impl::run_graph_step(const ForwardBatch& b) {
     const int fill = pow2_at_least((n_sms + B * tiles * cfg.n_kv_heads - 1) / (B * tiles * cfg.n_kv_heads));
     const int per_keys = pow2_at_least((max_kv + kKeysPerSplit - 1) / kKeysPerSplit);
     int splits = std::min(std::max(per_keys, std::min(fill, std::min(8, pow2_at_least((max_kv + 63) / 64)))), kMaxSplits);
+    // Up to kWholeSequenceKeys keys the decode kernel walks a sequence in one 8-warp block and writes the output
+    // itself: at batch 1 the split-K partials and the merge launch cost more than the parallelism buys.
+    kernels::AttentionParams probe;
+    probe.n_heads = cfg.n_heads, probe.n_kv_heads = cfg.n_kv_heads, probe.head_dim = cfg.head_dim;
+    probe.page_size = page_size, probe.k_pages = probe.v_pages = reinterpret_cast<const uint16_t*>(kv.data());
+    if (max_kv <= kWholeSequenceKeys && kernels::attention_decode_supported(probe)) splits = 1;
     while (splits > 1 && B * tiles * splits > ws_att_items) splits /= 2;
     if (B * tiles * splits > ws_att_items) return false;
 
