@@ -1,8 +1,8 @@
 // SGMV LoRA kernels over adapter segments (Punica-style shrink/expand), built for decode batches where the
 // work is a few MB spread over many adapters and latency, not bandwidth, is the enemy. Shrink: one block per
-// (segment chunk of <= 4 tokens, 8 rank rows, slice); all 256 threads split the input dimension so every lane
-// keeps 16-32 16-byte loads in flight, then a warp reduce-scatter + shared-memory sum. Expand: one block per
-// (segment chunk, 2048 output columns of one slice); each thread owns 8 columns, loads 16 B^T rows at once.
+// (segment chunk of 1 or 4 tokens, 4 rank rows, slice); all 256 threads split the input dimension so every
+// lane keeps 15-16 16-byte loads in flight, then a warp reduce-scatter + shared-memory sum. Expand: one block
+// per (segment chunk, 2048 output columns of one slice); each thread owns 8 columns, loads 16 B^T rows at once.
 // Grids depend only on (n_segs, max_seg_len, n_slices, max_rank, out sizes): CUDA graphs bake them.
 #include <cuda_bf16.h>
 
