@@ -1,11 +1,13 @@
-// SGMV LoRA kernels over adapter segments (Punica-style shrink/expand): tokens are grouped by slot, each
-// block works on a few tokens of one segment so A rows / B^T columns are read once per block, and each
-// slot's real rank bounds the work (padding rows up to max_rank are never touched). Up to three slices
-// (fused q/k/v or gate/up) share one launch. H100: fused qkv, 32 tokens x 8 adapters, rank 16: 34 us
-// (launch gaps included); docs/kernel-benchmarks.md.
+// SGMV LoRA kernels over adapter segments (Punica-style shrink/expand), built for decode batches where the
+// work is a few MB spread over many adapters and latency, not bandwidth, is the enemy. Shrink: one block per
+// (segment chunk of 1 or 4 tokens, 4 rank rows, slice); all 256 threads split the input dimension so every
+// lane keeps 15-16 16-byte loads in flight, then a warp reduce-scatter + shared-memory sum. Expand: one block
+// per (segment chunk, 2048 output columns of one slice); each thread owns 8 columns, loads 16 B^T rows at once.
+// Grids depend only on (n_segs, max_seg_len, n_slices, max_rank, out sizes): CUDA graphs bake them.
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 
 #include "launchers.h"
@@ -13,102 +15,273 @@
 namespace loradesk::kernels {
 namespace {
 
-using bf16 = __nv_bfloat16;
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kShrinkRows = 4;     // rank rows per shrink block: rank 16 = 4 live blocks per (chunk, slice)
+constexpr int kExpandRChunk = 16;  // B^T rows loaded at once by the expand: rank 16 = one round trip
 
-constexpr int kTok = 4;  // tokens per block: A / B^T reuse across the segment's tokens
-constexpr int kShrinkWarps = 8;
-constexpr int kExpandThreads = 256;
+// W bf16 elements loaded as one unit: 8 (16-byte vector path) or 1 (any alignment).
+template <int W>
+struct Pack;
+template <>
+struct Pack<8> {
+    uint4 u{0u, 0u, 0u, 0u};
+};
+template <>
+struct Pack<1> {
+    unsigned short u = 0;
+};
 
-__device__ __forceinline__ float ld(const uint16_t* p) { return __bfloat162float(*reinterpret_cast<const bf16*>(p)); }
-
-__device__ __forceinline__ void fma8(float& acc, uint4 a, uint4 x) {
-    const bf16* av = reinterpret_cast<const bf16*>(&a);
-    const bf16* xv = reinterpret_cast<const bf16*>(&x);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) acc += __bfloat162float(av[i]) * __bfloat162float(xv[i]);
+__device__ __forceinline__ Pack<8> load_ro(const uint16_t* p, Pack<8>) {
+    return {__ldg(reinterpret_cast<const uint4*>(p))};
+}
+__device__ __forceinline__ Pack<1> load_ro(const uint16_t* p, Pack<1>) {
+    return {__ldg(reinterpret_cast<const unsigned short*>(p))};
+}
+template <int W>
+__device__ __forceinline__ Pack<W> load_ro(const uint16_t* p) {
+    return load_ro(p, Pack<W>{});
 }
 
-__global__ void __launch_bounds__(32 * kShrinkWarps) sgmv_shrink_kernel(SgmvParams p, bool vec8) {
-    const int seg = blockIdx.x, slot = p.seg_slot[seg];
-    if (slot <= 0) return;
-    const LoraSlice& sl = p.slices[blockIdx.z];
-    const int rank = sl.ranks[slot];
-    const int t0 = p.seg_indptr[seg] + blockIdx.y * kTok;
-    const int n_tok = min(kTok, p.seg_indptr[seg + 1] - t0);
-    if (n_tok <= 0 || rank <= 0) return;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, in = p.in_features;
-    const uint16_t* a = sl.a + int64_t(slot - 1) * p.slot_stride;
-    for (int r = warp; r < rank; r += kShrinkWarps) {
-        const uint16_t* arow = a + int64_t(r) * in;
-        float acc[kTok] = {};
-        if (vec8) {
-            for (int c = lane * 8; c < in; c += 32 * 8) {
-                uint4 av = *reinterpret_cast<const uint4*>(arow + c);
+__device__ __forceinline__ float bf16_bits(uint32_t h) { return __uint_as_float(h << 16); }
+
+// Element e (compile-time after unrolling) of a pack, as f32: bf16 -> f32 is a 16-bit shift.
+__device__ __forceinline__ float elem(const Pack<8>& p, int e) {
+    const uint32_t w = e < 2 ? p.u.x : e < 4 ? p.u.y : e < 6 ? p.u.z : p.u.w;
+    return __uint_as_float((e & 1) ? (w & 0xffff0000u) : (w << 16));
+}
+__device__ __forceinline__ float elem(const Pack<1>& p, int) { return bf16_bits(p.u); }
+
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (lo) in the low half
+    return *reinterpret_cast<uint32_t*>(&v);
+}
+__device__ __forceinline__ Pack<8> to_pack(const float (&f)[8]) {
+    return {make_uint4(pack2(f[0], f[1]), pack2(f[2], f[3]), pack2(f[4], f[5]), pack2(f[6], f[7]))};
+}
+__device__ __forceinline__ Pack<1> to_pack(const float (&f)[1]) {
+    __nv_bfloat16 v = __float2bfloat16_rn(f[0]);
+    return {*reinterpret_cast<unsigned short*>(&v)};
+}
+
+// Butterfly reduce-scatter of kV per-lane values over the warp (kV a power of two <= 32): afterwards lane l
+// holds the warp-wide sum of value (l & (kV - 1)). 31 shuffles for 32 values instead of 160 for all-reduces.
+template <int kO, int kV>
+__device__ __forceinline__ void scatter_steps(float (&v)[kV], int lane) {
+    if constexpr (kO >= 1) {
+        const bool upper = (lane & kO) != 0;
 #pragma unroll
-                for (int tt = 0; tt < kTok; ++tt)
-                    if (tt < n_tok) fma8(acc[tt], av, *reinterpret_cast<const uint4*>(p.x + (t0 + tt) * p.x_row_stride + c));
-            }
-        } else {
-            for (int c = lane; c < in; c += 32) {
-                float av = ld(arow + c);
-#pragma unroll
-                for (int tt = 0; tt < kTok; ++tt)
-                    if (tt < n_tok) acc[tt] += av * ld(p.x + (t0 + tt) * p.x_row_stride + c);
-            }
+        for (int i = 0; i < kO; ++i) {
+            const float send = upper ? v[i] : v[i + kO];
+            const float keep = upper ? v[i + kO] : v[i];
+            v[i] = keep + __shfl_xor_sync(0xffffffffu, send, kO);
         }
+        scatter_steps<kO / 2, kV>(v, lane);
+    }
+}
+template <int kV>
+__device__ __forceinline__ float warp_reduce_scatter(float (&v)[kV], int lane) {
+    static_assert(kV >= 1 && kV <= 32 && (kV & (kV - 1)) == 0, "kV must be a power of two <= 32");
 #pragma unroll
-        for (int tt = 0; tt < kTok; ++tt) {
-            float v = acc[tt];
-            for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-            if (lane == 0 && tt < n_tok)
-                p.xa[int64_t(t0 + tt) * p.n_slices * p.max_rank + blockIdx.z * p.max_rank + r] = v;
+    for (int o = 16; o >= kV; o >>= 1)  // lane bits above the value index: plain all-reduce
+#pragma unroll
+        for (int i = 0; i < kV; ++i) v[i] += __shfl_xor_sync(0xffffffffu, v[i], o);
+    scatter_steps<kV / 2, kV>(v, lane);
+    return v[0];
+}
+
+// kU input units of every row and token (unit u + k*kThreads, W elements each; u itself is in range). All loads
+// are unconditional so the iteration's loads are all in flight at once instead of one branch-guarded load after
+// another: rows / tokens past the end re-read the last valid one (never written), units past the end re-read
+// unit u and are zeroed after the load.
+template <int kTok, int W, int kU>
+__device__ __forceinline__ void shrink_step(float (&acc)[kShrinkRows][kTok], const uint16_t* a, int64_t a_pitch,
+                                            int n_rows, const uint16_t* x, int64_t x_pitch, int n_tok, int u,
+                                            int n_units) {
+    Pack<W> av[kU][kShrinkRows], xv[kU][kTok];
+#pragma unroll
+    for (int k = 0; k < kU; ++k) {
+        const int off = (u + k * kThreads < n_units ? u + k * kThreads : u) * W;
+#pragma unroll
+        for (int row = 0; row < kShrinkRows; ++row)
+            av[k][row] = load_ro<W>(a + int64_t(min(row, n_rows - 1)) * a_pitch + off);
+#pragma unroll
+        for (int tt = 0; tt < kTok; ++tt) xv[k][tt] = load_ro<W>(x + int64_t(min(tt, n_tok - 1)) * x_pitch + off);
+    }
+#pragma unroll
+    for (int k = 0; k < kU; ++k) {
+        const bool live = u + k * kThreads < n_units;
+#pragma unroll
+        for (int e = 0; e < W; ++e) {
+            float xf[kTok];
+#pragma unroll
+            for (int tt = 0; tt < kTok; ++tt) xf[tt] = live ? elem(xv[k][tt], e) : 0.0f;
+#pragma unroll
+            for (int row = 0; row < kShrinkRows; ++row) {
+                const float af = live ? elem(av[k][row], e) : 0.0f;
+#pragma unroll
+                for (int tt = 0; tt < kTok; ++tt) acc[row][tt] = fmaf(af, xf[tt], acc[row][tt]);
+            }
         }
     }
 }
 
-__global__ void __launch_bounds__(kExpandThreads) sgmv_expand_kernel(SgmvParams p) {
-    extern __shared__ float xa_s[];  // [kTok][n_slices * max_rank]
-    const int seg = blockIdx.x, slot = p.seg_slot[seg];
+// Block (chunk of segment seg, rank rows [r0, r0 + kRows), slice blockIdx.z): xa[t, j*max_rank + r] = x[t].A[r].
+template <int kTok, int W>
+__global__ void __launch_bounds__(kThreads) sgmv_shrink_kernel(const __grid_constant__ SgmvParams p, int n_chunks) {
+    constexpr int kRows = kShrinkRows, kV = kRows * kTok;
+    const int seg = blockIdx.x / n_chunks, chunk = blockIdx.x - seg * n_chunks;
+    const int slot = p.seg_slot[seg];
     if (slot <= 0) return;
-    const int t0 = p.seg_indptr[seg] + blockIdx.y * kTok;
+    const int j = blockIdx.z;
+    const LoraSlice& sl = p.slices[j];
+    const int rank = min(sl.ranks[slot], p.max_rank), r0 = blockIdx.y * kRows;
+    if (r0 >= rank) return;  // rows past this slot's rank: most of the grid when max_rank >> rank, gone at once
+    const int t0 = p.seg_indptr[seg] + chunk * kTok;
     const int n_tok = min(kTok, p.seg_indptr[seg + 1] - t0);
     if (n_tok <= 0) return;
-    const int width = p.n_slices * p.max_rank;
-    for (int i = threadIdx.x; i < n_tok * width; i += blockDim.x) {
-        int tt = i / width, k = i - tt * width, j = k / p.max_rank;
+    const int n_rows = min(kRows, rank - r0), in = p.in_features, n_units = in / W;
+    const uint16_t* a = sl.a + int64_t(slot - 1) * p.slot_stride + int64_t(r0) * in;
+    const uint16_t* x = p.x + int64_t(t0) * p.x_row_stride;
+
+    float acc[kRows][kTok] = {};
+    constexpr int kU = kTok == 1 ? 3 : 2;  // loads in flight per lane: 12 + 3, or 8 + 8 (4096 = one iteration)
+    for (int u = threadIdx.x; u < n_units; u += kThreads * kU)
+        shrink_step<kTok, W, kU>(acc, a, in, n_rows, x, p.x_row_stride, n_tok, u, n_units);
+
+    float v[kV];
+#pragma unroll
+    for (int row = 0; row < kRows; ++row)
+#pragma unroll
+        for (int tt = 0; tt < kTok; ++tt) v[row * kTok + tt] = acc[row][tt];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const float s = warp_reduce_scatter<kV>(v, lane);
+    __shared__ float red[kWarps][kV];
+    if (lane < kV) red[warp][lane] = s;
+    __syncthreads();
+    if (threadIdx.x < kV) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) sum += red[w][threadIdx.x];
+        const int row = threadIdx.x / kTok, tt = threadIdx.x - row * kTok;
+        if (row < n_rows && tt < n_tok)
+            p.xa[int64_t(t0 + tt) * p.n_slices * p.max_rank + j * p.max_rank + r0 + row] = sum;
+    }
+}
+
+// Column blocks of the expand grid's y dimension: slice j owns blocks [begin[j], begin[j + 1]), each of
+// kThreads * W columns, W = 8 where slice j's B^T and y columns allow 16-byte access (bit j of vec8).
+struct ExpandMap {
+    int begin[kMaxLoraSlices + 1] = {};
+    unsigned vec8 = 0;
+};
+
+// One thread, W adjacent columns of slice j: y[t, off + col..] += scale * sum_r xa_s[t][r] * Bt[r, col..].
+template <int kTok, int W>
+__device__ __forceinline__ void expand_columns(const SgmvParams& p, const LoraSlice& sl, int slot, int rank,
+                                               int cb, int t0, int n_tok, const float* xa_s, int xa_pitch) {
+    const int col = (cb * kThreads + int(threadIdx.x)) * W;
+    if (col >= sl.out_features) return;
+    const int out = sl.out_features;
+    const uint16_t* bt = sl.bt + int64_t(slot - 1) * p.slot_stride + col;
+    uint16_t* y = p.y + int64_t(t0) * p.y_row_stride + sl.out_offset + col;
+    Pack<W> yv[kTok];  // y read up front (tokens past the end re-read the last) to overlap the B^T loads
+#pragma unroll
+    for (int tt = 0; tt < kTok; ++tt)
+        yv[tt] = *reinterpret_cast<const Pack<W>*>(y + int64_t(min(tt, n_tok - 1)) * p.y_row_stride);
+    float d[kTok][W] = {};
+    for (int r0 = 0; r0 < rank; r0 += kExpandRChunk) {
+        Pack<W> b[kExpandRChunk];
+#pragma unroll
+        for (int i = 0; i < kExpandRChunk; ++i)
+            b[i] = load_ro<W>(bt + int64_t(min(r0 + i, rank - 1)) * out);  // unconditional: all in flight
+#pragma unroll
+        for (int i = 0; i < kExpandRChunk; ++i) {
+            float xs[kTok];  // zero past the rank: the clamped re-read of row rank-1 adds nothing
+#pragma unroll
+            for (int tt = 0; tt < kTok; ++tt) xs[tt] = xa_s[tt * xa_pitch + r0 + i];
+#pragma unroll
+            for (int e = 0; e < W; ++e) {
+                const float bf = elem(b[i], e);
+#pragma unroll
+                for (int tt = 0; tt < kTok; ++tt) d[tt][e] = fmaf(xs[tt], bf, d[tt][e]);
+            }
+        }
+    }
+    const float scale = sl.scales[slot];
+#pragma unroll
+    for (int tt = 0; tt < kTok; ++tt) {
+        if (tt >= n_tok) break;
+        float f[W];
+#pragma unroll
+        for (int e = 0; e < W; ++e) f[e] = elem(yv[tt], e) + scale * d[tt][e];
+        *reinterpret_cast<Pack<W>*>(y + int64_t(tt) * p.y_row_stride) = to_pack(f);
+    }
+}
+
+template <int kTok>
+__global__ void __launch_bounds__(kThreads) sgmv_expand_kernel(const __grid_constant__ SgmvParams p, int n_chunks, const ExpandMap m) {
+    extern __shared__ float xa_s[];  // [kTok][xa_pitch]: this chunk's xa of slice j, zero past the rank
+    const int seg = blockIdx.x / n_chunks, chunk = blockIdx.x - seg * n_chunks;
+    const int slot = p.seg_slot[seg];
+    if (slot <= 0) return;
+    int j = 0;
+    while (j + 1 < p.n_slices && int(blockIdx.y) >= m.begin[j + 1]) ++j;
+    const LoraSlice& sl = p.slices[j];
+    const int rank = min(sl.ranks[slot], p.max_rank);
+    if (rank <= 0) return;  // the adapter does not touch this slice: y stays bit-identical
+    const int t0 = p.seg_indptr[seg] + chunk * kTok;
+    const int n_tok = min(kTok, p.seg_indptr[seg + 1] - t0);
+    if (n_tok <= 0) return;
+    const int xa_pitch = (rank + kExpandRChunk - 1) / kExpandRChunk * kExpandRChunk;
+    const int64_t xa_row = int64_t(p.n_slices) * p.max_rank;
+    for (int i = threadIdx.x; i < kTok * xa_pitch; i += kThreads) {
+        const int tt = i / xa_pitch, r = i - tt * xa_pitch;
         // Only the slot's real rank was written by the shrink; never read the rest.
-        xa_s[i] = (k - j * p.max_rank) < p.slices[j].ranks[slot] ? p.xa[int64_t(t0 + tt) * width + k] : 0.0f;
+        xa_s[i] = tt < n_tok && r < rank ? p.xa[int64_t(t0 + tt) * xa_row + j * p.max_rank + r] : 0.0f;
     }
     __syncthreads();
-    const int c = blockIdx.z * kExpandThreads + threadIdx.x;
-    for (int j = 0; j < p.n_slices; ++j) {
-        const LoraSlice& sl = p.slices[j];
-        int col = c - sl.out_offset;
-        if (col < 0 || col >= sl.out_features) continue;
-        int rank = sl.ranks[slot];
-        if (rank <= 0) continue;
-        float scale = sl.scales[slot];
-        const uint16_t* bt = sl.bt + int64_t(slot - 1) * p.slot_stride + col;
-        float delta[kTok] = {};
-        for (int r = 0; r < rank; ++r) {
-            float b = ld(bt + int64_t(r) * sl.out_features);  // coalesced: consecutive threads, consecutive cols
-#pragma unroll
-            for (int tt = 0; tt < kTok; ++tt) delta[tt] += xa_s[tt * width + j * p.max_rank + r] * b;
-        }
-#pragma unroll
-        for (int tt = 0; tt < kTok; ++tt) {
-            if (tt >= n_tok) break;
-            bf16* y = reinterpret_cast<bf16*>(p.y + (t0 + tt) * p.y_row_stride + c);
-            *y = __float2bfloat16_rn(__bfloat162float(*y) + scale * delta[tt]);
-        }
-    }
+    const int cb = int(blockIdx.y) - m.begin[j];
+    if (m.vec8 & (1u << j))
+        expand_columns<kTok, 8>(p, sl, slot, rank, cb, t0, n_tok, xa_s, xa_pitch);
+    else
+        expand_columns<kTok, 1>(p, sl, slot, rank, cb, t0, n_tok, xa_s, xa_pitch);
 }
 
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
 
 cudaError_t check(const SgmvParams& p) {
-    if (p.n_slices < 1 || p.n_slices > kMaxLoraSlices || p.max_rank <= 0) return cudaErrorInvalidValue;
+    if (p.n_slices < 1 || p.n_slices > kMaxLoraSlices || p.max_rank <= 0 || p.n_segs < 0 || p.max_seg_len < 0)
+        return cudaErrorInvalidValue;
     return cudaSuccess;
+}
+
+// Tokens per block: 1 when every segment is a single token (eager decode over distinct adapters), else 4
+// (the graph path's segment cap; long prefill segments become chunks of 4 that re-read A / B^T from L2).
+int tokens_per_block(const SgmvParams& p) { return p.max_seg_len == 1 ? 1 : 4; }
+
+template <int kTok>
+cudaError_t launch_shrink(const SgmvParams& p, bool vec8, cudaStream_t stream) {
+    const int n_chunks = (p.max_seg_len + kTok - 1) / kTok;
+    const int64_t gx = int64_t(p.n_segs) * n_chunks, gy = (p.max_rank + kShrinkRows - 1) / kShrinkRows;
+    if (gx > INT_MAX || gy > 65535) return cudaErrorInvalidValue;
+    dim3 grid(unsigned(gx), unsigned(gy), unsigned(p.n_slices));
+    if (vec8)
+        sgmv_shrink_kernel<kTok, 8><<<grid, kThreads, 0, stream>>>(p, n_chunks);
+    else
+        sgmv_shrink_kernel<kTok, 1><<<grid, kThreads, 0, stream>>>(p, n_chunks);
+    return cudaGetLastError();
+}
+
+template <int kTok>
+cudaError_t launch_expand(const SgmvParams& p, const ExpandMap& m, cudaStream_t stream) {
+    const int n_chunks = (p.max_seg_len + kTok - 1) / kTok;
+    const int64_t gx = int64_t(p.n_segs) * n_chunks, gy = m.begin[p.n_slices];
+    if (gy == 0) return cudaSuccess;
+    const size_t smem = sizeof(float) * kTok * ((p.max_rank + kExpandRChunk - 1) / kExpandRChunk * kExpandRChunk);
+    if (gx > INT_MAX || gy > 65535 || smem > 48 * 1024) return cudaErrorInvalidValue;  // max_rank > 3072
+    sgmv_expand_kernel<kTok><<<dim3(unsigned(gx), unsigned(gy)), kThreads, smem, stream>>>(p, n_chunks, m);
+    return cudaGetLastError();
 }
 
 }  // namespace
@@ -118,21 +291,23 @@ cudaError_t sgmv_shrink(const SgmvParams& p, cudaStream_t stream) {
     if (p.n_segs == 0 || p.max_seg_len == 0) return cudaSuccess;
     bool vec8 = p.in_features % 8 == 0 && p.x_row_stride % 8 == 0 && p.slot_stride % 8 == 0 && aligned16(p.x);
     for (int j = 0; j < p.n_slices; ++j) vec8 = vec8 && aligned16(p.slices[j].a);
-    dim3 grid(p.n_segs, (p.max_seg_len + kTok - 1) / kTok, p.n_slices);
-    sgmv_shrink_kernel<<<grid, 32 * kShrinkWarps, 0, stream>>>(p, vec8);
-    return cudaGetLastError();
+    return tokens_per_block(p) == 1 ? launch_shrink<1>(p, vec8, stream) : launch_shrink<4>(p, vec8, stream);
 }
 
 cudaError_t sgmv_expand(const SgmvParams& p, cudaStream_t stream) {
     if (cudaError_t e = check(p); e != cudaSuccess) return e;
     if (p.n_segs == 0 || p.max_seg_len == 0) return cudaSuccess;
-    int total_out = 0;
-    for (int j = 0; j < p.n_slices; ++j) total_out = std::max(total_out, p.slices[j].out_offset + p.slices[j].out_features);
-    dim3 grid(p.n_segs, (p.max_seg_len + kTok - 1) / kTok, (total_out + kExpandThreads - 1) / kExpandThreads);
-    size_t smem = sizeof(float) * kTok * p.n_slices * p.max_rank;
-    if (smem > 48 * 1024) return cudaErrorInvalidValue;  // max_rank * slices beyond 1024: not supported
-    sgmv_expand_kernel<<<grid, kExpandThreads, smem, stream>>>(p);
-    return cudaGetLastError();
+    ExpandMap m;
+    for (int j = 0; j < p.n_slices; ++j) {
+        const LoraSlice& sl = p.slices[j];
+        if (sl.out_features < 0) return cudaErrorInvalidValue;
+        const bool vec8 = sl.out_features % 8 == 0 && sl.out_offset % 8 == 0 && p.y_row_stride % 8 == 0 &&
+                          p.slot_stride % 8 == 0 && aligned16(p.y) && aligned16(sl.bt);
+        const int cols = kThreads * (vec8 ? 8 : 1);
+        m.vec8 |= vec8 ? 1u << j : 0u;
+        m.begin[j + 1] = m.begin[j] + (sl.out_features + cols - 1) / cols;
+    }
+    return tokens_per_block(p) == 1 ? launch_expand<1>(p, m, stream) : launch_expand<4>(p, m, stream);
 }
 
 }  // namespace loradesk::kernels

@@ -472,29 +472,49 @@ private slots:
     }
 
     // Many distinct adapters per batch, odd ranks (1, 3, 7, 16, 64), base-model segments mixed in, fused
-    // slices with gaps between them, segments from 1 to 733 tokens.
+    // slices with gaps between them. Layouts: "mixed" (segments of 1..733 tokens: the 4-token chunked path),
+    // "decode4" (the graph path: segments of <= 4 tokens, an empty segment on a real slot, empty slot-0 tail),
+    // "decode1" (one token per adapter: the 1-token path). gap 8 + last slice 24 wide keeps every expand slice on
+    // the 16-byte path; gap 1 forces the scalar path on slices 2 and 3. in 19 / 733: the scalar shrink path.
     void sgmv_data() {
         QTest::addColumn<int>("in");
         QTest::addColumn<int>("n_slices");
-        QTest::newRow("qkv 1024") << 1024 << 3;
-        QTest::newRow("gate/up 19") << 19 << 2;
-        QTest::newRow("down 733") << 733 << 1;
+        QTest::addColumn<int>("gap");
+        QTest::addColumn<int>("last_out");
+        QTest::addColumn<QString>("layout");
+        QTest::newRow("qkv 1024") << 1024 << 3 << 1 << 19 << "mixed";
+        QTest::newRow("qkv 1024 vec") << 1024 << 3 << 8 << 24 << "mixed";
+        QTest::newRow("qkv 1024 decode4") << 1024 << 3 << 8 << 24 << "decode4";
+        QTest::newRow("qkv 1024 decode1") << 1024 << 3 << 8 << 24 << "decode1";
+        QTest::newRow("down 4096 decode1") << 4096 << 1 << 8 << 24 << "decode1";
+        QTest::newRow("gate/up 19") << 19 << 2 << 1 << 19 << "mixed";
+        QTest::newRow("gate/up 19 decode4") << 19 << 2 << 1 << 19 << "decode4";
+        QTest::newRow("down 733") << 733 << 1 << 1 << 19 << "mixed";
+        QTest::newRow("down 733 decode1") << 733 << 1 << 1 << 19 << "decode1";
     }
     void sgmv() {
         QFETCH(int, in);
         QFETCH(int, n_slices);
-        std::mt19937 rng(in * 3 + n_slices);
+        QFETCH(int, gap);
+        QFETCH(int, last_out);
+        QFETCH(QString, layout);
+        std::mt19937 rng(in * 3 + n_slices + gap);
         const int n_slots = 9, max_rank = 64;
-        const int outs[3] = {1024, 256, 19};
+        const int outs[3] = {1024, 256, last_out};
         std::vector<int32_t> ranks{0, 1, 3, 7, 16, 64, 8, 5, 2, 33};
         std::vector<float> scales{0, 2.0f, 0.5f, 1.0f, 0.125f, 0.25f, 4.0f, 1.5f, 3.0f, 0.75f};
-        std::vector<int32_t> seg_len{3, 1, 733, 7, 1, 19, 1, 2, 40, 1, 5};
-        std::vector<int32_t> seg_slot{1, 0, 2, 3, 4, 5, 6, 0, 7, 8, 9};
+        std::vector<int32_t> seg_len, seg_slot;
+        if (layout == "mixed")
+            seg_len = {3, 1, 733, 7, 1, 19, 1, 2, 40, 1, 5}, seg_slot = {1, 0, 2, 3, 4, 5, 6, 0, 7, 8, 9};
+        else if (layout == "decode4")
+            seg_len = {4, 4, 1, 3, 2, 0, 4, 1, 4, 2, 0, 0}, seg_slot = {1, 2, 3, 4, 5, 9, 6, 0, 7, 8, 0, 0};
+        else
+            seg_len = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, seg_slot = {1, 2, 3, 0, 4, 5, 6, 7, 8, 9};
         std::vector<int32_t> seg_indptr{0};
         for (int l : seg_len) seg_indptr.push_back(seg_indptr.back() + l);
-        const int n = seg_indptr.back();
+        const int n = seg_indptr.back(), max_seg_len = *std::max_element(seg_len.begin(), seg_len.end());
         int y_cols = 0, offsets[3];
-        for (int j = 0; j < n_slices; ++j) offsets[j] = y_cols, y_cols += outs[j] + 1;  // one untouched column each
+        for (int j = 0; j < n_slices; ++j) offsets[j] = y_cols, y_cols += outs[j] + gap;  // untouched gap columns
         const int64_t slot_stride = int64_t(max_rank) * std::max(in, 1024);
         std::vector<std::vector<uint16_t>> a, bt;
         for (int j = 0; j < n_slices; ++j)
@@ -503,14 +523,14 @@ private slots:
         auto y = random_bf16(rng, std::size_t(n) * y_cols, -4.0f, 4.0f);
         std::vector<float> xa(std::size_t(n) * n_slices * max_rank, 0.0f);
         DeviceBuffer<uint16_t> d_x(x), d_y(y);
-        DeviceBuffer<float> d_xa(xa);
+        DeviceBuffer<float> d_xa(std::vector<float>(xa.size(), NAN));  // unwritten entries that get read show up
         DeviceBuffer<int32_t> d_ranks(ranks), d_segp(seg_indptr), d_segs(seg_slot);
         DeviceBuffer<float> d_scales(scales);
         std::vector<std::unique_ptr<DeviceBuffer<uint16_t>>> d_a, d_bt;
         SgmvParams p;
         p.x = x.data(), p.x_row_stride = in, p.in_features = in, p.xa = xa.data(), p.y = y.data(), p.y_row_stride = y_cols;
         p.seg_indptr = seg_indptr.data(), p.seg_slot = seg_slot.data(), p.n_segs = int(seg_slot.size());
-        p.max_seg_len = 733, p.max_rank = max_rank, p.slot_stride = slot_stride, p.n_slices = n_slices;
+        p.max_seg_len = max_seg_len, p.max_rank = max_rank, p.slot_stride = slot_stride, p.n_slices = n_slices;
         SgmvParams d = p;
         d.x = d_x.get(), d.xa = d_xa.get(), d.y = d_y.get(), d.seg_indptr = d_segp.get(), d.seg_slot = d_segs.get();
         for (int j = 0; j < n_slices; ++j) {
@@ -526,18 +546,36 @@ private slots:
         // xa: compare only entries within each token's real rank (the rest is never written or read).
         auto got_xa = d_xa.download();
         std::vector<float> gx, ex;
+        QString worst_xa;
+        double worst_xa_diff = -1;
         for (std::size_t s = 0; s < seg_slot.size(); ++s)
             for (int t = seg_indptr[s]; t < seg_indptr[s + 1]; ++t)
                 for (int j = 0; j < n_slices; ++j)
                     for (int r = 0; r < ranks[seg_slot[s]]; ++r) {
                         std::size_t i = std::size_t(t) * n_slices * max_rank + j * max_rank + r;
                         gx.push_back(got_xa[i]), ex.push_back(xa[i]);
+                        double diff = std::fabs(double(got_xa[i]) - xa[i]);
+                        if (!(diff <= worst_xa_diff))
+                            worst_xa_diff = diff, worst_xa = QString("token %1 slice %2 rank row %3 (segment %4, slot %5): got %6 want %7")
+                                                                  .arg(t).arg(j).arg(r).arg(s).arg(seg_slot[s]).arg(got_xa[i]).arg(xa[i]);
                     }
-        QVERIFY(rel_l2(gx, ex) < 1e-5);
+        const double xa_err = rel_l2(gx, ex);
+        QVERIFY2(xa_err < 1e-5, qPrintable(QString("xa rel L2 %1, worst at %2").arg(xa_err).arg(worst_xa)));
         auto got_y = d_y.download();
-        QVERIFY(rel_l2(to_f32(got_y), to_f32(y)) < kBf16Tol);
+        const double y_err = rel_l2(to_f32(got_y), to_f32(y));
+        std::size_t worst = 0;
+        for (std::size_t i = 0; i < got_y.size(); ++i)
+            if (!(std::fabs(ref::bf16_to_f32(got_y[i]) - ref::bf16_to_f32(y[i])) <= std::fabs(ref::bf16_to_f32(got_y[worst]) - ref::bf16_to_f32(y[worst]))))
+                worst = i;
+        QVERIFY2(y_err < kBf16Tol, qPrintable(QString("y rel L2 %1, worst at token %2 column %3: got %4 want %5")
+                                                  .arg(y_err).arg(worst / y_cols).arg(worst % y_cols)
+                                                  .arg(ref::bf16_to_f32(got_y[worst])).arg(ref::bf16_to_f32(y[worst]))));
         for (int t = 0; t < n; ++t)  // the gap columns are never touched
-            for (int j = 0; j < n_slices; ++j) QCOMPARE(got_y[std::size_t(t) * y_cols + offsets[j] + outs[j]], y[std::size_t(t) * y_cols + offsets[j] + outs[j]]);
+            for (int j = 0; j < n_slices; ++j)
+                for (int g = 0; g < gap; ++g) {
+                    std::size_t i = std::size_t(t) * y_cols + offsets[j] + outs[j] + g;
+                    QVERIFY2(got_y[i] == y[i], qPrintable(QString("gap column %1 of token %2 changed").arg(offsets[j] + outs[j] + g).arg(t)));
+                }
     }
 };
 
