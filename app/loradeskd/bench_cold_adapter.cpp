@@ -249,7 +249,7 @@ int run_cold_adapter_bench(const cli::Args& args) {
                       "%.1f ms, disk->device %.1f ms%s | step median/max: before %.2f/%.2f ms, during (%d steps) %.2f/%.2f ms, "
                       "after %.2f/%.2f ms; extra %.1f ms, %d steps over 1.5x",
                       B, j["disk_to_host_ms"].get<double>(), j["prepare_ms"].get<double>(),
-                      j["prepared"].get<bool>() ? "" : " (NOT prepared: converted on the loop)",
+                      j["prepared"].get<bool>() ? "" : " (no prepared form: the slot load converts on the loop)",
                       j["load_lora_slot_call_ms"].get<double>(),
                       j["host_to_device_ms"].get<double>(), j["disk_to_device_ms"].get<double>(),
                       j["page_cache_dropped"].get<bool>() ? "" : " (page cache NOT dropped)",
