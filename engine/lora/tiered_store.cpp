@@ -55,24 +55,7 @@ void TieredStore::start_load_locked(std::unique_lock<std::mutex>& lock, const st
     e.generation = ++m_generation;
     e.last_use = ++m_tick;
     uint64_t generation = e.generation;
-    auto task = [this, digest, generation] {
-        std::shared_ptr<const runtime::LoraWeights> weights;
-        std::string error;
-        try {
-            std::optional<runtime::LoraWeights> reuse;
-            {
-                std::lock_guard bin_lock(m_bin->mutex);
-                if (!m_bin->items.empty()) {
-                    reuse.emplace(std::move(m_bin->items.back()));
-                    m_bin->items.pop_back();
-                }
-            }
-            weights = share_recyclable(m_load(digest, reuse ? &*reuse : nullptr), std::weak_ptr(m_bin));
-        } catch (const std::exception& ex) {
-            error = ex.what();
-        }
-        finish_load(digest, generation, std::move(weights), std::move(error));
-    };
+    auto task = [this, digest, generation] { finish_load(digest, generation, read_and_prepare(digest)); };
     if (m_pool) {
         m_pool->submit(std::move(task));
     } else {
@@ -82,27 +65,56 @@ void TieredStore::start_load_locked(std::unique_lock<std::mutex>& lock, const st
     }
 }
 
-void TieredStore::finish_load(const std::string& digest, uint64_t generation,
-                              std::shared_ptr<const runtime::LoraWeights> weights, std::string error) {
+// Disk -> host, then the runner's conversion, both here on the loader thread. A prepared adapter drops
+// its f32 weights at once (their buffers go to the recycle bin for the next read); a failed preparation
+// (pinned memory exhausted, say) keeps them, and the slot upload converts on the loop as before.
+TieredStore::Loaded TieredStore::read_and_prepare(const std::string& digest) {
+    Loaded out;
+    try {
+        std::optional<runtime::LoraWeights> reuse;
+        {
+            std::lock_guard bin_lock(m_bin->mutex);
+            if (!m_bin->items.empty()) {
+                reuse.emplace(std::move(m_bin->items.back()));
+                m_bin->items.pop_back();
+            }
+        }
+        out.weights = share_recyclable(m_load(digest, reuse ? &*reuse : nullptr), std::weak_ptr(m_bin));
+    } catch (const std::exception& ex) {
+        out.error = ex.what();
+        return out;
+    }
+    if (out.weights->max_rank() > m_options.max_lora_rank) {
+        out.error = "adapter rank " + std::to_string(out.weights->max_rank()) + " exceeds --max-lora-rank " +
+                    std::to_string(m_options.max_lora_rank) + "; restart with a larger --max-lora-rank";
+        out.weights.reset();
+        return out;
+    }
+    try {
+        out.prepared = m_runner.prepare_lora(*out.weights);
+    } catch (const std::exception& ex) {
+        log::warn("adapter {}: preparing it for the device failed ({}); it will be converted at upload",
+                  short_digest(digest), ex.what());
+    }
+    if (out.prepared) out.weights.reset();
+    return out;
+}
+
+void TieredStore::finish_load(const std::string& digest, uint64_t generation, Loaded loaded) {
     std::lock_guard lock(m_mutex);
     auto it = m_host.find(digest);
     if (it == m_host.end() || it->second.generation != generation) return;  // forgotten meanwhile
     HostEntry& e = it->second;
-    if (!error.empty()) {
+    if (!loaded.error.empty()) {
         e.state = HostState::failed;
-        e.error = std::move(error);
+        e.error = std::move(loaded.error);
         log::warn("adapter {} failed to load: {}", short_digest(digest), e.error);
         return;
     }
-    if (weights->max_rank() > m_options.max_lora_rank) {
-        e.state = HostState::failed;
-        e.error = "adapter rank " + std::to_string(weights->max_rank()) + " exceeds --max-lora-rank " +
-                  std::to_string(m_options.max_lora_rank) + "; restart with a larger --max-lora-rank";
-        return;
-    }
     e.state = HostState::ready;
-    e.bytes = weights->bytes();
-    e.weights = std::move(weights);
+    e.bytes = loaded.prepared ? loaded.prepared->bytes() : loaded.weights->bytes();
+    e.weights = std::move(loaded.weights);
+    e.prepared = std::move(loaded.prepared);
     enforce_host_limits_locked(digest);
 }
 
@@ -156,6 +168,7 @@ void TieredStore::fail_host_budget_locked(const std::string& digest) {
               std::to_string(m_options.host_budget_bytes >> 20) + " MiB, " + std::to_string(m_options.max_loras_cpu) +
               " adapters) cannot hold it next to the pinned adapters; unpin one or raise the budget / --max-loras-cpu";
     e.weights.reset();
+    e.prepared.reset();
     e.bytes = 0;
 }
 
@@ -227,6 +240,7 @@ void TieredStore::mark_on_device(const std::string& digest, bool on_device) {
 // Puts one host-ready adapter into a device slot (or reports why not yet / never).
 SlotGrant TieredStore::place(const std::string& digest, const std::vector<std::string>& step) {
     std::shared_ptr<const runtime::LoraWeights> weights;
+    std::shared_ptr<const runtime::PreparedLora> prepared;
     {
         std::unique_lock lock(m_mutex);
         auto it = m_host.find(digest);
@@ -244,6 +258,7 @@ SlotGrant TieredStore::place(const std::string& digest, const std::vector<std::s
             return g;
         }
         weights = e.weights;
+        prepared = e.prepared;
     }
     int s = pick_slot(step);
     if (s < 0)
@@ -255,7 +270,10 @@ SlotGrant TieredStore::place(const std::string& digest, const std::vector<std::s
     try {
         if (!evicted.empty()) m_runner.clear_lora_slot(s);
         slot = Slot{};
-        m_runner.load_lora_slot(s, *weights);
+        if (prepared)
+            m_runner.load_prepared_lora_slot(s, std::move(prepared));
+        else
+            m_runner.load_lora_slot(s, *weights);
     } catch (const std::exception& ex) {
         m_runner.clear_lora_slot(s);
         mark_on_device(evicted, false);
@@ -341,6 +359,12 @@ std::size_t TieredStore::host_bytes() const {
     for (auto& [d, e] : m_host)
         if (e.state == HostState::ready) n += e.bytes;
     return n;
+}
+
+std::shared_ptr<const runtime::PreparedLora> TieredStore::host_prepared(const std::string& digest) const {
+    std::lock_guard lock(m_mutex);
+    auto it = m_host.find(digest);
+    return it == m_host.end() || it->second.state != HostState::ready ? nullptr : it->second.prepared;
 }
 
 TieredStore::Tier TieredStore::tier(const std::string& digest) const {

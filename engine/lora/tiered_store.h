@@ -1,6 +1,9 @@
 // TieredStore: the adapter residency hierarchy disk -> host -> device slot, implementing
 // AdapterResidency for the scheduler. Host tier: parsed LoraWeights, bounded by count and bytes, LRU,
-// pinned exempt, adapters not on the device evicted first. Device tier: the runner's LoRA slots
+// pinned exempt, adapters not on the device evicted first. The loader thread that read an adapter also
+// has the runner prepare it (ModelRunner::prepare_lora: the CUDA runner's bf16 slot layout in pinned
+// memory); a prepared adapter is held in that form only, so making it resident costs the engine loop no
+// conversion. Device tier: the runner's LoRA slots
 // 1..max_loras (slot 0 = no adapter), LRU, pinned exempt. Disk reads run on a small thread pool.
 // Thread-safety: acquire_slots, n_slots and the introspection calls belong to the engine loop;
 // prefetch, set_pinned and forget may be called from any thread.
@@ -69,6 +72,8 @@ public:
     std::vector<std::string> host_lru() const;  // ready host copies, least recently used first
     std::vector<std::string> slot_contents() const;     // [0] is always "" (no adapter); "" = free slot
     std::size_t host_bytes() const;
+    // The runner's prepared form of a ready host copy (nullptr: absent, or held as f32 LoraWeights).
+    std::shared_ptr<const runtime::PreparedLora> host_prepared(const std::string& digest) const;
 
     // Thread-safe summaries for the facade (HTTP/UI threads), read under the store's lock.
     enum class Tier { disk, host, device };
@@ -82,7 +87,8 @@ private:
         uint64_t generation = 0;
         uint64_t last_use = 0;
         bool on_device = false;
-        std::shared_ptr<const runtime::LoraWeights> weights;
+        std::shared_ptr<const runtime::LoraWeights> weights;   // null when prepared holds the adapter
+        std::shared_ptr<const runtime::PreparedLora> prepared;  // the runner's upload-ready form, if any
         std::size_t bytes = 0;
         std::string error;
     };
@@ -92,8 +98,13 @@ private:
     };
 
     void start_load_locked(std::unique_lock<std::mutex>& lock, const std::string& digest);
-    void finish_load(const std::string& digest, uint64_t generation,
-                     std::shared_ptr<const runtime::LoraWeights> weights, std::string error);
+    struct Loaded {
+        std::shared_ptr<const runtime::LoraWeights> weights;
+        std::shared_ptr<const runtime::PreparedLora> prepared;
+        std::string error;
+    };
+    Loaded read_and_prepare(const std::string& digest);  // on a loader thread
+    void finish_load(const std::string& digest, uint64_t generation, Loaded loaded);
     void enforce_host_limits_locked(const std::string& keep);
     void fail_host_budget_locked(const std::string& digest);
     void drain_forgotten();

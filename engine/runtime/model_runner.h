@@ -1,6 +1,7 @@
 // ModelRunner: executes ForwardBatches for one loaded base model on one device, owning the device
 // memory for weights, the KV page pool and the LoRA slots. Implementations: cpu/ (the reference and
-// CI runner) and cuda/. Not thread-safe: the engine loop thread is its only caller.
+// CI runner) and cuda/. Not thread-safe: the engine loop thread is its only caller, except for
+// prepare_lora, which adapter loader threads call.
 #pragma once
 
 #include <cstddef>
@@ -8,11 +9,21 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "model/model_config.h"
 #include "runtime/forward_batch.h"
 #include "runtime/lora_weights.h"
 
 namespace loradesk::runtime {
+
+// An adapter's weights in a runner's own upload-ready form (the CUDA runner: bf16, slot layout, pinned host
+// memory), made by prepare_lora off the engine loop so that load_prepared_lora_slot only issues copies.
+// Immutable once made; the host tier holds it instead of the f32 LoraWeights.
+class PreparedLora {
+public:
+    virtual ~PreparedLora() = default;
+    virtual std::size_t bytes() const = 0;  // host memory it holds (counted against the LoRA host budget)
+};
 
 struct MemoryReport {
     std::size_t weight_bytes = 0;
@@ -40,6 +51,22 @@ public:
     // synchronously; the CUDA runner copies on its own stream and orders later forwards after it.
     virtual void load_lora_slot(int slot, const LoraWeights& weights) = 0;
     virtual void clear_lora_slot(int slot) = 0;
+
+    // Converts an adapter into this runner's upload-ready form, or returns nullptr when the runner has none
+    // (the CPU runner: load_lora_slot is a plain copy). Thread-safe against everything but
+    // configure_lora_slots (call it after that): loader threads call it while the loop steps. Throws like
+    // load_lora_slot for weights that do not fit the slots.
+    virtual std::shared_ptr<const PreparedLora> prepare_lora(const LoraWeights& weights) const {
+        (void)weights;
+        return nullptr;
+    }
+    // load_lora_slot for a form this runner's prepare_lora made; the runner keeps `prepared` alive until the
+    // copy has landed. Only runners whose prepare_lora returns non-null need to override it.
+    virtual void load_prepared_lora_slot(int slot, std::shared_ptr<const PreparedLora> prepared) {
+        (void)slot;
+        (void)prepared;
+        throw_error(ErrorCode::internal, "load_prepared_lora_slot on a runner whose prepare_lora makes nothing");
+    }
 
     // Runs one step; logits gets [logits_indices.size(), vocab_size] in f32, row-major.
     virtual void forward(const ForwardBatch& batch, std::vector<float>& logits) = 0;

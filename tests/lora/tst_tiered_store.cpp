@@ -4,6 +4,8 @@
 #include <QtTest>
 
 #include <future>
+#include <mutex>
+#include <thread>
 
 #include "core/error.h"
 #include "lora/tiered_store.h"
@@ -48,6 +50,54 @@ QString join(const std::vector<std::string>& v, bool skip_first) {
     for (std::size_t i = skip_first ? 1 : 0; i < v.size(); ++i) out << (v[i].empty() ? "-" : QString::fromStdString(v[i]));
     return out.join(' ');
 }
+
+// A runner with an upload-ready form: prepare_lora records the thread it ran on and wraps the marker scale;
+// load_prepared_lora_slot records which prepared object reached which slot. Preparing adapters whose
+// marker is 'F' throws (the store must fall back to the f32 path).
+struct FakePrepared final : runtime::PreparedLora {
+    int marker = 0;
+    std::size_t m_bytes = 0;
+    std::size_t bytes() const override { return m_bytes; }
+};
+
+class PreparingRunner final : public runtime::ModelRunner {
+public:
+    model::ModelConfig m_config;
+    mutable std::mutex mutex;
+    mutable std::vector<std::thread::id> prepare_threads;
+    std::vector<std::string> events;  // "prepared 1 <- A", "f32 2 <- F"
+    std::vector<const runtime::PreparedLora*> loaded;  // per prepared load: the object handed over
+
+    const model::ModelConfig& config() const override { return m_config; }
+    std::string device_name() const override { return "preparing"; }
+    runtime::MemoryReport memory() const override { return {}; }
+    std::size_t kv_page_bytes(int) const override { return 0; }
+    void allocate_kv(int, int) override {}
+    void configure_lora_slots(int, int) override {}
+    std::shared_ptr<const runtime::PreparedLora> prepare_lora(const runtime::LoraWeights& w) const override {
+        {
+            std::lock_guard lock(mutex);
+            prepare_threads.push_back(std::this_thread::get_id());
+        }
+        const int marker = int(w.layers.at(0)[0].scale);
+        if (marker == 'F') throw Error(ErrorCode::unavailable, "cudaHostAlloc failed");
+        auto p = std::make_shared<FakePrepared>();
+        p->marker = marker;
+        p->m_bytes = 100 + w.bytes() / 2;  // bf16 of the f32 values, and a table
+        return p;
+    }
+    void load_lora_slot(int slot, const runtime::LoraWeights& w) override {
+        events.push_back("f32 " + std::to_string(slot) + " <- " + char(int(w.layers.at(0)[0].scale)));
+    }
+    void load_prepared_lora_slot(int slot, std::shared_ptr<const runtime::PreparedLora> p) override {
+        auto* fake = dynamic_cast<const FakePrepared*>(p.get());
+        if (!fake) throw Error(ErrorCode::internal, "foreign prepared form");
+        loaded.push_back(p.get());
+        events.push_back("prepared " + std::to_string(slot) + " <- " + char(fake->marker));
+    }
+    void clear_lora_slot(int slot) override { events.push_back("clear " + std::to_string(slot)); }
+    void forward(const runtime::ForwardBatch&, std::vector<float>&) override {}
+};
 
 }  // namespace
 
@@ -220,6 +270,44 @@ private slots:
         TieredStore store(runner, load, {2, 16, 4, 1 << 20, 0});
         QVERIFY_THROWS_EXCEPTION(Error, store.acquire_slots({"A", "B", "C"}));
         QVERIFY_THROWS_EXCEPTION(Error, store.acquire_slots({"A", "A"}));
+    }
+
+    // The loader thread prepares (never the loop thread), the host tier keeps only the prepared form and
+    // counts its bytes, and the very object prepared reaches load_prepared_lora_slot.
+    void prepares_on_the_loader_thread() {
+        PreparingRunner runner;
+        auto load = [](const std::string& d, runtime::LoraWeights*) { return fake_weights(d, 4); };
+        TieredStore store(runner, load, {2, 16, 4, 1 << 20, 2});
+        store.prefetch("A");
+        QTRY_COMPARE(store.host_state("A"), TieredStore::HostState::ready);
+        auto prepared = store.host_prepared("A");
+        QVERIFY(prepared);
+        QCOMPARE(store.host_bytes(), prepared->bytes());
+        QCOMPARE(store.host_bytes(), std::size_t(100) + fake_weights("A", 4).bytes() / 2);
+        auto g = store.acquire_slots({"A"});
+        QCOMPARE(g[0].state, Residency::ready);
+        QCOMPARE(runner.events, std::vector<std::string>{"prepared 1 <- A"});
+        QCOMPARE(runner.loaded, std::vector<const runtime::PreparedLora*>{prepared.get()});
+        std::lock_guard lock(runner.mutex);
+        QCOMPARE(runner.prepare_threads.size(), std::size_t(1));
+        QVERIFY(runner.prepare_threads[0] != std::this_thread::get_id());
+    }
+
+    // A preparation that throws leaves the f32 copy in the host tier and the slot loads it the old way;
+    // the f32 bytes are what counts then. A runner that prepares nothing (the CPU runner) is the same path.
+    void failed_preparation_falls_back_to_f32() {
+        PreparingRunner runner;
+        auto load = [](const std::string& d, runtime::LoraWeights*) { return fake_weights(d, 4); };
+        TieredStore store(runner, load, {2, 16, 4, 1 << 20, 0});
+        auto g = store.acquire_slots({"F", "A"});
+        QCOMPARE(g[0].state, Residency::ready);
+        QCOMPARE(g[1].state, Residency::ready);
+        QCOMPARE(runner.events, (std::vector<std::string>{"f32 1 <- F", "prepared 2 <- A"}));
+        QVERIFY(!store.host_prepared("F"));
+        QCOMPARE(store.host_bytes(), fake_weights("F", 4).bytes() + store.host_prepared("A")->bytes());
+        // Synchronous mode prepares inline, on the caller's thread.
+        std::lock_guard lock(runner.mutex);
+        QCOMPARE(runner.prepare_threads, (std::vector<std::thread::id>(2, std::this_thread::get_id())));
     }
 
     void asynchronous_prefetch() {

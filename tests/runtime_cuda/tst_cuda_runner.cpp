@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <thread>
 
 #include "core/dtype.h"
 #include "model/synth_model.h"
@@ -247,6 +248,83 @@ private slots:
         QVERIFY(gs.captures >= 7 && gs.captures < int64_t(steps.size()));  // buckets 1..64 x variants, reused
         QCOMPARE(e.graph_stats().replays, 0);
         QCOMPARE(gs.workspace_grows, 0);
+    }
+
+    // A slot loaded from prepare_lora's form (made on another thread, as the tier store's loader does) gives
+    // the same logits as one loaded from the f32 weights; and a step waits only for uploads of the slots its
+    // batch uses, once per upload (lora_upload_waits counts the waits issued).
+    void prepared_slots_and_per_slot_waits() {
+        QTemporaryDir dir;
+        model::SynthOptions so;
+        so.preset = "tiny";
+        so.out_dir = dir.path().toStdString();
+        so.seed = 5;
+        const model::ModelConfig c = model::synth_model(so);
+        cuda::CudaRunner gpu(so.out_dir);
+        gpu.set_cuda_graphs(false);
+        gpu.configure_lora_slots(3, 16);
+        const LoraWeights w = random_lora(c, 12, 5);
+        std::shared_ptr<const PreparedLora> prepared;
+        std::thread([&] { prepared = gpu.prepare_lora(w); }).join();
+        QVERIFY(prepared && prepared->bytes() > 0);
+        QCOMPARE(gpu.lora_upload_waits(), int64_t(0));
+        gpu.load_lora_slot(1, w);
+        gpu.load_prepared_lora_slot(2, prepared);
+        SequenceDriver d(gpu, 64, 16);
+        const int on1 = d.add_sequence(1), on2 = d.add_sequence(2), base = d.add_sequence(0);
+        std::vector<int32_t> prompt(23);
+        std::mt19937 rng(8);
+        for (auto& t : prompt) t = int32_t(rng() % uint32_t(c.vocab_size));
+        std::vector<float> l1, l2, l0;
+        d.step({{on1, prompt}}, false, l1);
+        QCOMPARE(gpu.lora_upload_waits(), int64_t(1));  // slot 1 only, though slot 2's upload was issued too
+        d.step({{base, prompt}}, false, l0);
+        QCOMPARE(gpu.lora_upload_waits(), int64_t(1));  // base rows wait for no upload
+        d.step({{on2, prompt}}, false, l2);
+        QCOMPARE(gpu.lora_upload_waits(), int64_t(2));
+        float max_diff = 0;
+        for (std::size_t i = 0; i < l1.size(); ++i) max_diff = std::max(max_diff, std::fabs(l1[i] - l2[i]));
+        QVERIFY2(l1.size() == l2.size() && rel_l2(l2, l1) < 1e-6,
+                 qPrintable(QString("prepared slot 2 vs f32 slot 1: rel-L2 %1, max |diff| %2 over %3 logits")
+                                .arg(rel_l2(l2, l1)).arg(max_diff).arg(l1.size())));
+        QVERIFY2(rel_l2(l0, l1) > 1e-3, "the adapter did not change the logits (the test would prove nothing)");
+
+        // A new upload into slot 3 does not hold back steps on slots 1 and 2; the first step on slot 3 waits.
+        std::shared_ptr<const PreparedLora> other;
+        std::thread([&] { other = gpu.prepare_lora(random_lora(c, 16, 9)); }).join();
+        gpu.load_prepared_lora_slot(3, other);
+        auto next = [&](const std::vector<float>& logits) {
+            return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        };
+        std::vector<float> l;
+        d.step({{on1, {next(l1)}}, {on2, {next(l2)}}}, false, l);
+        QCOMPARE(gpu.lora_upload_waits(), int64_t(2));
+        QVERIFY(rel_l2(std::vector<float>(l.begin(), l.begin() + c.vocab_size),
+                       std::vector<float>(l.begin() + c.vocab_size, l.end())) < 1e-4);  // one batch, two segments
+        const int on3 = d.add_sequence(3);
+        d.step({{on3, prompt}}, false, l);
+        QCOMPARE(gpu.lora_upload_waits(), int64_t(3));
+        d.step({{on3, {next(l)}}}, false, l);
+        QCOMPARE(gpu.lora_upload_waits(), int64_t(3));  // once per upload
+        QTRY_VERIFY(gpu.lora_uploads_done() && !gpu.lora_slot_uploading(3));
+
+        // Slot 2 reloaded the f32 way with the same weights after the prepared form was let go (its pinned
+        // buffer goes back to the pool): same logits as before.
+        prepared.reset();
+        gpu.clear_lora_slot(2);
+        gpu.load_lora_slot(2, w);
+        const int again = d.add_sequence(2);
+        std::vector<float> l2b;
+        d.step({{again, prompt}}, false, l2b);
+        QVERIFY(rel_l2(l2b, l1) < 1e-6);
+
+        // Forms of another runner or of another slot configuration are refused; bad weights fail to prepare.
+        cuda::CudaRunner second(so.out_dir);
+        second.configure_lora_slots(3, 16);
+        QVERIFY_THROWS_EXCEPTION(Error, second.load_prepared_lora_slot(1, other));
+        QVERIFY_THROWS_EXCEPTION(Error, gpu.prepare_lora(random_lora(c, 17, 1)));  // rank over the slot size
+        gpu.configure_lora_slots(2, 32);
+        QVERIFY_THROWS_EXCEPTION(Error, gpu.load_prepared_lora_slot(1, other));
     }
 
     void rejects_bad_lora() {

@@ -64,10 +64,7 @@ void CudaRunner::Impl::run_step(const ForwardBatch& b) {
     if (b.page_size != page_size)
         throw_error(ErrorCode::internal, fmt::format("batch page_size {} differs from the pool's {}", b.page_size, page_size));
     b.validate(n_pages, cfg.vocab_size);
-    if (lora_pending) {  // slot uploads on the LoRA stream land before this step (eager or replayed) reads them
-        cuda_check(cudaStreamWaitEvent(stream, lora_ready, 0), "cudaStreamWaitEvent");
-        lora_pending = false;
-    }
+    wait_for_lora_slots(b);  // uploads of the slots this step uses land before it (eager or replayed) reads them
     if (opts.cuda_graphs && run_graph_step(b)) {
         ++stats.replays;
         return;

@@ -1,5 +1,5 @@
-// CudaRunner setup: device checks, weight upload (bf16, fused QKV and gate/up matrices), the KV pool,
-// LoRA slot memory and slot uploads on their own stream. The forward pass is in cuda_forward.cpp.
+// CudaRunner setup: device checks, weight upload (bf16, fused QKV and gate/up matrices), the KV pool.
+// LoRA slots are in cuda_runner_lora.cpp, the forward pass in cuda_forward.cpp.
 #include "runtime/cuda/cuda_runner.h"
 
 #include <fmt/format.h>
@@ -179,7 +179,8 @@ CudaRunner::CudaRunner(const std::string& model_dir, int device, CudaRunnerOptio
     m->n_sms = prop.multiProcessorCount;
     cuda_check(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking), "cudaStreamCreate");
     cuda_check(cudaStreamCreateWithFlags(&m->lora_stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    cuda_check(cudaEventCreateWithFlags(&m->lora_ready, cudaEventDisableTiming), "cudaEventCreate");
+    cuda_check(cudaEventCreateWithFlags(&m->staging_free, cudaEventDisableTiming), "cudaEventCreate");
+    cuda_check(cudaEventCreateWithFlags(&m->compute_mark, cudaEventDisableTiming), "cudaEventCreate");
     cublas_check(cublasCreate(&m->cublas), "cublasCreate");
     cublas_check(cublasSetStream(m->cublas, m->stream), "cublasSetStream");
     m->upload_weights(model_dir);
@@ -194,7 +195,11 @@ CudaRunner::~CudaRunner() {
     m->drop_graphs();
     if (m->lora_stream) cudaStreamSynchronize(m->lora_stream);
     if (m->cublas) cublasDestroy(m->cublas);
-    if (m->lora_ready) cudaEventDestroy(m->lora_ready);
+    m->slot_source.clear();  // their pinned buffers go back to the pool, freed with it
+    for (cudaEvent_t e : m->slot_ready)
+        if (e) cudaEventDestroy(e);
+    if (m->staging_free) cudaEventDestroy(m->staging_free);
+    if (m->compute_mark) cudaEventDestroy(m->compute_mark);
     if (m->stream) cudaStreamDestroy(m->stream);
     if (m->lora_stream) cudaStreamDestroy(m->lora_stream);
 }
@@ -228,144 +233,6 @@ void CudaRunner::allocate_kv(int n_pages, int page_size) {
     m->page_size = page_size;
     m->kv_layer_elems = (std::size_t(n_pages) + 1) * page_size * m->cfg.kv_dim();
     m->plan_workspace();  // the metadata plan holds page tables
-}
-
-void CudaRunner::configure_lora_slots(int n_slots, int max_rank) {
-    if (n_slots < 0 || max_rank < 0)
-        throw_expected(ErrorCode::invalid_argument, "LoRA slots and max rank must not be negative");
-    if (max_rank > 1024)
-        throw_expected(ErrorCode::unsupported, fmt::format("the CUDA runner supports LoRA ranks up to 1024, not {}", max_rank));
-    auto& s = *m;
-    if (s.stream) cuda_check(cudaStreamSynchronize(s.stream), "configure_lora_slots");
-    cuda_check(cudaEventSynchronize(s.lora_ready), "configure_lora_slots");
-    s.drop_graphs();  // they hold the old slot arena's pointers
-    s.n_slots = n_slots;
-    s.max_rank = max_rank;
-    s.module_offset.assign(std::size_t(s.cfg.n_layers) * kNumLoraModules, 0);
-    std::size_t off = 0;
-    for (int l = 0; l < s.cfg.n_layers; ++l)
-        for (int mi = 0; mi < kNumLoraModules; ++mi) {
-            auto [in, out] = s.module_dims(mi);
-            s.module_offset[std::size_t(l) * kNumLoraModules + mi] = off;
-            off += std::size_t(max_rank) * (in + out);
-        }
-    s.slot_elems = (off + 127) & ~std::size_t(127);  // keeps every slot's A 16-byte aligned
-    const std::size_t table = std::size_t(s.cfg.n_layers) * kNumLoraModules * (n_slots + 1);
-    const std::size_t weight_bytes = s.slot_elems * 2 * std::size_t(n_slots);
-    s.lora.allocate(align_up(weight_bytes) + align_up(table * 4) * 2, "the LoRA slots");
-    s.d_ranks = reinterpret_cast<int32_t*>(s.lora.data() + align_up(weight_bytes));
-    s.d_scales = reinterpret_cast<float*>(s.lora.data() + align_up(weight_bytes) + align_up(table * 4));
-    s.lora_staging.reserve(s.slot_elems * 2 + table * 8);
-    std::memset(s.lora_staging.data() + s.slot_elems * 2, 0, table * 8);  // all ranks 0
-    cuda_check(cudaMemcpy(s.d_ranks, s.lora_staging.data() + s.slot_elems * 2, table * 4, cudaMemcpyHostToDevice), "ranks");
-    cuda_check(cudaMemcpy(s.d_scales, s.lora_staging.data() + s.slot_elems * 2, table * 4, cudaMemcpyHostToDevice), "scales");
-    s.slot_loaded.assign(std::size_t(n_slots) + 1, false);
-    if (max_rank > 64) s.plan_workspace();  // the LoRA scratch (xa) is planned for ranks up to 64
-}
-
-namespace {
-
-void check_slot(int slot, int n_slots) {
-    if (slot < 1 || slot > n_slots)
-        throw_error(ErrorCode::invalid_argument, fmt::format("LoRA slot {} outside 1..{}", slot, n_slots));
-}
-
-}  // namespace
-
-// Converts into pinned staging (A as is, B transposed to [rank, out] so the expand reads coalesced rows),
-// then copies on the LoRA stream; the next forward waits on lora_ready.
-void CudaRunner::load_lora_slot(int slot, const LoraWeights& w) {
-    auto& s = *m;
-    check_slot(slot, s.n_slots);
-    if (int(w.layers.size()) != s.cfg.n_layers)
-        throw_expected(ErrorCode::invalid_argument,
-                       fmt::format("LoRA weights have {} layers but the base model has {} (is the adapter for another base model?)",
-                                   w.layers.size(), s.cfg.n_layers));
-    for (std::size_t l = 0; l < w.layers.size(); ++l)
-        for (int mi = 0; mi < kNumLoraModules; ++mi) {
-            const LoraModuleWeights& mw = w.layers[l][std::size_t(mi)];
-            if (mw.rank == 0) continue;
-            auto [in, out] = s.module_dims(mi);
-            std::string where = fmt::format("layer {} {}", l, lora_module_name(LoraModule(mi)));
-            if (mw.rank < 0 || mw.rank > s.max_rank)
-                throw_expected(ErrorCode::invalid_argument,
-                               fmt::format("LoRA {} has rank {} but slots hold at most rank {} (raise --max-lora-rank)", where,
-                                           mw.rank, s.max_rank));
-            if (mw.a.size() != std::size_t(mw.rank) * in || mw.b.size() != std::size_t(out) * mw.rank)
-                throw_expected(ErrorCode::invalid_argument,
-                               fmt::format("LoRA {} expects A [{}, {}] and B [{}, {}] for this base model but got {} and {} "
-                                           "values (is the adapter for another base model?)",
-                                           where, mw.rank, in, out, mw.rank, mw.a.size(), mw.b.size()));
-        }
-    cuda_check(cudaEventSynchronize(s.lora_ready), "waiting for the previous LoRA upload");  // staging is reused
-    auto* host = reinterpret_cast<uint16_t*>(s.lora_staging.data());
-    const std::size_t table = std::size_t(s.cfg.n_layers) * kNumLoraModules * (s.n_slots + 1);
-    auto* ranks = reinterpret_cast<int32_t*>(s.lora_staging.data() + s.slot_elems * 2);
-    auto* scales = reinterpret_cast<float*>(ranks + table);
-    for (int l = 0; l < s.cfg.n_layers; ++l)
-        for (int mi = 0; mi < kNumLoraModules; ++mi) {
-            const LoraModuleWeights& mw = w.layers[std::size_t(l)][std::size_t(mi)];
-            auto [in, out] = s.module_dims(mi);
-            uint16_t* a = host + s.module_offset[std::size_t(l) * kNumLoraModules + mi];
-            uint16_t* bt = a + std::size_t(s.max_rank) * in;
-            for (std::size_t i = 0; i < std::size_t(mw.rank) * in; ++i) a[i] = f32_to_bf16(mw.a[i]);
-            for (int r = 0; r < mw.rank; ++r)
-                for (int o = 0; o < out; ++o) bt[std::size_t(r) * out + o] = f32_to_bf16(mw.b[std::size_t(o) * mw.rank + r]);
-            std::size_t ti = (std::size_t(l) * kNumLoraModules + mi) * (s.n_slots + 1) + slot;
-            ranks[ti] = mw.rank;
-            scales[ti] = mw.scale;
-        }
-    // Only the rows the adapter uses travel (a rank-16 adapter in rank-64 slots is a quarter of the slot): per
-    // module A's and B^T's leading rank rows, merged into one copy wherever they are contiguous. The rows past
-    // a module's rank stay stale; the kernels never read them.
-    uint16_t* dst = reinterpret_cast<uint16_t*>(s.lora.data()) + std::size_t(slot - 1) * s.slot_elems;
-    std::size_t run_begin = 0, run_end = 0;  // pending contiguous range of slot elements
-    auto flush = [&] {
-        if (run_end > run_begin)
-            cuda_check(cudaMemcpyAsync(dst + run_begin, host + run_begin, (run_end - run_begin) * 2, cudaMemcpyHostToDevice,
-                                       s.lora_stream),
-                       "LoRA upload");
-        run_begin = run_end = 0;
-    };
-    auto copy_range = [&](std::size_t begin, std::size_t n) {
-        if (n == 0) return;
-        if (run_end != begin || run_end == run_begin) flush(), run_begin = begin;
-        run_end = begin + n;
-    };
-    for (int l = 0; l < s.cfg.n_layers; ++l)
-        for (int mi = 0; mi < kNumLoraModules; ++mi) {
-            const int rank = w.layers[std::size_t(l)][std::size_t(mi)].rank;
-            auto [in, out] = s.module_dims(mi);
-            const std::size_t a_off = s.module_offset[std::size_t(l) * kNumLoraModules + mi];
-            copy_range(a_off, std::size_t(rank) * in);
-            copy_range(a_off + std::size_t(s.max_rank) * in, std::size_t(rank) * out);
-        }
-    flush();
-    cuda_check(cudaMemcpyAsync(s.d_ranks, ranks, table * 4, cudaMemcpyHostToDevice, s.lora_stream), "LoRA ranks");
-    cuda_check(cudaMemcpyAsync(s.d_scales, scales, table * 4, cudaMemcpyHostToDevice, s.lora_stream), "LoRA scales");
-    cuda_check(cudaEventRecord(s.lora_ready, s.lora_stream), "cudaEventRecord");
-    s.lora_pending = true;
-    s.slot_loaded[std::size_t(slot)] = true;
-}
-
-bool CudaRunner::lora_uploads_done() const {
-    cudaError_t e = cudaEventQuery(m->lora_ready);
-    if (e == cudaErrorNotReady) return false;
-    cuda_check(e, "cudaEventQuery");
-    return true;
-}
-
-void CudaRunner::clear_lora_slot(int slot) {
-    auto& s = *m;
-    check_slot(slot, s.n_slots);
-    cuda_check(cudaEventSynchronize(s.lora_ready), "waiting for the previous LoRA upload");
-    const std::size_t table = std::size_t(s.cfg.n_layers) * kNumLoraModules * (s.n_slots + 1);
-    auto* ranks = reinterpret_cast<int32_t*>(s.lora_staging.data() + s.slot_elems * 2);
-    for (std::size_t i = 0; i < table / (s.n_slots + 1); ++i) ranks[i * (s.n_slots + 1) + slot] = 0;
-    cuda_check(cudaMemcpyAsync(s.d_ranks, ranks, table * 4, cudaMemcpyHostToDevice, s.lora_stream), "LoRA ranks");
-    cuda_check(cudaEventRecord(s.lora_ready, s.lora_stream), "cudaEventRecord");
-    s.lora_pending = true;
-    s.slot_loaded[std::size_t(slot)] = false;
 }
 
 }  // namespace loradesk::runtime::cuda

@@ -66,9 +66,18 @@ public:
     void configure_lora_slots(int n_slots, int max_rank) override;
     void load_lora_slot(int slot, const LoraWeights& weights) override;
     void clear_lora_slot(int slot) override;
+    // bf16 A and B^T rows in a pinned buffer (reused from released adapters when one fits); loader threads.
+    std::shared_ptr<const PreparedLora> prepare_lora(const LoraWeights& weights) const override;
+    // Issues the copies on the LoRA stream and records the slot's event; no conversion, no wait.
+    void load_prepared_lora_slot(int slot, std::shared_ptr<const PreparedLora> prepared) override;
     // True once every slot upload issued so far has landed on the device; never blocks. Benchmarks poll it
-    // from another thread while the loop thread keeps stepping (it only queries an event).
+    // from another thread while the loop thread keeps stepping (it only queries events).
     bool lora_uploads_done() const;
+    // True while the slot's last upload (or clear) has not landed on the device; never blocks.
+    bool lora_slot_uploading(int slot) const;
+    // Steps so far that made the compute stream wait for a slot upload: a step waits only for the slots its
+    // batch uses, once per upload.
+    int64_t lora_upload_waits() const;
 
     void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
 

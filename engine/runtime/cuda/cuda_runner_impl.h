@@ -8,6 +8,8 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -50,6 +52,14 @@ private:
     std::size_t m_bytes = 0;
 };
 
+// Pinned host buffers of prepared adapters that were let go, kept for the next preparation (cudaHostAlloc of
+// a 100 MB buffer costs tens of ms). Shared with the prepared forms' deleters, which may outlive the runner.
+struct LoraPinnedPool {
+    std::mutex mutex;
+    std::vector<std::pair<uint8_t*, std::size_t>> free;  // (buffer, capacity)
+    ~LoraPinnedPool();
+};
+
 // One step's shape and device pointers into the uploaded meta block (eager: exact sizes; graph: the bucket's).
 struct StepMeta {
     int n = 0, n_seqs = 0, n_logits = 0, n_segs = 0, max_seg_len = 0, n_items = 0, n_groups = 0, n_tiles = 0;
@@ -77,8 +87,13 @@ struct CudaRunner::Impl {
     std::string name;
     cudaStream_t stream = nullptr;       // compute
     cudaStream_t lora_stream = nullptr;  // slot uploads
-    cudaEvent_t lora_ready = nullptr;    // recorded after each slot upload; compute waits on it
-    bool lora_pending = false;
+    // Per slot: recorded after the slot's last upload (or clear); a step waits on it only when its batch uses
+    // the slot and the wait was not issued yet, so uploads for other slots never hold a step back.
+    std::vector<cudaEvent_t> slot_ready;  // [n_slots + 1], [0] unused
+    std::vector<bool> slot_pending;
+    cudaEvent_t staging_free = nullptr;  // the f32 path's staging buffer may be refilled once this completes
+    cudaEvent_t compute_mark = nullptr;  // uploads wait for steps already queued (they may read the old adapter)
+    int64_t lora_waits = 0;              // steps that had to wait for a slot upload
     cublasHandle_t cublas = nullptr;
 
     DeviceArena weights;
@@ -96,8 +111,11 @@ struct CudaRunner::Impl {
     int n_slots = 0, max_rank = 0;
     std::size_t slot_elems = 0;
     std::vector<std::size_t> module_offset;  // [n_layers * 7] offset of A inside a slot region
-    PinnedBuffer lora_staging;               // one slot's bf16 values + the rank/scale tables
+    PinnedBuffer lora_staging;               // f32 path: one adapter's compact bf16 values + its rank/scale column
+    PinnedBuffer zero_column;                // [n_layers * 7] int32 zeros: the ranks of a cleared slot
     std::vector<bool> slot_loaded;           // [n_slots + 1]
+    std::shared_ptr<LoraPinnedPool> pinned_pool = std::make_shared<LoraPinnedPool>();
+    std::vector<std::shared_ptr<const PreparedLora>> slot_source;  // prepared form a slot's upload reads
     int32_t* d_ranks = nullptr;              // [n_layers][7][n_slots + 1], inside the lora arena
     float* d_scales = nullptr;
 
@@ -152,6 +170,14 @@ struct CudaRunner::Impl {
     void run_step(const ForwardBatch& b);  // leaves logits in `logits` on the device
     void run_eager_step(const ForwardBatch& b);
     void check_slots(const ForwardBatch& b, bool& any_lora) const;
+
+    // LoRA slot uploads (cuda_runner_lora.cpp).
+    void validate_lora(const LoraWeights& w) const;
+    // Makes `stream` wait for the uploads of the slots the batch uses that it has not waited for yet.
+    void wait_for_lora_slots(const ForwardBatch& b);
+    void begin_slot_upload(int slot);  // retires the slot's previous source; orders after queued steps
+    void upload_column(int slot, const int32_t* ranks, const float* scales);
+    void end_slot_upload(int slot, std::shared_ptr<const PreparedLora> source);
 };
 
 }  // namespace loradesk::runtime::cuda
