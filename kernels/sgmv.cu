@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "launch_pdl.cuh"
 #include "launchers.h"
 
 namespace loradesk::kernels {
@@ -129,6 +130,7 @@ __device__ __forceinline__ void shrink_step(float (&acc)[kShrinkRows][kTok], con
 // Block (chunk of segment seg, rank rows [r0, r0 + kRows), slice blockIdx.z): xa[t, j*max_rank + r] = x[t].A[r].
 template <int kTok, int W>
 __global__ void __launch_bounds__(kThreads) sgmv_shrink_kernel(const __grid_constant__ SgmvParams p, int n_chunks) {
+    detail::pdl_wait();
     constexpr int kRows = kShrinkRows, kV = kRows * kTok;
     const int seg = blockIdx.x / n_chunks, chunk = blockIdx.x - seg * n_chunks;
     const int slot = p.seg_slot[seg];
@@ -221,6 +223,7 @@ __device__ __forceinline__ void expand_columns(const SgmvParams& p, const LoraSl
 
 template <int kTok>
 __global__ void __launch_bounds__(kThreads) sgmv_expand_kernel(const __grid_constant__ SgmvParams p, int n_chunks, const ExpandMap m) {
+    detail::pdl_wait();
     extern __shared__ float xa_s[];  // [kTok][xa_pitch]: this chunk's xa of slice j, zero past the rank
     const int seg = blockIdx.x / n_chunks, chunk = blockIdx.x - seg * n_chunks;
     const int slot = p.seg_slot[seg];
@@ -266,11 +269,8 @@ cudaError_t launch_shrink(const SgmvParams& p, bool vec8, cudaStream_t stream) {
     const int64_t gx = int64_t(p.n_segs) * n_chunks, gy = (p.max_rank + kShrinkRows - 1) / kShrinkRows;
     if (gx > INT_MAX || gy > 65535) return cudaErrorInvalidValue;
     dim3 grid(unsigned(gx), unsigned(gy), unsigned(p.n_slices));
-    if (vec8)
-        sgmv_shrink_kernel<kTok, 8><<<grid, kThreads, 0, stream>>>(p, n_chunks);
-    else
-        sgmv_shrink_kernel<kTok, 1><<<grid, kThreads, 0, stream>>>(p, n_chunks);
-    return cudaGetLastError();
+    return vec8 ? detail::launch(sgmv_shrink_kernel<kTok, 8>, grid, kThreads, 0, stream, p, n_chunks)
+                : detail::launch(sgmv_shrink_kernel<kTok, 1>, grid, kThreads, 0, stream, p, n_chunks);
 }
 
 template <int kTok>
@@ -280,8 +280,8 @@ cudaError_t launch_expand(const SgmvParams& p, const ExpandMap& m, cudaStream_t 
     if (gy == 0) return cudaSuccess;
     const size_t smem = sizeof(float) * kTok * ((p.max_rank + kExpandRChunk - 1) / kExpandRChunk * kExpandRChunk);
     if (gx > INT_MAX || gy > 65535 || smem > 48 * 1024) return cudaErrorInvalidValue;  // max_rank > 3072
-    sgmv_expand_kernel<kTok><<<dim3(unsigned(gx), unsigned(gy)), kThreads, smem, stream>>>(p, n_chunks, m);
-    return cudaGetLastError();
+    return detail::launch(sgmv_expand_kernel<kTok>, dim3(unsigned(gx), unsigned(gy)), kThreads, smem, stream, p, n_chunks,
+                          m);
 }
 
 }  // namespace

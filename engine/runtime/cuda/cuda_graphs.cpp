@@ -190,11 +190,16 @@ bool CudaRunner::Impl::run_graph_step(const ForwardBatch& b) {
     }
     // LoRA segments cut to kSegTokens tokens, so that the SGMV grid (B segments x 1 block row) is fixed;
     // unused segments are empty and use slot 0 (their blocks return at once).
+    // When no two neighbours share an adapter every segment is one token, and the SGMV kernels have a
+    // one-token variant: capture with that cap (part of the graph key) instead of kSegTokens.
+    int seg_cap = 1;
+    for (int s = 1; s < n && any_lora; ++s)
+        if (b.seq_lora_slot[std::size_t(s)] == b.seq_lora_slot[std::size_t(s - 1)]) seg_cap = kSegTokens;
     int n_segs = 0;
     for (int s = 0; s < n;) {
         const int slot = b.seq_lora_slot.empty() ? 0 : b.seq_lora_slot[std::size_t(s)];
         int e = s + 1;
-        while (e < n && e - s < kSegTokens && (b.seq_lora_slot.empty() ? 0 : b.seq_lora_slot[std::size_t(e)]) == slot) ++e;
+        while (e < n && e - s < seg_cap && (b.seq_lora_slot.empty() ? 0 : b.seq_lora_slot[std::size_t(e)]) == slot) ++e;
         h[o_segslot + n_segs] = slot;
         h[o_seg + ++n_segs] = e;
         s = e;
@@ -209,12 +214,12 @@ bool CudaRunner::Impl::run_graph_step(const ForwardBatch& b) {
     std::memcpy(h_meta.data(), h.data(), total * 4);
     cuda_check(cudaMemcpyAsync(meta, h_meta.data(), total * 4, cudaMemcpyHostToDevice, stream), "step upload");
 
-    const auto key = std::make_tuple(B, any_lora, splits);
+    const auto key = std::make_tuple(B, any_lora, splits, seg_cap);
     auto it = graphs.find(key);
     if (it == graphs.end()) {
         StepMeta sm;
         sm.n = sm.n_seqs = sm.n_logits = B;
-        sm.n_segs = B, sm.max_seg_len = kSegTokens, sm.n_items = n_items, sm.n_groups = n_groups, sm.any_lora = any_lora;
+        sm.n_segs = B, sm.max_seg_len = seg_cap, sm.n_items = n_items, sm.n_groups = n_groups, sm.any_lora = any_lora;
         sm.split_decode_only = true;
         sm.token_ids = meta + o_tok, sm.positions = meta + o_pos, sm.kv_slots = meta + o_slot, sm.qo_indptr = meta + o_qo;
         sm.kv_indptr = meta + o_kvp, sm.kv_indices = meta + o_kv, sm.last_len = meta + o_last;

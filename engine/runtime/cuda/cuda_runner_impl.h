@@ -138,9 +138,9 @@ struct CudaRunner::Impl {
     std::vector<kernels::PrefillTile> prefill_tiles;
     std::vector<int32_t> meta_host, plan_seg_slots;
 
-    // Decode graphs, keyed by (bucket size, with LoRA, attention splits). They bake device pointers only:
-    // weights, KV pages, LoRA slots and meta contents may change between replays.
-    std::map<std::tuple<int, bool, int>, cudaGraphExec_t> graphs;
+    // Decode graphs, keyed by (bucket size, with LoRA, attention splits, LoRA segment cap). They bake device
+    // pointers only: weights, KV pages, LoRA slots and meta contents may change between replays.
+    std::map<std::tuple<int, bool, int, int>, cudaGraphExec_t> graphs;
     CudaRunner::GraphStats stats;
 
     std::pair<int, int> module_dims(int module) const;
