@@ -16,13 +16,12 @@ Exits non-zero when any check fails.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import torch
-from peft import LoraConfig, get_peft_model
-from transformers import AutoModelForCausalLM
+
+from oracle_common import ALL_MODULES as ALL, ids_arg, load_base, make_adapter, run
 
 PRESETS = ["tiny", "tiny-llama", "tiny-qwen2", "tiny-mistral"]
 PROMPTS = [[5], [17, 3, 250, 99, 1, 42, 7], [i * 37 % 400 for i in range(30)]]
@@ -41,14 +40,6 @@ CONFIGS = {
 }
 
 
-def run(cmd):
-    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-
-
-def ids_arg(ids):
-    return ",".join(map(str, ids))
-
-
 def ours_logits(exe, model_dir, adapter_dir, ids):
     out = run([exe, "logits", "--model", model_dir, "--adapter", adapter_dir, "--prompt-ids", ids_arg(ids),
                "--all-positions", "--json"])
@@ -59,36 +50,6 @@ def ours_generate(exe, model_dir, adapter_dir, ids):
     out = run([exe, "generate", "--model", model_dir, "--adapter", adapter_dir, "--prompt-ids", ids_arg(ids),
                "--max-tokens", str(NEW_TOKENS), "--ignore-eos", "--json"])
     return json.loads(out)["output_ids"]
-
-
-def load_base(model_dir):
-    try:
-        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    except TypeError:  # transformers 4.x spells it torch_dtype
-        model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32)
-    model.eval()
-    model.generation_config.eos_token_id = None  # our side runs with --ignore-eos
-    return model
-
-
-def make_adapter(model_dir, config, out_dir, seed):
-    """Creates a PEFT adapter with non-zero B and saves it; returns the PEFT model (f32, eval)."""
-    torch.manual_seed(seed)
-    peft_model = get_peft_model(load_base(model_dir), LoraConfig(task_type="CAUSAL_LM", lora_dropout=0.0, **config))
-    with torch.no_grad():
-        for name, module in peft_model.named_modules():
-            if not hasattr(module, "lora_B") or "default" not in getattr(module, "lora_B", {}):
-                continue
-            a = module.lora_A["default"].weight
-            b = module.lora_B["default"].weight
-            scaling = module.scaling["default"]
-            w_std = module.get_base_layer().weight.float().std().item()
-            # var(scaling * B A) = scaling^2 * r * var(A) * var(B): aim for 0.3 * std(W).
-            b_std = 0.3 * w_std / (scaling * (a.shape[0] ** 0.5) * a.float().std().item())
-            b.copy_(torch.randn_like(b) * b_std)
-    peft_model.save_pretrained(out_dir)
-    peft_model.eval()
-    return peft_model
 
 
 def check(rows, label, ok, detail):
