@@ -72,11 +72,20 @@ __device__ void lora_shrink_warp(const GemvParams& p, int wid, int lane) {
     }
 }
 
-// d[i][t] = scale * xa[t] . Bt[:, col] for output row i (row0, row1) of token t, over the slice holding the
-// row and token t's slot. Lanes own ranks (lane, lane + 32, ...), so every B and xa load of the warp is in
-// flight at once; warp sums finish the dots and leave the result in every lane.
+// The LoRA epilogue in two halves around the wait for the producers: lora_prefetch loads this lane's
+// scale * B^T values (ranks lane and lane + 32 of rows row0/row1, per token's slot) while the shrink may still
+// be running; lora_finish multiplies them with xa once it is published and warp-sums, leaving
+// d[i][t] = scale * xa[t] . Bt[:, col] of row i in every lane. Only the xa loads wait.
+constexpr int kLoraRankChunks = 2;  // max_rank <= 64 (gemv_supported)
+
 template <int NT>
-__device__ void lora_deltas(const GemvParams& p, int row0, int row1, int lane, float (&d)[2][NT]) {
+struct LoraPrefetch {
+    float b[2][kLoraRankChunks][NT];  // 0 where the rank row is not used
+    int xa_off[2];                    // j * max_rank of the slice holding row i, or -1
+};
+
+template <int NT>
+__device__ void lora_prefetch(const GemvParams& p, int row0, int row1, int lane, LoraPrefetch<NT>& pf) {
     const SgmvParams& s = p.sgmv;
     int slot[NT];
 #pragma unroll
@@ -84,26 +93,48 @@ __device__ void lora_deltas(const GemvParams& p, int row0, int row1, int lane, f
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
         const int row = i == 0 ? row0 : row1;
+        pf.xa_off[i] = -1;
+#pragma unroll
+        for (int k = 0; k < kLoraRankChunks; ++k)
+#pragma unroll
+            for (int t = 0; t < NT; ++t) pf.b[i][k][t] = 0.0f;
         for (int j = 0; row >= 0 && j < s.n_slices; ++j) {
             const LoraSlice& sl = s.slices[j];
             const int col = row - sl.out_offset;
             if (col < 0 || col >= sl.out_features) continue;
-            for (int r = lane; r < s.max_rank; r += 32) {
+            pf.xa_off[i] = j * s.max_rank;
 #pragma unroll
-                for (int t = 0; t < NT; ++t) {
-                    if (slot[t] <= 0 || r >= sl.ranks[slot[t]]) continue;
-                    const float xa = __ldcg(s.xa + int64_t(t) * s.n_slices * s.max_rank + j * s.max_rank + r);
-                    const uint16_t* bt = sl.bt + int64_t(slot[t] - 1) * s.slot_stride + int64_t(r) * sl.out_features + col;
-                    d[i][t] += sl.scales[slot[t]] * xa * bf(bt);
-                }
+            for (int k = 0; k < kLoraRankChunks; ++k) {
+                const int r = lane + 32 * k;
+#pragma unroll
+                for (int t = 0; t < NT; ++t)
+                    if (slot[t] > 0 && r < sl.ranks[slot[t]])
+                        pf.b[i][k][t] = sl.scales[slot[t]] *
+                                        bf(sl.bt + int64_t(slot[t] - 1) * s.slot_stride + int64_t(r) * sl.out_features + col);
             }
             break;
         }
     }
+}
+
+template <int NT>
+__device__ void lora_finish(const GemvParams& p, const LoraPrefetch<NT>& pf, int lane, float (&d)[2][NT]) {
+    const SgmvParams& s = p.sgmv;
 #pragma unroll
-    for (int i = 0; i < 2; ++i)
+    for (int i = 0; i < 2; ++i) {
 #pragma unroll
-        for (int t = 0; t < NT; ++t) d[i][t] = warp_sum(d[i][t]);
+        for (int t = 0; t < NT; ++t) {
+            float v = 0.0f;
+#pragma unroll
+            for (int k = 0; k < kLoraRankChunks; ++k) {
+                // b is 0 wherever xa was not written (rank rows past the slot's rank, base tokens): skip the load
+                // so that stale xa (possibly NaN) never reaches the sum.
+                if (pf.xa_off[i] >= 0 && pf.b[i][k][t] != 0.0f)
+                    v += pf.b[i][k][t] * __ldcg(s.xa + int64_t(t) * s.n_slices * s.max_rank + pf.xa_off[i] + lane + 32 * k);
+            }
+            d[i][t] = warp_sum(v);
+        }
+    }
 }
 
 __device__ void store(const GemvParams& p, int t, int c, float v) {
@@ -175,6 +206,9 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p, int n_shri
             for (int t = 0; t < NT; ++t) acc[i][t] = warp_sum(acc[i][t]);
     }
 
+    LoraPrefetch<NT> pf;
+    if (p.lora && !producer && row0 >= 0) lora_prefetch<NT>(p, row0, row1, lane, pf);
+
     if (p.lora) {  // producers publish xa; consumers wait for every producer block
         __syncthreads();
         if (threadIdx.x == 0) {
@@ -193,7 +227,7 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p, int n_shri
         for (int i = 0; i < 2; ++i)
 #pragma unroll
             for (int t = 0; t < NT; ++t) d[i][t] = 0.0f;
-        if (p.lora) lora_deltas<NT>(p, row0, row1, lane, d);
+        if (p.lora) lora_finish<NT>(p, pf, lane, d);
         // Lane l finishes (row l / NT, token l % NT); with swiglu lane t finishes token t of both rows.
         const int i = p.swiglu ? 0 : lane / NT, t = p.swiglu ? lane : lane % NT;
         const int row = i == 0 ? row0 : row1;
@@ -243,7 +277,8 @@ bool gemv_supported(const GemvParams& p) {
     if (p.swiglu && (p.out_rows % 2 || p.f32_out)) return false;
     if (p.lora) {
         const SgmvParams& s = p.sgmv;
-        if (!p.sync || s.n_slices < 1 || s.n_slices > kMaxLoraSlices || s.max_rank <= 0 || s.in_features != p.in ||
+        if (!p.sync || s.n_slices < 1 || s.n_slices > kMaxLoraSlices || s.max_rank <= 0 ||
+            s.max_rank > 32 * kLoraRankChunks || s.in_features != p.in ||
             s.x != p.x || s.x_row_stride != p.x_row_stride || s.slot_stride % 8 || !s.xa)
             return false;
         for (int j = 0; j < s.n_slices; ++j)

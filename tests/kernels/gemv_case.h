@@ -12,11 +12,11 @@
 namespace loradesk::kernels::test {
 
 struct GemvCase {
-    int n = 1, in = 8, out = 2, n_slices = 0, max_rank = 16;
+    int n = 1, in = 8, out = 2, n_slices = 0, max_rank = 40;  // ranks past 32: the epilogue's second chunk
     bool swiglu = false, bias = false, f32_out = false;
     std::vector<uint16_t> w, x, b;
     std::vector<std::vector<uint16_t>> a, bt;
-    std::vector<int32_t> ranks{0, 5, 16, 1}, seg_indptr, seg_slot;
+    std::vector<int32_t> ranks{0, 5, 37, 1}, seg_indptr, seg_slot;
     std::vector<float> scales{0.0f, 2.0f, 0.5f, 1.5f}, xa;
     int offsets[kMaxLoraSlices] = {}, widths[kMaxLoraSlices] = {};
     int64_t x_stride = 0, slot_stride = 0;

@@ -213,6 +213,12 @@ void CudaRunner::configure_lora_slots(int n_slots, int max_rank) {
     std::memset(s.zero_column.data(), 0, column * 4);
     s.slot_loaded.assign(std::size_t(n_slots) + 1, false);
     if (max_rank > 64) s.plan_workspace();  // the LoRA scratch (xa) is planned for ranks up to 64
+    // Pin the pool's buffer for the largest prepared adapter now, not on the first cold load: cudaHostAlloc
+    // holds a driver-wide lock that stalls the loop thread's launches (one 44 ms step at batch 1, H100).
+    if (n_slots > 0) {
+        std::size_t capacity = 0;
+        take_pinned(s.pinned_pool, align16(column * 8) + s.slot_elems * 2, capacity);  // straight back to the pool
+    }
 }
 
 std::shared_ptr<const PreparedLora> CudaRunner::prepare_lora(const LoraWeights& w) const {
