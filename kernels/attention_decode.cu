@@ -57,20 +57,13 @@ __device__ __forceinline__ void unpack_bf16(const T& raw, float (&out)[N]) {
     }
 }
 
-// V rows of a whole sub-tile in registers (head_dim <= 128, up to 8 rows: ~64 registers): issued before the
-// Q·K loads so that K and V of the sub-tile are in flight together — one memory round trip per sub-tile
-// instead of three (K, then V in two batches), which is what bounds decode at batch 1.
-template <int HD, int R>
-constexpr bool kPreloadV = HD <= 128 && R <= 8;
-
 // Compile-time shape of one instantiation: HD = head_dim, R = query rows per pass (power of two >= group).
 template <int HD, int R>
 struct DecodeShape {
     static constexpr int kCols = HD / 32;   // P·V columns per lane
     static constexpr int kChunks = HD / 8;  // 16-byte chunks per K row
     // Loads batched before their math: as many as the registers allow next to the R x kCols accumulators.
-    // (With V preloaded, 64 registers already hold the sub-tile's V rows: K goes in batches of 8.)
-    static constexpr int kBatch = R * kCols >= 128 ? 4 : (R * kCols > 32 || kPreloadV<HD, R>) ? 8 : 16;
+    static constexpr int kBatch = R * kCols >= 128 ? 4 : R * kCols > 32 ? 8 : 16;
     static constexpr int kKBatch = kBatch < kChunks ? kBatch : kChunks;
     static constexpr int kVBatch = kBatch;
 };
@@ -158,34 +151,6 @@ __device__ __forceinline__ void pv_accumulate(const uint16_t* v_head, int32_t sl
     }
 }
 
-template <int HD>
-__device__ __forceinline__ void load_v_tile(const uint16_t* v_head, int32_t slot, int64_t slot_stride, int n_valid,
-                                            int lane, typename RawCols<HD / 32>::Type (&vr)[kKeys]) {
-    using Raw = typename RawCols<HD / 32>::Type;
-#pragma unroll
-    for (int j = 0; j < kKeys; ++j) {
-        const int32_t sj = __shfl_sync(kFull, slot, j);
-        vr[j] = j < n_valid ? __ldg(reinterpret_cast<const Raw*>(v_head + int64_t(sj) * slot_stride) + lane) : Raw{};
-    }
-}
-
-// acc[r][c] += sum_j P[j][r] * vr[j] (keys past n_valid hold zeros in both).
-template <int HD, int R>
-__device__ __forceinline__ void pv_from_registers(const typename RawCols<HD / 32>::Type (&vr)[kKeys], const float* p_w,
-                                                  float (&acc)[R][HD / 32]) {
-#pragma unroll
-    for (int j = 0; j < kKeys; ++j) {
-        float vf[HD / 32];
-        unpack_bf16(vr[j], vf);
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-            const float w = p_w[j * R + r];
-#pragma unroll
-            for (int c = 0; c < HD / 32; ++c) acc[r][c] = fmaf(w, vf[c], acc[r][c]);
-        }
-    }
-}
-
 struct ItemView {
     int kv_begin, kv_end;  // keys of this item, kv_end clamped to the sequence's length
     const int32_t* pages;  // the sequence's page table
@@ -207,9 +172,6 @@ __device__ __forceinline__ void warp_walk(const ItemView& v, const int (&q_pos)[
         const int32_t slot = page * v.page_size + key % v.page_size;
         const int next = key + W * kKeys;  // the next sub-tile's page load overlaps this one's work
         page = next < v.kv_end ? __ldg(v.pages + next / v.page_size) : 0;
-        const int n_valid = min(kKeys, v.kv_end - base);
-        typename RawCols<HD / 32>::Type vr[kPreloadV<HD, R> ? kKeys : 1];
-        if constexpr (kPreloadV<HD, R>) load_v_tile<HD>(v.v_head, slot, v.slot_stride, n_valid, lane, vr);
         float s[R];
 #pragma unroll
         for (int r = 0; r < R; ++r) s[r] = 0.0f;
@@ -230,10 +192,7 @@ __device__ __forceinline__ void warp_walk(const ItemView& v, const int (&q_pos)[
 #pragma unroll
         for (int r = 0; r < R; ++r) p_w[lane * R + r] = pr[r];
         __syncwarp();
-        if constexpr (kPreloadV<HD, R>)
-            pv_from_registers<HD, R>(vr, p_w, st.acc);
-        else
-            pv_accumulate<HD, R>(v.v_head, slot, v.slot_stride, n_valid, p_w, lane, st.acc);
+        pv_accumulate<HD, R>(v.v_head, slot, v.slot_stride, min(kKeys, v.kv_end - base), p_w, lane, st.acc);
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) st.l[r] = warp_sum(st.l[r]);
