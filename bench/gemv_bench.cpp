@@ -1,8 +1,8 @@
 // gemv_bench: the decode-sized projections of Qwen3-0.6B and Qwen3-8B (batch 1-8 tokens) through cuBLAS (as
-// the runner calls it) and through the skinny GEMM (kernels/gemv.cu), with and without a fused rank-16
-// LoRA, each beside its memory floor (weight bytes / measured copy bandwidth). Then a whole step's worth of
-// projections (every layer's distinct weights + lm_head) captured in one CUDA graph, cuBLAS vs skinny GEMM:
-// the ceiling the GEMMs alone put on batch-1 decode. Each kernel is checked against its twin first.
+// the runner calls it) and through the skinny GEMM (kernels/gemv.cu), with and without a fused LoRA (the test
+// set-up of gemv_case.h: tokens on slots of rank 5, 37 and 1, max rank 40), each beside its memory floor
+// (weight bytes / measured copy bandwidth). Then a whole step's worth of projections (every layer's distinct
+// weights + lm_head) captured in one CUDA graph, cuBLAS vs skinny GEMM: the ceiling the GEMMs alone put on batch-1 decode. Each kernel is checked against its twin first.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -169,7 +169,7 @@ int main() {
     check_against_twin();
     cublasHandle_t h;
     cublas_ok(cublasCreate(&h));
-    std::printf("| model | projection | tokens | cuBLAS us | skinny GEMM us (of floor) | + LoRA r16 us | floor us |\n"
+    std::printf("| model | projection | tokens | cuBLAS us | skinny GEMM us (of floor) | + fused LoRA us (3 slots, ranks 5/37/1) | floor us |\n"
                 "|---|---|---|---|---|---|---|\n");
     for (const Model& m : kModels)
         for (const Shape& s : m.sites)

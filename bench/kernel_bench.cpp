@@ -228,6 +228,14 @@ void bench_sgmv(int n_tokens, int n_adapters, int rank, double bw) {
                 n_tokens, n_adapters, rank, ms * 1e3, bytes / bw * 1e6, 100.0 * bytes / bw / (ms * 1e-3));
 }
 
+// Distinct adapters per row: 1, 4 and n, as far as n tokens allow and without repeating a count.
+std::vector<int> distinct_adapter_counts(int n) {
+    std::vector<int> d{1};
+    if (n >= 4) d.push_back(4);
+    if (n > 4) d.push_back(n);
+    return d;
+}
+
 int run_lora_table(int argc, char** argv, double bw);  // --lora-table (defined at the end of the file)
 
 }  // namespace
@@ -478,8 +486,7 @@ int run_lora_table(int argc, char** argv, double bw) {
                     "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int rank : ranks)
         for (int n : ns)
-            for (int d : {1, 4, n}) {
-                if (d > n || (d == n && (n == 1 || n == 4))) continue;  // segments of >= 1 token; no duplicate rows
+            for (int d : distinct_adapter_counts(n)) {
                 print_lora_row(time_lora_case(B, n, rank, d, bw, reps), markdown);
                 std::fflush(stdout);
             }
