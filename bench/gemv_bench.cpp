@@ -2,7 +2,8 @@
 // the runner calls it) and through the skinny GEMM (kernels/gemv.cu), with and without a fused LoRA (the test
 // set-up of gemv_case.h: tokens on slots of rank 5, 37 and 1, max rank 40), each beside its memory floor
 // (weight bytes / measured copy bandwidth). Then a whole step's worth of projections (every layer's distinct
-// weights + lm_head) captured in one CUDA graph, cuBLAS vs skinny GEMM: the ceiling the GEMMs alone put on batch-1 decode. Each kernel is checked against its twin first.
+// weights + lm_head) captured in one CUDA graph, cuBLAS vs skinny GEMM: the ceiling the GEMMs alone put on batch-1
+// decode. Each kernel is checked against its twin first.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -35,10 +36,22 @@ struct Model {
 };
 
 const Model kModels[] = {
-    {"Qwen3-0.6B", 28, 151936, 1024,
-     {{"qkv", 1024, 4096, false, 3}, {"o", 2048, 1024, false, 1}, {"gate_up", 1024, 6144, true, 2}, {"down", 3072, 1024, false, 1}}},
-    {"Qwen3-8B", 36, 151936, 4096,
-     {{"qkv", 4096, 6144, false, 3}, {"o", 4096, 4096, false, 1}, {"gate_up", 4096, 24576, true, 2}, {"down", 12288, 4096, false, 1}}},
+    {"Qwen3-0.6B",
+     28,
+     151936,
+     1024,
+     {{"qkv", 1024, 4096, false, 3},
+      {"o", 2048, 1024, false, 1},
+      {"gate_up", 1024, 6144, true, 2},
+      {"down", 3072, 1024, false, 1}}},
+    {"Qwen3-8B",
+     36,
+     151936,
+     4096,
+     {{"qkv", 4096, 6144, false, 3},
+      {"o", 4096, 4096, false, 1},
+      {"gate_up", 4096, 24576, true, 2},
+      {"down", 12288, 4096, false, 1}}},
 };
 
 void cublas_ok(cublasStatus_t s) {
@@ -47,8 +60,8 @@ void cublas_ok(cublasStatus_t s) {
 
 void cublas_gemm(cublasHandle_t h, const uint16_t* w, const uint16_t* x, int n, int in, int out, void* y, bool f32) {
     const float one = 1.0f, zero = 0.0f;
-    cublas_ok(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, w, CUDA_R_16BF, in, x, CUDA_R_16BF, in, &zero, y,
-                           f32 ? CUDA_R_32F : CUDA_R_16BF, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    cublas_ok(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, w, CUDA_R_16BF, in, x, CUDA_R_16BF, in, &zero,
+                           y, f32 ? CUDA_R_32F : CUDA_R_16BF, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 // A device copy of a GemvCase (weights, x, LoRA slots, segments) and its params.
@@ -80,7 +93,8 @@ void bench_site(cublasHandle_t h, const Model& m, const Shape& s, int n, double 
     DeviceCase plain(GemvCase(n, s.in, s.out, s.swiglu, false, 0, false, 1));
     DeviceCase lora(GemvCase(n, s.in, s.out, s.swiglu, false, s.lora_slices, false, 2));
     DeviceBuffer<uint16_t> y(std::size_t(n) * s.out);
-    const float t_cublas = median_ms([&] { cublas_gemm(h, plain.w.get(), plain.x.get(), n, s.in, s.out, y.get(), false); }, 20);
+    const float t_cublas =
+        median_ms([&] { cublas_gemm(h, plain.w.get(), plain.x.get(), n, s.in, s.out, y.get(), false); }, 20);
     const float t_gemv = median_ms([&] { gemv(plain.p, nullptr); }, 20);
     const float t_lora = median_ms([&] { gemv(lora.p, nullptr); }, 20);
     const double bytes = double(s.in) * s.out * 2, floor_us = bytes / bw * 1e6;
@@ -151,8 +165,8 @@ void check_against_twin() {
         std::vector<float> xa = c.xa;
         std::vector<const uint16_t*> a, bt;
         for (int j = 0; j < c.n_slices; ++j) a.push_back(c.a[j].data()), bt.push_back(c.bt[j].data());
-        ref::gemv(c.params(c.w.data(), c.x.data(), nullptr, want.data(), xa.data(), a, bt, c.ranks.data(), c.scales.data(),
-                           c.seg_indptr.data(), c.seg_slot.data(), nullptr));
+        ref::gemv(c.params(c.w.data(), c.x.data(), nullptr, want.data(), xa.data(), a, bt, c.ranks.data(),
+                           c.scales.data(), c.seg_indptr.data(), c.seg_slot.data(), nullptr));
         auto got = d.y.download();
         got.resize(want.size());
         if (rel_l2(to_f32(got), to_f32(want)) > 4e-3) throw std::runtime_error("gemv disagrees with its twin");
@@ -169,13 +183,16 @@ int main() {
     check_against_twin();
     cublasHandle_t h;
     cublas_ok(cublasCreate(&h));
-    std::printf("| model | projection | tokens | cuBLAS us | skinny GEMM us (of floor) | + fused LoRA us (3 slots, ranks 5/37/1) | floor us |\n"
-                "|---|---|---|---|---|---|---|\n");
+    std::printf(
+        "| model | projection | tokens | cuBLAS us | skinny GEMM us (of floor) | + fused LoRA us (3 slots, ranks "
+        "5/37/1) | floor us |\n"
+        "|---|---|---|---|---|---|---|\n");
     for (const Model& m : kModels)
         for (const Shape& s : m.sites)
             for (int n : {1, 2, 4, 8}) bench_site(h, m, s, n, bw);
-    std::printf("\nAll projections of a decode step in one CUDA graph (no attention, no norms):\n\n"
-                "| model | tokens | cuBLAS ms | skinny GEMM ms | weight floor ms |\n|---|---|---|---|---|\n");
+    std::printf(
+        "\nAll projections of a decode step in one CUDA graph (no attention, no norms):\n\n"
+        "| model | tokens | cuBLAS ms | skinny GEMM ms | weight floor ms |\n|---|---|---|---|---|\n");
     for (const Model& m : kModels)
         for (int n : {1, 8}) bench_step(h, m, n, bw);
     cublasDestroy(h);

@@ -13,8 +13,8 @@
 
 #include "../tests/kernels/device_buffer.h"
 #include "../tests/kernels/kernel_test_util.h"
-#include "bench_timing.h"
 #include "attention_plan.h"
+#include "bench_timing.h"
 #include "launchers.h"
 
 using namespace loradesk::kernels;
@@ -38,7 +38,8 @@ void bench_attention(int batch_size, int ctx, double bw) {
     DeviceBuffer<uint16_t> dq(q), dk(kp), dv(vp), dout(q.size());
     DeviceBuffer<int32_t> dqo(b.qo_indptr), dkvp(b.kv_indptr), dkvi(b.kv_indices), dlast(b.kv_last_page_len);
     AttentionPlan plan;
-    plan_attention(b.qo_indptr.data(), b.kv_indptr.data(), b.kv_last_page_len.data(), b.n_seqs(), ps, n_heads / n_kv, 256, plan);
+    plan_attention(b.qo_indptr.data(), b.kv_indptr.data(), b.kv_last_page_len.data(), b.n_seqs(), ps, n_heads / n_kv,
+                   256, plan);
     DeviceBuffer<AttentionWorkItem> di(plan.items);
     DeviceBuffer<AttentionMergeGroup> dg(plan.groups);
     DeviceBuffer<float> ws(attention_workspace_bytes(plan.items.size(), n_kv, hd) / 4);
@@ -46,14 +47,17 @@ void bench_attention(int batch_size, int ctx, double bw) {
     p.q = dq.get(), p.q_row_stride = n_heads * hd, p.k_pages = dk.get(), p.v_pages = dv.get(), p.qo_indptr = dqo.get();
     p.kv_indptr = dkvp.get(), p.kv_indices = dkvi.get(), p.kv_last_page_len = dlast.get(), p.n_seqs = b.n_seqs();
     p.page_size = ps, p.n_heads = n_heads, p.n_kv_heads = n_kv, p.head_dim = hd, p.scale = 0.088f, p.out = dout.get();
-    auto run = [&] { attention(p, di.get(), int(plan.items.size()), dg.get(), int(plan.groups.size()), ws.get(), nullptr); };
+    auto run = [&] {
+        attention(p, di.get(), int(plan.items.size()), dg.get(), int(plan.groups.size()), ws.get(), nullptr);
+    };
     if (batch_size == 1) {  // correctness before timing
         run();
         cuda_check(cudaDeviceSynchronize(), "attention");
         std::vector<uint16_t> ref_out(q.size());
         AttentionParams h = p;
         h.q = q.data(), h.k_pages = kp.data(), h.v_pages = vp.data(), h.qo_indptr = b.qo_indptr.data();
-        h.kv_indptr = b.kv_indptr.data(), h.kv_indices = b.kv_indices.data(), h.kv_last_page_len = b.kv_last_page_len.data();
+        h.kv_indptr = b.kv_indptr.data(), h.kv_indices = b.kv_indices.data(),
+        h.kv_last_page_len = b.kv_last_page_len.data();
         h.out = ref_out.data();
         ref::attention(h);
         double err = rel_l2(to_f32(dout.download()), to_f32(ref_out));
@@ -61,8 +65,9 @@ void bench_attention(int batch_size, int ctx, double bw) {
     }
     float ms = median_ms(run);
     double bytes = 2.0 * batch_size * ctx * n_kv * hd * 2;  // K and V read once
-    std::printf("attention decode  batch %3d ctx %5d  heads 32/8 hd 128: %8.1f us  %6.0f GB/s  floor %6.1f us (%3.0f%%)\n",
-                batch_size, ctx, ms * 1e3, bytes / (ms * 1e-3) / 1e9, bytes / bw * 1e6, 100.0 * bytes / bw / (ms * 1e-3));
+    std::printf(
+        "attention decode  batch %3d ctx %5d  heads 32/8 hd 128: %8.1f us  %6.0f GB/s  floor %6.1f us (%3.0f%%)\n",
+        batch_size, ctx, ms * 1e3, bytes / (ms * 1e-3) / 1e9, bytes / bw * 1e6, 100.0 * bytes / bw / (ms * 1e-3));
 }
 
 // Attention splits per row tile exactly as the decode graphs choose them (engine/runtime/cuda/cuda_graphs.cpp:
@@ -107,14 +112,17 @@ void bench_decode(const char* model, int n_heads, int n_kv, int batch_size, int 
     p2.out = dout2.get();
     const int ni = int(plan.items.size()), ng = int(plan.groups.size());
     auto run_old = [&] { attention(p2, di.get(), ni, dg.get(), ng, ws.get(), nullptr); };
-    auto run_new = [&] { cuda_check(attention_decode(p, di.get(), ni, dg.get(), ng, ws.get(), nullptr), "attention_decode"); };
+    auto run_new = [&] {
+        cuda_check(attention_decode(p, di.get(), ni, dg.get(), ng, ws.get(), nullptr), "attention_decode");
+    };
     run_new();
     cuda_check(cudaDeviceSynchronize(), "attention_decode");
     std::vector<uint16_t> want(q.size());
     if (std::int64_t(batch_size) * ctx <= 8 * 512) {
         AttentionParams h = p;
         h.q = q.data(), h.k_pages = kp.data(), h.v_pages = vp.data(), h.qo_indptr = b.qo_indptr.data();
-        h.kv_indptr = b.kv_indptr.data(), h.kv_indices = b.kv_indices.data(), h.kv_last_page_len = b.kv_last_page_len.data();
+        h.kv_indptr = b.kv_indptr.data(), h.kv_indices = b.kv_indices.data(),
+        h.kv_last_page_len = b.kv_last_page_len.data();
         h.out = want.data();
         ref::attention(h);
     } else {
@@ -126,10 +134,11 @@ void bench_decode(const char* model, int n_heads, int n_kv, int batch_size, int 
     if (!(err < 1e-2)) std::printf("ATTENTION_DECODE CHECK FAILED: rel err %g\n", err), std::exit(1);
     const float ms_old = median_ms(run_old), ms_new = median_ms(run_new);
     const double bytes = 2.0 * batch_size * ctx * n_kv * hd * 2, floor_us = bytes / bw * 1e6;
-    std::printf("decode %-10s batch %3d ctx %5d heads %d/%d hd 128 splits %2d: attention %8.1f us (%3.0f%%)  "
-                "attention_decode %7.1f us (%3.0f%%)  floor %6.1f us\n",
-                model, batch_size, ctx, n_heads, n_kv, splits, ms_old * 1e3, 100.0 * floor_us / (ms_old * 1e3),
-                ms_new * 1e3, 100.0 * floor_us / (ms_new * 1e3), floor_us);
+    std::printf(
+        "decode %-10s batch %3d ctx %5d heads %d/%d hd 128 splits %2d: attention %8.1f us (%3.0f%%)  "
+        "attention_decode %7.1f us (%3.0f%%)  floor %6.1f us\n",
+        model, batch_size, ctx, n_heads, n_kv, splits, ms_old * 1e3, 100.0 * floor_us / (ms_old * 1e3), ms_new * 1e3,
+        100.0 * floor_us / (ms_new * 1e3), floor_us);
 }
 
 // One sequence of n_new prompt tokens over n_cached cached ones: the tensor-core prefill kernel beside the
@@ -223,9 +232,11 @@ void bench_sgmv(int n_tokens, int n_adapters, int rank, double bw) {
     auto run = [&] { sgmv_shrink(p, nullptr), sgmv_expand(p, nullptr); };
     float ms = median_ms(run);
     // Floor: each used adapter's A and B^T once, x read, y read + written.
-    double bytes = double(std::min(n_adapters, n_slots)) * rank * (3.0 * in + 6144) * 2 + n_tokens * (in + 2.0 * 6144) * 2;
-    std::printf("sgmv qkv (in 4096 -> 4096|1024|1024)  tokens %3d adapters %2d rank %2d: %7.1f us  floor %5.1f us (%3.0f%%)\n",
-                n_tokens, n_adapters, rank, ms * 1e3, bytes / bw * 1e6, 100.0 * bytes / bw / (ms * 1e-3));
+    double bytes =
+        double(std::min(n_adapters, n_slots)) * rank * (3.0 * in + 6144) * 2 + n_tokens * (in + 2.0 * 6144) * 2;
+    std::printf(
+        "sgmv qkv (in 4096 -> 4096|1024|1024)  tokens %3d adapters %2d rank %2d: %7.1f us  floor %5.1f us (%3.0f%%)\n",
+        n_tokens, n_adapters, rank, ms * 1e3, bytes / bw * 1e6, 100.0 * bytes / bw / (ms * 1e-3));
 }
 
 // Distinct adapters per row: 1, 4 and n, as far as n tokens allow and without repeating a count.
@@ -272,8 +283,10 @@ struct LoraSite {
 };
 
 const std::vector<LoraSite>& qwen3_8b_sites() {
-    static const std::vector<LoraSite> sites{
-        {"qkv", 4096, {4096, 1024, 1024}}, {"o", 4096, {4096}}, {"gate_up", 4096, {12288, 12288}}, {"down", 12288, {4096}}};
+    static const std::vector<LoraSite> sites{{"qkv", 4096, {4096, 1024, 1024}},
+                                             {"o", 4096, {4096}},
+                                             {"gate_up", 4096, {12288, 12288}},
+                                             {"down", 12288, {4096}}};
     return sites;
 }
 
@@ -368,9 +381,10 @@ bool check_lora_sites() {
             std::size_t worst = 0;
             for (std::size_t i = 0; i < got.size(); ++i)
                 if (!(std::fabs(got[i] - want[i]) <= std::fabs(got[worst] - want[worst]))) worst = i;
-            std::printf("SGMV CHECK FAILED at site %s: rel L2 %g, max abs diff %g at token %zu column %zu (got %g, want %g)\n",
-                        s.name, err, max_abs_diff(got, want), worst / site_out_total(s), worst % site_out_total(s),
-                        got[worst], want[worst]);
+            std::printf(
+                "SGMV CHECK FAILED at site %s: rel L2 %g, max abs diff %g at token %zu column %zu (got %g, want %g)\n",
+                s.name, err, max_abs_diff(got, want), worst / site_out_total(s), worst % site_out_total(s), got[worst],
+                want[worst]);
             ok = false;
         }
     }
@@ -437,7 +451,8 @@ LoraRow time_lora_case(LoraTableBuffers& B, int n, int rank, int n_adapters, dou
     for (const auto& p : ps) run_site(p, st);
     cuda_check(cudaStreamEndCapture(st, &g), "end capture");
     cuda_check(cudaGraphInstantiate(&ge, g, 0), "graph instantiate");
-    row.layer_graph_us = 1e3 * median_cold_ms([&] { cuda_check(cudaGraphLaunch(ge, nullptr), "graph launch"); }, B.flush, reps);
+    row.layer_graph_us =
+        1e3 * median_cold_ms([&] { cuda_check(cudaGraphLaunch(ge, nullptr), "graph launch"); }, B.flush, reps);
     cudaGraphExecDestroy(ge), cudaGraphDestroy(g), cudaStreamDestroy(st);
     return row;
 }
@@ -451,7 +466,8 @@ void print_lora_row(const LoraRow& r, bool markdown) {
         return;
     }
     std::printf("n %3d rank %2d adapters %3d |", r.n, r.rank, r.adapters);
-    for (int i = 0; i < 4; ++i) std::printf(" %s %6.1f (%5.1f)", qwen3_8b_sites()[std::size_t(i)].name, r.site_us[i], r.site_floor_us[i]);
+    for (int i = 0; i < 4; ++i)
+        std::printf(" %s %6.1f (%5.1f)", qwen3_8b_sites()[std::size_t(i)].name, r.site_us[i], r.site_floor_us[i]);
     std::printf(" | layer %6.1f eager, %6.1f graph, floor %5.1f us (%3.0f%%)\n", r.layer_eager_us, r.layer_graph_us,
                 r.layer_floor_us, 100.0 * r.layer_floor_us / r.layer_graph_us);
 }
@@ -476,14 +492,16 @@ int run_lora_table(int argc, char** argv, double bw) {
     cuda_check(cudaMemset(B.slots.get(), 0x3c, B.slots.size() * 2), "memset");
     cuda_check(cudaMemset(B.x.get(), 0x3c, B.x.size() * 2), "memset");
     cuda_check(cudaMemset(B.y.get(), 0, B.y.size() * 2), "memset");
-    std::printf("SGMV shrink + expand per LoRA site, Qwen3-8B (hidden 4096, inter 12288, q 4096, kv 1024), slots of max "
-                "rank 64, tokens in equal contiguous segments per adapter; us = median of %d reps with L2 flushed; "
-                "floor = bytes / %.0f GB/s\n",
-                reps, bw / 1e9);
+    std::printf(
+        "SGMV shrink + expand per LoRA site, Qwen3-8B (hidden 4096, inter 12288, q 4096, kv 1024), slots of max "
+        "rank 64, tokens in equal contiguous segments per adapter; us = median of %d reps with L2 flushed; "
+        "floor = bytes / %.0f GB/s\n",
+        reps, bw / 1e9);
     if (markdown)
-        std::printf("\n| tokens | rank | adapters | qkv us / floor | o us / floor | gate_up us / floor | down us / floor | "
-                    "layer eager us | layer graph us | layer floor us | floor / graph |\n"
-                    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        std::printf(
+            "\n| tokens | rank | adapters | qkv us / floor | o us / floor | gate_up us / floor | down us / floor | "
+            "layer eager us | layer graph us | layer floor us | floor / graph |\n"
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int rank : ranks)
         for (int n : ns)
             for (int d : distinct_adapter_counts(n)) {

@@ -48,8 +48,8 @@ __device__ SeqView seq_view(const AttentionParams& p, int s) {
 }
 
 // Generic path (any head_dim): element per thread.
-__device__ void load_kv_tile_scalar(const AttentionParams& p, const SeqView& sv, int kvh, int kv0, int kv_end, float* k_s,
-                                    float* v_s) {
+__device__ void load_kv_tile_scalar(const AttentionParams& p, const SeqView& sv, int kvh, int kv0, int kv_end,
+                                    float* k_s, float* v_s) {
     const int hd = p.head_dim;
     for (int idx = threadIdx.x; idx < kKeys * hd; idx += kThreads) {
         int j = idx / hd, d = idx - j * hd, key = kv0 + j;
@@ -66,7 +66,7 @@ __device__ void load_kv_tile_scalar(const AttentionParams& p, const SeqView& sv,
 }
 
 constexpr int kThreadsPerKey = kThreads / kKeys;  // 4
-constexpr int kVecBatch = 4;                        // 16-byte loads in flight per thread per batch
+constexpr int kVecBatch = 4;                      // 16-byte loads in flight per thread per batch
 
 __device__ __forceinline__ void unpack8(uint4 v, float* dst) {
     const bf16* b = reinterpret_cast<const bf16*>(&v);
@@ -106,20 +106,21 @@ __device__ void load_kv_tile_vec(const AttentionParams& p, const SeqView& sv, in
     }
 }
 
-__global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, const AttentionWorkItem* items,
-                                                             float* ws) {
+__global__ void __launch_bounds__(kThreads)
+    attention_kernel(AttentionParams p, const AttentionWorkItem* items, float* ws) {
     detail::pdl_wait();
     extern __shared__ float smem[];
     const int hd = p.head_dim, group = p.n_heads / p.n_kv_heads;
-    float* q_s = smem;                          // [16][hd], pre-scaled
+    float* q_s = smem;                           // [16][hd], pre-scaled
     float* k_s = q_s + kAttentionTileRows * hd;  // [32][hd + 1]
-    float* v_s = k_s + kKeys * (hd + 1);        // [32][hd]
+    float* v_s = k_s + kKeys * (hd + 1);         // [32][hd]
     const AttentionWorkItem it = items[blockIdx.x];
     const int kvh = blockIdx.y, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const SeqView sv = seq_view(p, it.seq);
     const int n_rows = sv.n_q * group;
     const bool vec = hd % 8 == 0;
-    const bool warp_active = it.row_begin + warp * kRowsPerWarp < n_rows;  // pools are cudaMalloc'd, so rows of such head_dim are 16-byte aligned
+    const bool warp_active = it.row_begin + warp * kRowsPerWarp <
+                             n_rows;  // pools are cudaMalloc'd, so rows of such head_dim are 16-byte aligned
 
     for (int idx = threadIdx.x; idx < kAttentionTileRows * hd; idx += kThreads) {
         int r = idx / hd, d = idx - r * hd, row = it.row_begin + r;
@@ -198,8 +199,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, 
 // Combines the split-K partials of each row tile: out = sum_i e^(m_i - M) acc_i / sum_i e^(m_i - M) l_i.
 // One warp per row; lanes take items in parallel for M and the denominator, then the per-item weights go
 // through shared memory 32 at a time while each lane sums its head_dim columns with independent loads.
-__global__ void __launch_bounds__(kThreads) attention_merge_kernel(AttentionParams p,
-                                                                   const AttentionMergeGroup* groups, const float* ws) {
+__global__ void __launch_bounds__(kThreads)
+    attention_merge_kernel(AttentionParams p, const AttentionMergeGroup* groups, const float* ws) {
     detail::pdl_wait();
     __shared__ float w_s[kWarps][32];
     const int hd = p.head_dim, group = p.n_heads / p.n_kv_heads;
@@ -253,13 +254,14 @@ cudaError_t attention(const AttentionParams& p, const AttentionWorkItem* items, 
     if (p.head_dim <= 0 || p.head_dim > 32 * kMaxDPerLane || p.n_kv_heads <= 0 || p.n_heads % p.n_kv_heads != 0)
         return cudaErrorInvalidValue;
     if (n_items == 0) return cudaSuccess;
-    size_t smem = sizeof(float) * (size_t(kAttentionTileRows) * p.head_dim + kKeys * (p.head_dim + 1) +
-                                   size_t(kKeys) * p.head_dim);
+    size_t smem = sizeof(float) *
+                  (size_t(kAttentionTileRows) * p.head_dim + kKeys * (p.head_dim + 1) + size_t(kKeys) * p.head_dim);
     if (smem > 48 * 1024) {
         cudaError_t e = cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
         if (e != cudaSuccess) return e;
     }
-    cudaError_t e = detail::launch(attention_kernel, dim3(n_items, p.n_kv_heads), kThreads, smem, stream, p, items, workspace);
+    cudaError_t e =
+        detail::launch(attention_kernel, dim3(n_items, p.n_kv_heads), kThreads, smem, stream, p, items, workspace);
     if (e != cudaSuccess) return e;
     return detail::attention_merge(p, groups, n_groups, workspace, stream);
 }
@@ -269,7 +271,8 @@ namespace detail {
 cudaError_t attention_merge(const AttentionParams& p, const AttentionMergeGroup* groups, int n_groups,
                             const float* workspace, cudaStream_t stream) {
     if (n_groups == 0) return cudaSuccess;
-    return detail::launch(attention_merge_kernel, dim3(n_groups, p.n_kv_heads), kThreads, 0, stream, p, groups, workspace);
+    return detail::launch(attention_merge_kernel, dim3(n_groups, p.n_kv_heads), kThreads, 0, stream, p, groups,
+                          workspace);
 }
 
 }  // namespace detail

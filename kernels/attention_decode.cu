@@ -40,11 +40,17 @@ __device__ __forceinline__ float warp_sum(float v) {
 template <int N>
 struct RawCols;
 template <>
-struct RawCols<2> { using Type = unsigned int; };
+struct RawCols<2> {
+    using Type = unsigned int;
+};
 template <>
-struct RawCols<4> { using Type = uint2; };
+struct RawCols<4> {
+    using Type = uint2;
+};
 template <>
-struct RawCols<8> { using Type = uint4; };
+struct RawCols<8> {
+    using Type = uint4;
+};
 
 template <class T, int N>
 __device__ __forceinline__ void unpack_bf16(const T& raw, float (&out)[N]) {
@@ -125,7 +131,8 @@ __device__ __forceinline__ void pv_accumulate(const uint16_t* v_head, int32_t sl
         for (int i = 0; i < S::kVBatch; ++i) {
             const int j = j0 + i;  // < 32: j0 is a multiple of the batch and below n_valid <= 32
             const int32_t sj = __shfl_sync(kFull, slot, j);
-            vr[i] = j < n_valid ? __ldg(reinterpret_cast<const Raw*>(v_head + int64_t(sj) * slot_stride) + lane) : Raw{};
+            vr[i] =
+                j < n_valid ? __ldg(reinterpret_cast<const Raw*>(v_head + int64_t(sj) * slot_stride) + lane) : Raw{};
         }
 #pragma unroll
         for (int i = 0; i < S::kVBatch; ++i) {
@@ -208,7 +215,8 @@ struct RowSink {
 
 // Combines the W warps' states through shared memory and writes rows [r0, r0 + R).
 template <int HD, int R, int W>
-__device__ __forceinline__ void block_merge_write(const WarpState<HD, R>& st, float* smem, const RowSink& sink, int r0) {
+__device__ __forceinline__ void block_merge_write(const WarpState<HD, R>& st, float* smem, const RowSink& sink,
+                                                  int r0) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     float* m_s = smem;
     float* l_s = m_s + W * R;
@@ -250,25 +258,36 @@ __device__ __forceinline__ void block_merge_write(const WarpState<HD, R>& st, fl
 }
 
 template <int HD, int R, int W>
-__global__ void __launch_bounds__(32 * W) attention_decode_kernel(AttentionParams p, const AttentionWorkItem* items,
-                                                                  float* ws, bool direct) {
+__global__ void __launch_bounds__(32 * W)
+    attention_decode_kernel(AttentionParams p, const AttentionWorkItem* items, float* ws, bool direct) {
     detail::pdl_wait();
     extern __shared__ float4 smem4[];
     float* smem = reinterpret_cast<float*>(smem4);
-    float* q_s = smem;                                      // [R][HD], scaled by scale * log2 e
+    float* q_s = smem;                                            // [R][HD], scaled by scale * log2 e
     float* p_w = smem + R * HD + (threadIdx.x >> 5) * kKeys * R;  // this warp's P [32][R]
     const AttentionWorkItem it = items[blockIdx.x];
     const int kvh = blockIdx.y, group = p.n_heads / p.n_kv_heads;
     const int q_begin = p.qo_indptr[it.seq], n_q = p.qo_indptr[it.seq + 1] - q_begin;
     const int pg_begin = p.kv_indptr[it.seq], n_pages = p.kv_indptr[it.seq + 1] - pg_begin;
     const int kv_len = n_pages == 0 ? 0 : (n_pages - 1) * p.page_size + p.kv_last_page_len[it.seq];
-    const ItemView v{it.kv_begin, min(it.kv_end, kv_len), p.kv_indices + pg_begin, p.page_size,
-                     p.k_pages + int64_t(kvh) * HD, p.v_pages + int64_t(kvh) * HD, int64_t(p.n_kv_heads) * HD};
+    const ItemView v{it.kv_begin,
+                     min(it.kv_end, kv_len),
+                     p.kv_indices + pg_begin,
+                     p.page_size,
+                     p.k_pages + int64_t(kvh) * HD,
+                     p.v_pages + int64_t(kvh) * HD,
+                     int64_t(p.n_kv_heads) * HD};
     // Rows of the tile: token_in_seq * group + head_in_group. Decode has one pass (R >= group rows); tiles
     // of several tokens (not decode) still come out right, in several passes.
     const int tile_rows = min(kAttentionTileRows, n_q * group - it.row_begin);
-    const RowSink sink{direct ? nullptr : ws + (int64_t(blockIdx.x) * p.n_kv_heads + kvh) * kAttentionTileRows * (HD + 2),
-                       &p, q_begin, kvh, it.row_begin, tile_rows, group};
+    const RowSink sink{
+        direct ? nullptr : ws + (int64_t(blockIdx.x) * p.n_kv_heads + kvh) * kAttentionTileRows * (HD + 2),
+        &p,
+        q_begin,
+        kvh,
+        it.row_begin,
+        tile_rows,
+        group};
     for (int r0 = 0; r0 < tile_rows; r0 += R) {
         __syncthreads();  // the previous pass's merge is done with the buffers q_s overlays
         for (int idx = threadIdx.x; idx < R * HD; idx += 32 * W) {
@@ -283,8 +302,7 @@ __global__ void __launch_bounds__(32 * W) attention_decode_kernel(AttentionParam
         }
         int q_pos[R];  // -1: a row past the tile sees no key
 #pragma unroll
-        for (int r = 0; r < R; ++r)
-            q_pos[r] = r0 + r < tile_rows ? kv_len - n_q + (it.row_begin + r0 + r) / group : -1;
+        for (int r = 0; r < R; ++r) q_pos[r] = r0 + r < tile_rows ? kv_len - n_q + (it.row_begin + r0 + r) / group : -1;
         WarpState<HD, R> st;
 #pragma unroll
         for (int r = 0; r < R; ++r) {
@@ -303,8 +321,8 @@ cudaError_t launch_decode_warps(const AttentionParams& p, const AttentionWorkIte
                                 bool direct, cudaStream_t stream) {
     constexpr int smem = decode_smem_bytes<HD, R, W>();
     if constexpr (smem > 48 * 1024) {
-        cudaError_t e = cudaFuncSetAttribute(attention_decode_kernel<HD, R, W>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        cudaError_t e =
+            cudaFuncSetAttribute(attention_decode_kernel<HD, R, W>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != cudaSuccess) return e;
     }
     return detail::launch(attention_decode_kernel<HD, R, W>, dim3(n_items, p.n_kv_heads), 32 * W, smem, stream, p,
@@ -313,8 +331,8 @@ cudaError_t launch_decode_warps(const AttentionParams& p, const AttentionWorkIte
 
 // direct: every item is its row tile's only one (no split) -> 8 warps writing the output; else 4 + partials.
 template <int HD, int R>
-cudaError_t launch_decode(const AttentionParams& p, const AttentionWorkItem* items, int n_items, float* ws,
-                          bool direct, cudaStream_t stream) {
+cudaError_t launch_decode(const AttentionParams& p, const AttentionWorkItem* items, int n_items, float* ws, bool direct,
+                          cudaStream_t stream) {
     return direct ? launch_decode_warps<HD, R, kWholeWarps>(p, items, n_items, ws, true, stream)
                   : launch_decode_warps<HD, R, kSplitWarps>(p, items, n_items, ws, false, stream);
 }
@@ -346,10 +364,17 @@ cudaError_t attention_decode(const AttentionParams& p, const AttentionWorkItem* 
     const bool direct = n_items == n_groups;
     cudaError_t e = cudaErrorInvalidValue;
     switch (p.head_dim) {
-    case 64: e = launch_decode_rows<64>(p, group, items, n_items, workspace, direct, stream); break;
-    case 128: e = launch_decode_rows<128>(p, group, items, n_items, workspace, direct, stream); break;
-    case 256: e = launch_decode_rows<256>(p, group, items, n_items, workspace, direct, stream); break;
-    default: break;
+        case 64:
+            e = launch_decode_rows<64>(p, group, items, n_items, workspace, direct, stream);
+            break;
+        case 128:
+            e = launch_decode_rows<128>(p, group, items, n_items, workspace, direct, stream);
+            break;
+        case 256:
+            e = launch_decode_rows<256>(p, group, items, n_items, workspace, direct, stream);
+            break;
+        default:
+            break;
     }
     if (e != cudaSuccess || direct) return e;
     return detail::attention_merge(p, groups, n_groups, workspace, stream);

@@ -34,8 +34,8 @@ void plan_split_seq(int s, int n_q, int kv_len, int group_size, int kv_chunk, At
 
 }  // namespace
 
-void plan_attention(const int32_t* qo_indptr, const int32_t* kv_indptr, const int32_t* kv_last_page_len,
-                    int n_seqs, int page_size, int group_size, int kv_chunk, AttentionPlan& plan) {
+void plan_attention(const int32_t* qo_indptr, const int32_t* kv_indptr, const int32_t* kv_last_page_len, int n_seqs,
+                    int page_size, int group_size, int kv_chunk, AttentionPlan& plan) {
     plan.items.clear();
     plan.groups.clear();
     for (int s = 0; s < n_seqs; ++s)
@@ -44,8 +44,8 @@ void plan_attention(const int32_t* qo_indptr, const int32_t* kv_indptr, const in
 }
 
 void plan_attention_mixed(const int32_t* qo_indptr, const int32_t* kv_indptr, const int32_t* kv_last_page_len,
-                          int n_seqs, int page_size, int group_size, int kv_chunk, int min_q,
-                          AttentionPlan& split_plan, std::vector<PrefillTile>& tiles) {
+                          int n_seqs, int page_size, int group_size, int kv_chunk, int min_q, AttentionPlan& split_plan,
+                          std::vector<PrefillTile>& tiles) {
     split_plan.items.clear();
     split_plan.groups.clear();
     tiles.clear();

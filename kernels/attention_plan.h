@@ -32,8 +32,8 @@ struct AttentionPlan {
 
 // Fills plan (reusing its capacity) from host copies of the batch arrays. kv_chunk is a multiple of 32.
 // Rows past the causal horizon of a tile never read the keys that only later rows see.
-void plan_attention(const int32_t* qo_indptr, const int32_t* kv_indptr, const int32_t* kv_last_page_len,
-                    int n_seqs, int page_size, int group_size, int kv_chunk, AttentionPlan& plan);
+void plan_attention(const int32_t* qo_indptr, const int32_t* kv_indptr, const int32_t* kv_last_page_len, int n_seqs,
+                    int page_size, int group_size, int kv_chunk, AttentionPlan& plan);
 
 // Graph-friendly variant (CUDA graph replays bake the grid): exactly n_splits items per row tile, the
 // tile's causal horizon cut into n_splits ranges of equal 32-key-multiple length (trailing ones may be
@@ -56,8 +56,8 @@ struct PrefillTile {
 // plan them alone. Both outputs are cleared first. With no qualifying sequence, split_plan equals
 // plan_attention's result and tiles is empty. min_q < 1 counts as 1.
 void plan_attention_mixed(const int32_t* qo_indptr, const int32_t* kv_indptr, const int32_t* kv_last_page_len,
-                          int n_seqs, int page_size, int group_size, int kv_chunk, int min_q,
-                          AttentionPlan& split_plan, std::vector<PrefillTile>& tiles);
+                          int n_seqs, int page_size, int group_size, int kv_chunk, int min_q, AttentionPlan& split_plan,
+                          std::vector<PrefillTile>& tiles);
 
 // Bytes of f32 workspace the plan needs: per item, per kv head, per row: m, l and head_dim sums.
 inline std::size_t attention_workspace_bytes(std::size_t n_items, int n_kv_heads, int head_dim) {

@@ -298,7 +298,8 @@ cudaError_t launch_prefill(const AttentionParams& p, const PrefillTile* tiles, i
         attention_prefill_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes));
     if (attr != cudaSuccess) return attr;
     const bool q_vec = reinterpret_cast<uintptr_t>(p.q) % 16 == 0 && p.q_row_stride % 8 == 0;
-    return detail::launch(attention_prefill_kernel<D>, unsigned(int64_t(n_tiles) * p.n_kv_heads), kThreads, C::kSmemBytes, stream, p, tiles, q_vec);
+    return detail::launch(attention_prefill_kernel<D>, unsigned(int64_t(n_tiles) * p.n_kv_heads), kThreads,
+                          C::kSmemBytes, stream, p, tiles, q_vec);
 }
 
 }  // namespace

@@ -166,14 +166,14 @@ int grid_for(int64_t n, int threads) { return int(std::min<int64_t>((n + threads
 
 }  // namespace
 
-cudaError_t embedding_gather(const uint16_t* table, const int32_t* ids, int n_tokens, int hidden, int vocab,
-                             float* out, cudaStream_t stream) {
+cudaError_t embedding_gather(const uint16_t* table, const int32_t* ids, int n_tokens, int hidden, int vocab, float* out,
+                             cudaStream_t stream) {
     if (n_tokens == 0) return cudaSuccess;
     return detail::launch(embedding_gather_kernel, n_tokens, 256, 0, stream, table, ids, hidden, vocab, out);
 }
 
-cudaError_t add_rmsnorm(const uint16_t* x, float* residual, const uint16_t* weight, const int32_t* rows,
-                        int n_rows, int hidden, float eps, uint16_t* out, cudaStream_t stream) {
+cudaError_t add_rmsnorm(const uint16_t* x, float* residual, const uint16_t* weight, const int32_t* rows, int n_rows,
+                        int hidden, float eps, uint16_t* out, cudaStream_t stream) {
     if (n_rows == 0) return cudaSuccess;
     int threads = hidden >= 4096 ? 1024 : hidden >= 1024 ? 512 : 128;
     return detail::launch(add_rmsnorm_kernel, n_rows, threads, 0, stream, x, residual, weight, rows, hidden, eps, out);

@@ -109,8 +109,8 @@ __device__ void lora_prefetch(const GemvParams& p, int row0, int row1, int lane,
 #pragma unroll
                 for (int t = 0; t < NT; ++t)
                     if (slot[t] > 0 && r < sl.ranks[slot[t]])
-                        pf.b[i][k][t] = sl.scales[slot[t]] *
-                                        bf(sl.bt + int64_t(slot[t] - 1) * s.slot_stride + int64_t(r) * sl.out_features + col);
+                        pf.b[i][k][t] = sl.scales[slot[t]] * bf(sl.bt + int64_t(slot[t] - 1) * s.slot_stride +
+                                                                int64_t(r) * sl.out_features + col);
             }
             break;
         }
@@ -130,7 +130,8 @@ __device__ void lora_finish(const GemvParams& p, const LoraPrefetch<NT>& pf, int
                 // b is 0 wherever xa was not written (rank rows past the slot's rank, base tokens): skip the load
                 // so that stale xa (possibly NaN) never reaches the sum.
                 if (pf.xa_off[i] >= 0 && pf.b[i][k][t] != 0.0f)
-                    v += pf.b[i][k][t] * __ldcg(s.xa + int64_t(t) * s.n_slices * s.max_rank + pf.xa_off[i] + lane + 32 * k);
+                    v += pf.b[i][k][t] *
+                         __ldcg(s.xa + int64_t(t) * s.n_slices * s.max_rank + pf.xa_off[i] + lane + 32 * k);
             }
             d[i][t] = warp_sum(v);
         }
@@ -181,7 +182,8 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p, int n_shri
                 wv[1][u] = ok && row1 >= 0 ? __ldcs(reinterpret_cast<const uint4*>(w1 + k)) : z;
 #pragma unroll
                 for (int t = 0; t < NT; ++t)
-                    xv[t][u] = ok && t < p.n_tokens ? __ldg(reinterpret_cast<const uint4*>(p.x + t * p.x_row_stride + k)) : z;
+                    xv[t][u] =
+                        ok && t < p.n_tokens ? __ldg(reinterpret_cast<const uint4*>(p.x + t * p.x_row_stride + k)) : z;
             }
 #pragma unroll
             for (int u = 0; u < U; ++u) {
@@ -278,8 +280,8 @@ bool gemv_supported(const GemvParams& p) {
     if (p.lora) {
         const SgmvParams& s = p.sgmv;
         if (!p.sync || s.n_slices < 1 || s.n_slices > kMaxLoraSlices || s.max_rank <= 0 ||
-            s.max_rank > 32 * kLoraRankChunks || s.in_features != p.in ||
-            s.x != p.x || s.x_row_stride != p.x_row_stride || s.slot_stride % 8 || !s.xa)
+            s.max_rank > 32 * kLoraRankChunks || s.in_features != p.in || s.x != p.x ||
+            s.x_row_stride != p.x_row_stride || s.slot_stride % 8 || !s.xa)
             return false;
         for (int j = 0; j < s.n_slices; ++j)
             if (!aligned16(s.slices[j].a)) return false;

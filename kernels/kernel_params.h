@@ -18,7 +18,7 @@ struct RopeKvParams {
     int n_tokens = 0;
     int n_heads = 0;
     int n_kv_heads = 0;
-    int head_dim = 0;            // even, <= 256
+    int head_dim = 0;                    // even, <= 256
     const int32_t* positions = nullptr;  // [n_tokens] rotary positions
     const int32_t* kv_slots = nullptr;   // [n_tokens]
     const float* inv_freq = nullptr;     // [head_dim / 2]
@@ -44,8 +44,8 @@ struct AttentionParams {
     int page_size = 16;
     int n_heads = 0;
     int n_kv_heads = 0;
-    int head_dim = 0;  // <= 256
-    float scale = 1.0f;  // usually 1/sqrt(head_dim)
+    int head_dim = 0;         // <= 256
+    float scale = 1.0f;       // usually 1/sqrt(head_dim)
     uint16_t* out = nullptr;  // [n_tokens, n_heads * head_dim], dense
 };
 
@@ -56,8 +56,8 @@ struct AttentionParams {
 struct LoraSlice {
     const uint16_t* a = nullptr;
     const uint16_t* bt = nullptr;
-    const int32_t* ranks = nullptr;   // [n_slots + 1]
-    const float* scales = nullptr;    // [n_slots + 1]
+    const int32_t* ranks = nullptr;  // [n_slots + 1]
+    const float* scales = nullptr;   // [n_slots + 1]
     int out_offset = 0;
     int out_features = 0;
 };
@@ -71,8 +71,8 @@ struct SgmvParams {
     const uint16_t* x = nullptr;  // [n_tokens, x_row_stride]
     int64_t x_row_stride = 0;
     int in_features = 0;
-    float* xa = nullptr;          // [n_tokens, n_slices * max_rank]
-    uint16_t* y = nullptr;        // [n_tokens, y_row_stride]
+    float* xa = nullptr;    // [n_tokens, n_slices * max_rank]
+    uint16_t* y = nullptr;  // [n_tokens, y_row_stride]
     int64_t y_row_stride = 0;
     const int32_t* seg_indptr = nullptr;  // [n_segs + 1]
     const int32_t* seg_slot = nullptr;    // [n_segs]

@@ -17,10 +17,10 @@ namespace loradesk::kernels {
 // be scheduled while its predecessor finishes; correctness does not depend on it (launch_pdl.cuh).
 void set_programmatic_dependent_launch(bool on);
 
-cudaError_t embedding_gather(const uint16_t* table, const int32_t* ids, int n_tokens, int hidden, int vocab,
-                             float* out, cudaStream_t stream);
-cudaError_t add_rmsnorm(const uint16_t* x, float* residual, const uint16_t* weight, const int32_t* rows,
-                        int n_rows, int hidden, float eps, uint16_t* out, cudaStream_t stream);
+cudaError_t embedding_gather(const uint16_t* table, const int32_t* ids, int n_tokens, int hidden, int vocab, float* out,
+                             cudaStream_t stream);
+cudaError_t add_rmsnorm(const uint16_t* x, float* residual, const uint16_t* weight, const int32_t* rows, int n_rows,
+                        int hidden, float eps, uint16_t* out, cudaStream_t stream);
 cudaError_t rope_kv_write(const RopeKvParams& p, cudaStream_t stream);
 cudaError_t silu_mul(const uint16_t* gate_up, int n_tokens, int inter, uint16_t* out, cudaStream_t stream);
 cudaError_t bias_add(uint16_t* y, int64_t y_row_stride, const uint16_t* bias, int n_tokens, int cols,

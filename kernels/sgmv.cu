@@ -180,8 +180,8 @@ struct ExpandMap {
 
 // One thread, W adjacent columns of slice j: y[t, off + col..] += scale * sum_r xa_s[t][r] * Bt[r, col..].
 template <int kTok, int W>
-__device__ __forceinline__ void expand_columns(const SgmvParams& p, const LoraSlice& sl, int slot, int rank,
-                                               int cb, int t0, int n_tok, const float* xa_s, int xa_pitch) {
+__device__ __forceinline__ void expand_columns(const SgmvParams& p, const LoraSlice& sl, int slot, int rank, int cb,
+                                               int t0, int n_tok, const float* xa_s, int xa_pitch) {
     const int col = (cb * kThreads + int(threadIdx.x)) * W;
     if (col >= sl.out_features) return;
     const int out = sl.out_features;
@@ -222,7 +222,8 @@ __device__ __forceinline__ void expand_columns(const SgmvParams& p, const LoraSl
 }
 
 template <int kTok>
-__global__ void __launch_bounds__(kThreads) sgmv_expand_kernel(const __grid_constant__ SgmvParams p, int n_chunks, const ExpandMap m) {
+__global__ void __launch_bounds__(kThreads)
+    sgmv_expand_kernel(const __grid_constant__ SgmvParams p, int n_chunks, const ExpandMap m) {
     detail::pdl_wait();
     extern __shared__ float xa_s[];  // [kTok][xa_pitch]: this chunk's xa of slice j, zero past the rank
     const int seg = blockIdx.x / n_chunks, chunk = blockIdx.x - seg * n_chunks;
@@ -280,8 +281,8 @@ cudaError_t launch_expand(const SgmvParams& p, const ExpandMap& m, cudaStream_t 
     if (gy == 0) return cudaSuccess;
     const size_t smem = sizeof(float) * kTok * ((p.max_rank + kExpandRChunk - 1) / kExpandRChunk * kExpandRChunk);
     if (gx > INT_MAX || gy > 65535 || smem > 48 * 1024) return cudaErrorInvalidValue;  // max_rank > 3072
-    return detail::launch(sgmv_expand_kernel<kTok>, dim3(unsigned(gx), unsigned(gy)), kThreads, smem, stream, p, n_chunks,
-                          m);
+    return detail::launch(sgmv_expand_kernel<kTok>, dim3(unsigned(gx), unsigned(gy)), kThreads, smem, stream, p,
+                          n_chunks, m);
 }
 
 }  // namespace

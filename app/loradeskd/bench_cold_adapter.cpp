@@ -31,7 +31,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+double ms_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+}
 
 // Asks the kernel to drop the adapter's files from the page cache so the read really comes from disk.
 // Returns false where that is not possible (not Linux, or a file could not be opened).
@@ -59,10 +61,12 @@ bool drop_page_cache(const std::string& dir) {
 // thread) calls acquire_slots before each step as the scheduler does; pollers timestamp when the host copy is
 // ready and, for CUDA, when the upload has landed on the device.
 class ColdLoad {
-public:
+  public:
     ColdLoad(BenchRunner& b, std::string dir, const model::ModelConfig& cfg, int max_rank)
-        : m_bench(b), m_dir(std::move(dir)),
-          m_store(*b.runner, make_loader(cfg, max_rank), lora::TieredStoreOptions{1, max_rank, 2, std::size_t(64) << 30, 1}) {}
+        : m_bench(b),
+          m_dir(std::move(dir)),
+          m_store(*b.runner, make_loader(cfg, max_rank),
+                  lora::TieredStoreOptions{1, max_rank, 2, std::size_t(64) << 30, 1}) {}
     ~ColdLoad() {
         if (m_host_poller.joinable()) m_host_poller.join();
         if (m_poller.joinable()) m_poller.join();
@@ -126,7 +130,7 @@ public:
                 {"host_tier_mib", double(m_host_bytes) / 1048576.0}};
     }
 
-private:
+  private:
     static constexpr const char* kDigest = "cold-adapter";
 
     // The store's disk loader for one directory (make_disk_loader minus the registry lookup).
@@ -177,8 +181,8 @@ nlohmann::json run_one(BenchRunner& b, const std::string& dir, int B, int prompt
     const int pages_per_seq = (prompt_len + new_tokens + kExtraSteps) / page_size + 2;
     runtime::SequenceDriver d(*b.runner, pages_per_seq * B + 2, page_size);  // + the probe sequence's page
     std::vector<runtime::SequenceDriver::Work> work;
-    std::vector<int32_t> tokens = prefill_sequences(b, d, work, std::vector<int>(std::size_t(B), 0), prompt_len,
-                                                    std::max(prompt_len, 4096));
+    std::vector<int32_t> tokens =
+        prefill_sequences(b, d, work, std::vector<int>(std::size_t(B), 0), prompt_len, std::max(prompt_len, 4096));
     ColdLoad load(b, dir, cfg, max_rank);  // configures the runner's one slot (before the untimed step 0)
     std::vector<std::pair<Clock::time_point, double>> steps;  // start, ms (step 0 = graph capture, untimed)
     int after = 0;
@@ -193,14 +197,18 @@ nlohmann::json run_one(BenchRunner& b, const std::string& dir, int B, int prompt
         if (load.device_ready() && t0 > load.device_done()) ++after;
     }
     if (after < kAfterSteps)
-        throw_error(ErrorCode::internal, "bench: the adapter had not reached the device " + std::to_string(kExtraSteps) +
+        throw_error(ErrorCode::internal, "bench: the adapter had not reached the device " +
+                                             std::to_string(kExtraSteps) +
                                              " steps after --new-tokens (raise --new-tokens)");
     load.finish();
     PhaseStats before, during, after_s;
     for (const auto& [t0, ms] : steps) {
-        if (t0 < load.start_time()) before.ms.push_back(ms);
-        else if (t0 < load.device_done()) during.ms.push_back(ms);
-        else after_s.ms.push_back(ms);
+        if (t0 < load.start_time())
+            before.ms.push_back(ms);
+        else if (t0 < load.device_done())
+            during.ms.push_back(ms);
+        else
+            after_s.ms.push_back(ms);
     }
     double extra = 0;
     int slow = 0;
@@ -211,9 +219,16 @@ nlohmann::json run_one(BenchRunner& b, const std::string& dir, int B, int prompt
     if (probe_tokens.size() != 1 || probe_tokens[0] < 0 || probe_tokens[0] >= cfg.vocab_size)
         throw_error(ErrorCode::internal, "bench: the loaded adapter gave no valid token");
     nlohmann::json j = load.report();
-    j.update({{"phase", "cold_adapter"}, {"batch", B}, {"prompt_len", prompt_len}, {"cold_at", cold_at},
-              {"before", before.json()}, {"during", during.json()}, {"after", after_s.json()},
-              {"during_steps_ms", during.ms}, {"extra_ms_during_load", extra}, {"steps_over_1_5x_median", slow}});
+    j.update({{"phase", "cold_adapter"},
+              {"batch", B},
+              {"prompt_len", prompt_len},
+              {"cold_at", cold_at},
+              {"before", before.json()},
+              {"during", during.json()},
+              {"after", after_s.json()},
+              {"during_steps_ms", during.ms},
+              {"extra_ms_during_load", extra},
+              {"steps_over_1_5x_median", slow}});
     return j;
 }
 
@@ -225,17 +240,22 @@ int run_cold_adapter_bench(const cli::Args& args) {
     const int cold_at = int(args.get_int("cold-at", 32)), max_rank = int(args.get_int("max-lora-rank", 64));
     const bool json = args.flag("json");
     if (prompt_len < 1 || cold_at < 2 || new_tokens <= cold_at || max_rank < 1)
-        throw_expected(ErrorCode::invalid_argument, "--cold-adapter needs --prompt-len >= 1, --cold-at >= 2 (steps before "
-                                                    "the load are the baseline), --new-tokens > --cold-at and "
-                                                    "--max-lora-rank >= 1");
+        throw_expected(ErrorCode::invalid_argument,
+                       "--cold-adapter needs --prompt-len >= 1, --cold-at >= 2 (steps before "
+                       "the load are the baseline), --new-tokens > --cold-at and "
+                       "--max-lora-rank >= 1");
     const std::vector<int> batches = parse_list(args.get("batch", "8"), "batch");
     BenchRunner b = make_bench_runner(args, std::max(prompt_len, 4096));
     const model::ModelConfig& cfg = b.runner->config();
     {  // validate up front: a bad adapter is a clear error, never a half-timed run
         lora::AdapterPlan plan = lora::plan_adapter(dir, &cfg, max_rank);
-        emit(json, {{"device", b.runner->device_name()}, {"model", cfg.architecture_name}, {"adapter", plan.name},
-                    {"adapter_file_mib", double(std::filesystem::file_size(plan.file->path())) / 1048576.0},
-                    {"modules", plan.modules.size()}, {"slot_max_rank", max_rank}},
+        emit(json,
+             {{"device", b.runner->device_name()},
+              {"model", cfg.architecture_name},
+              {"adapter", plan.name},
+              {"adapter_file_mib", double(std::filesystem::file_size(plan.file->path())) / 1048576.0},
+              {"modules", plan.modules.size()},
+              {"slot_max_rank", max_rank}},
              "cold adapter '" + plan.name + "' (" + std::to_string(plan.modules.size()) + " modules, " +
                  std::to_string(std::filesystem::file_size(plan.file->path()) / 1048576.0) + " MiB) on " +
                  b.runner->device_name());
@@ -243,21 +263,22 @@ int run_cold_adapter_bench(const cli::Args& args) {
     for (int B : batches) {
         nlohmann::json j = run_one(b, dir, B, prompt_len, new_tokens, cold_at, max_rank);
         char text[800];
-        std::snprintf(text, sizeof text,
-                      "batch %d: disk->host %.1f ms, prepare (loader thread) %.1f ms%s, slot load on the loop %.1f ms, "
-                      "host->device (call to landed) "
-                      "%.1f ms, disk->device %.1f ms%s | step median/max: before %.2f/%.2f ms, during (%d steps) %.2f/%.2f ms, "
-                      "after %.2f/%.2f ms; extra %.1f ms, %d steps over 1.5x",
-                      B, j["disk_to_host_ms"].get<double>(), j["prepare_ms"].get<double>(),
-                      j["prepared"].get<bool>() ? "" : " (no prepared form: the slot load converts on the loop)",
-                      j["load_lora_slot_call_ms"].get<double>(),
-                      j["host_to_device_ms"].get<double>(), j["disk_to_device_ms"].get<double>(),
-                      j["page_cache_dropped"].get<bool>() ? "" : " (page cache NOT dropped)",
-                      j["before"]["median_ms"].get<double>(), j["before"]["max_ms"].get<double>(),
-                      j["during"]["steps"].get<int>(), j["during"]["median_ms"].get<double>(),
-                      j["during"]["max_ms"].get<double>(), j["after"]["median_ms"].get<double>(),
-                      j["after"]["max_ms"].get<double>(), j["extra_ms_during_load"].get<double>(),
-                      j["steps_over_1_5x_median"].get<int>());
+        std::snprintf(
+            text, sizeof text,
+            "batch %d: disk->host %.1f ms, prepare (loader thread) %.1f ms%s, slot load on the loop %.1f ms, "
+            "host->device (call to landed) "
+            "%.1f ms, disk->device %.1f ms%s | step median/max: before %.2f/%.2f ms, during (%d steps) %.2f/%.2f ms, "
+            "after %.2f/%.2f ms; extra %.1f ms, %d steps over 1.5x",
+            B, j["disk_to_host_ms"].get<double>(), j["prepare_ms"].get<double>(),
+            j["prepared"].get<bool>() ? "" : " (no prepared form: the slot load converts on the loop)",
+            j["load_lora_slot_call_ms"].get<double>(), j["host_to_device_ms"].get<double>(),
+            j["disk_to_device_ms"].get<double>(),
+            j["page_cache_dropped"].get<bool>() ? "" : " (page cache NOT dropped)",
+            j["before"]["median_ms"].get<double>(), j["before"]["max_ms"].get<double>(),
+            j["during"]["steps"].get<int>(), j["during"]["median_ms"].get<double>(),
+            j["during"]["max_ms"].get<double>(), j["after"]["median_ms"].get<double>(),
+            j["after"]["max_ms"].get<double>(), j["extra_ms_during_load"].get<double>(),
+            j["steps_over_1_5x_median"].get<int>());
         emit(json, j, text);
     }
     return 0;

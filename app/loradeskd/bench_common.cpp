@@ -12,7 +12,8 @@
 
 namespace loradesk::bench {
 
-std::vector<int32_t> BenchRunner::step(runtime::SequenceDriver& d, const std::vector<runtime::SequenceDriver::Work>& w) {
+std::vector<int32_t> BenchRunner::step(runtime::SequenceDriver& d,
+                                       const std::vector<runtime::SequenceDriver::Work>& w) {
     std::vector<int32_t> tokens;
 #ifdef LORADESK_HAS_CUDA_RUNNER
     if (cuda) {
@@ -36,19 +37,21 @@ namespace {
 
 // --ablate norms,projections,rope,attention,lm_head -> CudaAblation bits.
 unsigned parse_ablation(const std::string& list) {
-    static const std::pair<const char*, unsigned> kNames[] = {
-        {"norms", runtime::cuda::kAblateNorms},     {"projections", runtime::cuda::kAblateProjections},
-        {"rope", runtime::cuda::kAblateRope},       {"attention", runtime::cuda::kAblateAttention},
-        {"lm_head", runtime::cuda::kAblateLmHead}};
+    static const std::pair<const char*, unsigned> kNames[] = {{"norms", runtime::cuda::kAblateNorms},
+                                                              {"projections", runtime::cuda::kAblateProjections},
+                                                              {"rope", runtime::cuda::kAblateRope},
+                                                              {"attention", runtime::cuda::kAblateAttention},
+                                                              {"lm_head", runtime::cuda::kAblateLmHead}};
     unsigned bits = 0;
     std::stringstream ss(list);
     for (std::string item; std::getline(ss, item, ',');) {
         if (item.empty()) continue;
         auto it = std::find_if(std::begin(kNames), std::end(kNames), [&](const auto& n) { return item == n.first; });
         if (it == std::end(kNames))
-            throw_expected(ErrorCode::invalid_argument,
-                           "--ablate takes a comma-separated list of norms, projections, rope, attention, lm_head; got '" +
-                               item + "'");
+            throw_expected(
+                ErrorCode::invalid_argument,
+                "--ablate takes a comma-separated list of norms, projections, rope, attention, lm_head; got '" + item +
+                    "'");
         bits |= it->second;
     }
     return bits;
@@ -92,7 +95,9 @@ std::vector<int> parse_list(const std::string& s, const char* what) {
         } catch (const std::exception&) {
             v = 0;
         }
-        if (v < 1) throw_expected(ErrorCode::invalid_argument, std::string("--") + what + " takes positive integers, like 1,8,32");
+        if (v < 1)
+            throw_expected(ErrorCode::invalid_argument,
+                           std::string("--") + what + " takes positive integers, like 1,8,32");
         out.push_back(v);
     }
     return out;
@@ -105,12 +110,14 @@ void emit(bool json, const nlohmann::json& j, const std::string& text) {
 
 std::vector<int32_t> bench_prompt(int len, int vocab_size) {
     std::vector<int32_t> p(static_cast<std::size_t>(len));
-    for (int i = 0; i < len; ++i) p[std::size_t(i)] = int32_t((uint32_t(i) * 2654435761u) % uint32_t(std::min(vocab_size, 4096)));
+    for (int i = 0; i < len; ++i)
+        p[std::size_t(i)] = int32_t((uint32_t(i) * 2654435761u) % uint32_t(std::min(vocab_size, 4096)));
     return p;
 }
 
-std::vector<int32_t> prefill_sequences(BenchRunner& b, runtime::SequenceDriver& d, std::vector<runtime::SequenceDriver::Work>& work,
-                                       const std::vector<int>& slots, int prompt_len, int max_tokens) {
+std::vector<int32_t> prefill_sequences(BenchRunner& b, runtime::SequenceDriver& d,
+                                       std::vector<runtime::SequenceDriver::Work>& work, const std::vector<int>& slots,
+                                       int prompt_len, int max_tokens) {
     work.clear();
     for (int slot : slots) work.push_back({d.add_sequence(slot), bench_prompt(prompt_len, b.vocab)});
     std::vector<int32_t> tokens;
@@ -118,7 +125,8 @@ std::vector<int32_t> prefill_sequences(BenchRunner& b, runtime::SequenceDriver& 
         std::size_t last = first;
         int tok = 0;
         while (last < work.size() && (last == first || tok + prompt_len <= max_tokens)) tok += prompt_len, ++last;
-        std::vector<runtime::SequenceDriver::Work> part(work.begin() + std::ptrdiff_t(first), work.begin() + std::ptrdiff_t(last));
+        std::vector<runtime::SequenceDriver::Work> part(work.begin() + std::ptrdiff_t(first),
+                                                        work.begin() + std::ptrdiff_t(last));
         auto t = b.step(d, part);
         tokens.insert(tokens.end(), t.begin(), t.end());
         first = last;

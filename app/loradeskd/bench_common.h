@@ -39,7 +39,8 @@ std::vector<int32_t> bench_prompt(int len, int vocab_size);
 
 // Adds B base sequences of the bench prompt to d and prefills them in chunks of at most max_tokens tokens;
 // returns each sequence's first generated token.
-std::vector<int32_t> prefill_sequences(BenchRunner& b, runtime::SequenceDriver& d, std::vector<runtime::SequenceDriver::Work>& work,
-                                       const std::vector<int>& slots, int prompt_len, int max_tokens);
+std::vector<int32_t> prefill_sequences(BenchRunner& b, runtime::SequenceDriver& d,
+                                       std::vector<runtime::SequenceDriver::Work>& work, const std::vector<int>& slots,
+                                       int prompt_len, int max_tokens);
 
 }  // namespace loradesk::bench

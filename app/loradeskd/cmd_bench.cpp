@@ -22,12 +22,17 @@ runtime::LoraWeights synth_lora(const model::ModelConfig& c, int rank, uint32_t 
     runtime::LoraWeights w;
     w.layers.resize(std::size_t(c.n_layers));
     uint32_t x = seed * 2654435761u + 1;
-    auto next = [&x]() { x ^= x << 13, x ^= x >> 17, x ^= x << 5; return float(x & 0xffff) / 32768.0f - 1.0f; };
+    auto next = [&x]() {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        return float(x & 0xffff) / 32768.0f - 1.0f;
+    };
     for (auto& layer : w.layers)
         for (int m = 0; m < runtime::kNumLoraModules; ++m) {
             const int in = m == 3 ? c.q_dim() : m == 6 ? c.intermediate_size : c.hidden_size;
-            const int out = m == 0 ? c.q_dim() : (m == 1 || m == 2) ? c.kv_dim() : (m == 4 || m == 5) ? c.intermediate_size
-                                                                                                         : c.hidden_size;
+            const int out = m == 0               ? c.q_dim()
+                            : (m == 1 || m == 2) ? c.kv_dim()
+                            : (m == 4 || m == 5) ? c.intermediate_size
+                                                 : c.hidden_size;
             auto& mw = layer[std::size_t(m)];
             mw.rank = rank, mw.scale = 2.0f;  // alpha 32 / rank 16
             mw.a.resize(std::size_t(rank) * in), mw.b.resize(std::size_t(out) * rank);
@@ -40,8 +45,8 @@ runtime::LoraWeights synth_lora(const model::ModelConfig& c, int rank, uint32_t 
 
 // Bytes of weights one decode step streams: every projection and lm_head (the embedding is only gathered).
 double decode_weight_bytes(const model::ModelConfig& c) {
-    const double h = c.hidden_size, per_layer = h * (c.q_dim() + 2.0 * c.kv_dim()) + double(c.q_dim()) * h +
-                                                3.0 * h * c.intermediate_size;
+    const double h = c.hidden_size,
+                 per_layer = h * (c.q_dim() + 2.0 * c.kv_dim()) + double(c.q_dim()) * h + 3.0 * h * c.intermediate_size;
     return 2.0 * (c.n_layers * per_layer + double(c.vocab_size) * h);
 }
 
@@ -50,19 +55,25 @@ int run_bench(const cli::Args& args) {
     const int prompt_len = int(args.get_int("prompt-len", 512));
     const int new_tokens = int(args.get_int("new-tokens", 256));
     const std::vector<int> batches = parse_list(args.get("batch", "1"), "batch");
-    const std::vector<int> prefill_lens = parse_list(args.get("prefill-lens", std::to_string(prompt_len)), "prefill-lens");
-    const int lora_rank = int(args.get_int("lora-rank", 0)), n_adapters = int(args.get_int("lora-adapters", lora_rank > 0 ? 1 : 0));
+    const std::vector<int> prefill_lens =
+        parse_list(args.get("prefill-lens", std::to_string(prompt_len)), "prefill-lens");
+    const int lora_rank = int(args.get_int("lora-rank", 0)),
+              n_adapters = int(args.get_int("lora-adapters", lora_rank > 0 ? 1 : 0));
     const bool json = args.flag("json");
     if (prompt_len < 1 || new_tokens < 1 || lora_rank < 0 || n_adapters < 0 || (lora_rank > 0) != (n_adapters > 0))
-        throw_expected(ErrorCode::invalid_argument, "--prompt-len and --new-tokens must be at least 1; --lora-rank R needs "
-                                                    "--lora-adapters N >= 1 (and the reverse)");
+        throw_expected(ErrorCode::invalid_argument,
+                       "--prompt-len and --new-tokens must be at least 1; --lora-rank R needs "
+                       "--lora-adapters N >= 1 (and the reverse)");
     const int max_tokens = std::max(*std::max_element(prefill_lens.begin(), prefill_lens.end()), prompt_len);
     BenchRunner bench = make_bench_runner(args, max_tokens);
     const double copy_gbps = bench.copy_gbps;
     const model::ModelConfig& c = bench.runner->config();
     const double weight_bytes = decode_weight_bytes(c), kv_token_bytes = double(bench.runner->kv_page_bytes(1));
-    emit(json, {{"device", bench.runner->device_name()}, {"model", c.architecture_name}, {"copy_gbps", copy_gbps},
-                {"decode_weight_gib", weight_bytes / 1073741824.0}},
+    emit(json,
+         {{"device", bench.runner->device_name()},
+          {"model", c.architecture_name},
+          {"copy_gbps", copy_gbps},
+          {"decode_weight_gib", weight_bytes / 1073741824.0}},
          std::string(c.architecture_name) + " on " + bench.runner->device_name() + ": " +
              std::to_string(weight_bytes / 1073741824.0) + " GiB of weights per decode step, device copy bandwidth " +
              std::to_string(copy_gbps) + " GB/s");
@@ -111,31 +122,46 @@ int run_bench(const cli::Args& args) {
         }
         const double tps = double(B) * new_tokens / decode_s, ms = 1e3 * decode_s / new_tokens;
         const double avg_ctx = prompt_len + new_tokens / 2.0;
-        const double roof_ms = copy_gbps > 0 ? 1e3 * (weight_bytes + B * avg_ctx * kv_token_bytes) / (copy_gbps * 1e9) : 0;
+        const double roof_ms =
+            copy_gbps > 0 ? 1e3 * (weight_bytes + B * avg_ctx * kv_token_bytes) / (copy_gbps * 1e9) : 0;
         emit(json,
-             {{"phase", "decode"}, {"batch", B}, {"prompt_len", prompt_len}, {"new_tokens", new_tokens},
-              {"lora_rank", lora_rank}, {"lora_adapters", n_adapters}, {"tokens_per_s", tps}, {"ms_per_step", ms},
-              {"roofline_ms_per_step", roof_ms}, {"roofline_tokens_per_s", roof_ms > 0 ? 1e3 * B / roof_ms : 0.0}},
-             "decode batch " + std::to_string(B) + (n_adapters ? " (" + std::to_string(n_adapters) + " adapters, rank " +
-                                                                     std::to_string(lora_rank) + ")" : "") +
+             {{"phase", "decode"},
+              {"batch", B},
+              {"prompt_len", prompt_len},
+              {"new_tokens", new_tokens},
+              {"lora_rank", lora_rank},
+              {"lora_adapters", n_adapters},
+              {"tokens_per_s", tps},
+              {"ms_per_step", ms},
+              {"roofline_ms_per_step", roof_ms},
+              {"roofline_tokens_per_s", roof_ms > 0 ? 1e3 * B / roof_ms : 0.0}},
+             "decode batch " + std::to_string(B) +
+                 (n_adapters ? " (" + std::to_string(n_adapters) + " adapters, rank " + std::to_string(lora_rank) + ")"
+                             : "") +
                  ": " + std::to_string(tps) + " tokens/s, " + std::to_string(ms) + " ms/step (memory roofline " +
                  std::to_string(roof_ms) + " ms/step)");
     }
 #ifdef LORADESK_HAS_CUDA_RUNNER
     if (bench.cuda) {
         const auto st = bench.cuda->graph_stats();
-        emit(json, {{"graph_captures", st.captures}, {"graph_replays", st.replays}, {"eager_steps", st.eager_steps},
-                    {"workspace_grows", st.workspace_grows}},
+        emit(json,
+             {{"graph_captures", st.captures},
+              {"graph_replays", st.replays},
+              {"eager_steps", st.eager_steps},
+              {"workspace_grows", st.workspace_grows}},
              "graphs: " + std::to_string(st.captures) + " captured, " + std::to_string(st.replays) + " replays, " +
-                 std::to_string(st.eager_steps) + " eager steps, " + std::to_string(st.workspace_grows) + " workspace grows");
+                 std::to_string(st.eager_steps) + " eager steps, " + std::to_string(st.workspace_grows) +
+                 " workspace grows");
     }
 #endif
     return 0;
 }
 
-LORADESK_COMMAND({"bench", "prefill / TTFT and greedy decode throughput of a runner, beside the memory roofline",
+LORADESK_COMMAND({"bench",
+                  "prefill / TTFT and greedy decode throughput of a runner, beside the memory roofline",
                   "loradeskd bench --model DIR [--device cpu|cuda|auto] [--prompt-len 512] [--new-tokens 256] "
-                  "[--batch 1,8,32] [--prefill-lens 512,2048] [--lora-rank R --lora-adapters N] [--no-graphs] [--cublas-only] [--no-pdl] [--ablate LIST] [--json]\n"
+                  "[--batch 1,8,32] [--prefill-lens 512,2048] [--lora-rank R --lora-adapters N] [--no-graphs] "
+                  "[--cublas-only] [--no-pdl] [--ablate LIST] [--json]\n"
                   "       loradeskd bench --model DIR --cold-adapter ADAPTER_DIR [--batch 8] [--cold-at 32] "
                   "[--max-lora-rank 64] [--device ...] [--json]",
                   {{"model", "DIR", "Hugging Face model directory"},
@@ -143,18 +169,21 @@ LORADESK_COMMAND({"bench", "prefill / TTFT and greedy decode throughput of a run
                    {"prompt-len", "N", "prompt tokens per decoding sequence (default 512)"},
                    {"new-tokens", "N", "timed decode steps (default 256)"},
                    {"batch", "LIST", "decode batch sizes, comma-separated (default 1)"},
-                   {"prefill-lens", "LIST", "single-prompt prefill lengths timed for TTFT (default: the prompt length)"},
+                   {"prefill-lens", "LIST",
+                    "single-prompt prefill lengths timed for TTFT (default: the prompt length)"},
                    {"lora-rank", "R", "give sequences random all-module LoRA adapters of rank R"},
                    {"lora-adapters", "N", "number of distinct adapters (slots) the batch is spread over"},
-                   {"cold-adapter", "DIR", "instead: decode with B base requests and bring this PEFT adapter from "
-                                           "disk into a free GPU slot mid-run; report load times and step times around it"},
+                   {"cold-adapter", "DIR",
+                    "instead: decode with B base requests and bring this PEFT adapter from "
+                    "disk into a free GPU slot mid-run; report load times and step times around it"},
                    {"cold-at", "N", "cold-adapter: decode step at which the load starts (default 32)"},
                    {"max-lora-rank", "R", "cold-adapter: rank of the slot the adapter goes into (default 64)"},
                    {"no-graphs", "", "CUDA: run decode steps eagerly instead of replaying CUDA graphs"},
                    {"cublas-only", "", "CUDA: cuBLAS + separate kernels for every projection (no fused skinny GEMM)"},
                    {"no-pdl", "", "CUDA: launch kernels without programmatic dependent launch"},
-                   {"ablate", "LIST", "CUDA, profiling only: leave out norms,projections,rope,attention,lm_head "
-                                      "(timing by difference; outputs are meaningless)"},
+                   {"ablate", "LIST",
+                    "CUDA, profiling only: leave out norms,projections,rope,attention,lm_head "
+                    "(timing by difference; outputs are meaningless)"},
                    {"threads", "N", "CPU threads (0 = all cores)"},
                    {"json", "", "print one JSON object per measurement"}},
                   &run_bench});

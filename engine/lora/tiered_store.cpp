@@ -20,15 +20,15 @@ constexpr std::size_t kMaxRecycled = 1;
 // Shares `w` so that when the last holder (host tier or runner) lets go, its buffers go to the bin.
 template <class Bin>
 std::shared_ptr<const runtime::LoraWeights> share_recyclable(runtime::LoraWeights w, std::weak_ptr<Bin> bin) {
-    return std::shared_ptr<const runtime::LoraWeights>(new runtime::LoraWeights(std::move(w)),
-                                                       [bin](const runtime::LoraWeights* p) {
-        // Created non-const just above, so taking it back as mutable is sound.
-        std::unique_ptr<runtime::LoraWeights> owned(const_cast<runtime::LoraWeights*>(p));
-        if (auto b = bin.lock()) {
-            std::lock_guard lock(b->mutex);
-            if (b->items.size() < kMaxRecycled) b->items.push_back(std::move(*owned));
-        }
-    });
+    return std::shared_ptr<const runtime::LoraWeights>(
+        new runtime::LoraWeights(std::move(w)), [bin](const runtime::LoraWeights* p) {
+            // Created non-const just above, so taking it back as mutable is sound.
+            std::unique_ptr<runtime::LoraWeights> owned(const_cast<runtime::LoraWeights*>(p));
+            if (auto b = bin.lock()) {
+                std::lock_guard lock(b->mutex);
+                if (b->items.size() < kMaxRecycled) b->items.push_back(std::move(*owned));
+            }
+        });
 }
 
 std::string short_digest(const std::string& d) { return d.substr(0, 12); }
@@ -44,7 +44,8 @@ TieredStore::TieredStore(runtime::ModelRunner& runner, AdapterLoadFn load, Tiere
                                                         std::to_string(options.max_loras) + ")");
     m_runner.configure_lora_slots(options.max_loras, options.max_lora_rank);
     m_slots.resize(std::size_t(options.max_loras) + 1);
-    if (options.io_threads > 0) m_pool = std::make_unique<ThreadPool>(options.io_threads + 1);  // +1: the pool counts its caller
+    if (options.io_threads > 0)
+        m_pool = std::make_unique<ThreadPool>(options.io_threads + 1);  // +1: the pool counts its caller
 }
 
 TieredStore::~TieredStore() { m_pool.reset(); }
@@ -164,8 +165,9 @@ void TieredStore::enforce_host_limits_locked(const std::string& keep) {
 void TieredStore::fail_host_budget_locked(const std::string& digest) {
     HostEntry& e = m_host[digest];
     e.state = HostState::failed;
-    e.error = "adapter needs " + std::to_string((e.bytes + (1 << 20) - 1) >> 20) + " MiB of host memory but the LoRA host budget (" +
-              std::to_string(m_options.host_budget_bytes >> 20) + " MiB, " + std::to_string(m_options.max_loras_cpu) +
+    e.error = "adapter needs " + std::to_string((e.bytes + (1 << 20) - 1) >> 20) +
+              " MiB of host memory but the LoRA host budget (" + std::to_string(m_options.host_budget_bytes >> 20) +
+              " MiB, " + std::to_string(m_options.max_loras_cpu) +
               " adapters) cannot hold it next to the pinned adapters; unpin one or raise the budget / --max-loras-cpu";
     e.weights.reset();
     e.prepared.reset();
@@ -289,7 +291,8 @@ SlotGrant TieredStore::place(const std::string& digest, const std::vector<std::s
 std::vector<SlotGrant> TieredStore::acquire_slots(const std::vector<std::string>& digests) {
     if (int(digests.size()) > m_options.max_loras)
         throw_error(ErrorCode::internal, "acquire_slots asked for " + std::to_string(digests.size()) +
-                                             " adapters but there are only " + std::to_string(m_options.max_loras) + " slots");
+                                             " adapters but there are only " + std::to_string(m_options.max_loras) +
+                                             " slots");
     for (std::size_t i = 0; i < digests.size(); ++i)
         if (std::find(digests.begin() + long(i) + 1, digests.end(), digests[i]) != digests.end())
             throw_error(ErrorCode::internal, "acquire_slots got adapter " + short_digest(digests[i]) + " twice");
@@ -336,13 +339,15 @@ std::vector<std::string> TieredStore::host_lru() const {
 AdapterLoadFn make_disk_loader(const AdapterRegistry& registry, const model::ModelConfig& base, int max_rank) {
     return [&registry, base, max_rank](const std::string& digest, runtime::LoraWeights* reuse) {
         auto entry = registry.find_digest(digest);
-        if (!entry) throw_expected(ErrorCode::not_found, "adapter " + short_digest(digest) + " is no longer registered");
+        if (!entry)
+            throw_expected(ErrorCode::not_found, "adapter " + short_digest(digest) + " is no longer registered");
         const AdapterSummary& s = entry->summary;
         AdapterPlan plan = plan_adapter(s.path, &base, max_rank);
         // The digest was taken when the adapter was registered; a file rewritten since then is other
         // content under the old identity. The size check is the cheap guard; reloading re-hashes.
         if (std::size_t(std::filesystem::file_size(plan.file->path())) != s.size_bytes)
-            throw_expected(ErrorCode::conflict, "adapter '" + s.name + "' changed on disk since it was loaded; reload it");
+            throw_expected(ErrorCode::conflict,
+                           "adapter '" + s.name + "' changed on disk since it was loaded; reload it");
         return convert_adapter(plan, base.n_layers, nullptr, reuse);
     };
 }

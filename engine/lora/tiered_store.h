@@ -29,9 +29,9 @@
 namespace loradesk::lora {
 
 struct TieredStoreOptions {
-    int max_loras = 4;                              // device slots
-    int max_lora_rank = 64;                         // rank of every slot
-    int max_loras_cpu = 16;                         // host copies
+    int max_loras = 4;       // device slots
+    int max_lora_rank = 64;  // rank of every slot
+    int max_loras_cpu = 16;  // host copies
     std::size_t host_budget_bytes = std::size_t(8) << 30;
     // Threads reading adapters from disk. 0: synchronous mode — prefetch and acquire_slots load inline,
     // so tests step deterministically.
@@ -48,7 +48,7 @@ using AdapterLoadFn = std::function<runtime::LoraWeights(const std::string& dige
 AdapterLoadFn make_disk_loader(const AdapterRegistry& registry, const model::ModelConfig& base, int max_rank);
 
 class TieredStore final : public AdapterResidency {
-public:
+  public:
     enum class HostState { absent, loading, ready, failed };
 
     // Configures the runner's slots (configure_lora_slots(max_loras, max_lora_rank)).
@@ -69,8 +69,8 @@ public:
 
     // Introspection (engine loop; tests, metrics, the UI).
     HostState host_state(const std::string& digest) const;
-    std::vector<std::string> host_lru() const;  // ready host copies, least recently used first
-    std::vector<std::string> slot_contents() const;     // [0] is always "" (no adapter); "" = free slot
+    std::vector<std::string> host_lru() const;       // ready host copies, least recently used first
+    std::vector<std::string> slot_contents() const;  // [0] is always "" (no adapter); "" = free slot
     std::size_t host_bytes() const;
     // The runner's prepared form of a ready host copy (nullptr: absent, or held as f32 LoraWeights).
     std::shared_ptr<const runtime::PreparedLora> host_prepared(const std::string& digest) const;
@@ -81,13 +81,13 @@ public:
     int slots_in_use() const;  // adapters resident in a device slot
     int host_count() const;    // ready host copies
 
-private:
+  private:
     struct HostEntry {
         HostState state = HostState::loading;
         uint64_t generation = 0;
         uint64_t last_use = 0;
         bool on_device = false;
-        std::shared_ptr<const runtime::LoraWeights> weights;   // null when prepared holds the adapter
+        std::shared_ptr<const runtime::LoraWeights> weights;    // null when prepared holds the adapter
         std::shared_ptr<const runtime::PreparedLora> prepared;  // the runner's upload-ready form, if any
         std::size_t bytes = 0;
         std::string error;

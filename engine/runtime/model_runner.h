@@ -20,7 +20,7 @@ namespace loradesk::runtime {
 // memory), made by prepare_lora off the engine loop so that load_prepared_lora_slot only issues copies.
 // Immutable once made; the host tier holds it instead of the f32 LoraWeights.
 class PreparedLora {
-public:
+  public:
     virtual ~PreparedLora() = default;
     virtual std::size_t bytes() const = 0;  // host memory it holds (counted against the LoRA host budget)
 };
@@ -33,7 +33,7 @@ struct MemoryReport {
 };
 
 class ModelRunner {
-public:
+  public:
     virtual ~ModelRunner() = default;
 
     virtual const model::ModelConfig& config() const = 0;

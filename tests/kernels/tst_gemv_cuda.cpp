@@ -3,7 +3,6 @@
 // f32 output, and fused LoRA with several slots of odd ranks, base-model tokens mixed in, 1-3 slices.
 // Each case runs twice: the second launch checks that the LoRA handshake reset its counters. Label cuda.
 #include <QtTest>
-
 #include <cmath>
 
 #include "device_buffer.h"
@@ -16,7 +15,7 @@ using namespace loradesk::kernels::test;
 
 class TstGemvCuda : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void initTestCase() {
         int n = 0;
         if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) QFAIL("no CUDA device: run this test on the GPU machine");
@@ -31,10 +30,14 @@ private slots:
         QTest::addColumn<int>("slices");
         QTest::addColumn<bool>("f32");
         for (int n : {1, 2, 3, 4, 5, 8}) {
-            QTest::newRow(qPrintable(QString("n%1 plain 4096x1025").arg(n))) << n << 4096 << 1025 << false << false << 0 << false;
-            QTest::newRow(qPrintable(QString("n%1 qkv lora bias 1032x96").arg(n))) << n << 1032 << 96 << false << true << 3 << false;
-            QTest::newRow(qPrintable(QString("n%1 swiglu lora 264x130").arg(n))) << n << 264 << 130 << true << false << 2 << false;
-            QTest::newRow(qPrintable(QString("n%1 down lora 3080x17").arg(n))) << n << 3080 << 17 << false << false << 1 << false;
+            QTest::newRow(qPrintable(QString("n%1 plain 4096x1025").arg(n)))
+                << n << 4096 << 1025 << false << false << 0 << false;
+            QTest::newRow(qPrintable(QString("n%1 qkv lora bias 1032x96").arg(n)))
+                << n << 1032 << 96 << false << true << 3 << false;
+            QTest::newRow(qPrintable(QString("n%1 swiglu lora 264x130").arg(n)))
+                << n << 264 << 130 << true << false << 2 << false;
+            QTest::newRow(qPrintable(QString("n%1 down lora 3080x17").arg(n)))
+                << n << 3080 << 17 << false << false << 1 << false;
         }
         QTest::newRow("n1 lm_head f32 8x3") << 1 << 8 << 3 << false << false << 0 << true;
         QTest::newRow("n7 f32 2048x333") << 7 << 2048 << 333 << false << true << 0 << true;

@@ -11,7 +11,7 @@ using namespace loradesk::kernels::test;
 
 class TstGemvTwin : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void matches_unfused_pipeline_data() {
         QTest::addColumn<int>("n");
         QTest::addColumn<bool>("swiglu");
@@ -42,7 +42,8 @@ private slots:
             for (int r = 0; r < c.out; ++r) {
                 double d = 0;
                 for (int k = 0; k < c.in; ++k)
-                    d += double(ref::bf16_to_f32(c.x[t * c.x_stride + k])) * ref::bf16_to_f32(c.w[std::size_t(r) * c.in + k]);
+                    d += double(ref::bf16_to_f32(c.x[t * c.x_stride + k])) *
+                         ref::bf16_to_f32(c.w[std::size_t(r) * c.in + k]);
                 y[std::size_t(t) * c.out + r] = ref::f32_to_bf16(float(d));
             }
         if (bias) ref::bias_add(y.data(), c.out, c.b.data(), n, c.out);

@@ -1,7 +1,6 @@
 // CPU-only sanity of the kernel reference twins against independent direct formulas (no paging, no
 // segments, no fusion): RMSNorm, rotary tables and rotation, paged attention, SGMV, planning. Runs in CI.
 #include <QtTest>
-
 #include <cmath>
 #include <random>
 
@@ -14,7 +13,7 @@ using namespace loradesk::kernels::test;
 
 class TstKernelTwins : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void rmsnorm_matches_formula_data() {
         QTest::addColumn<int>("rows");
         QTest::addColumn<int>("hidden");
@@ -61,7 +60,7 @@ private slots:
         QVERIFY(std::fabs(plain[1] - float(std::pow(500000.0, -2.0 / 128))) < 1e-9);
         ref::RopeScalingSpec lin{RopeKind::linear, 4.0f};
         auto linear = ref::rope_inv_freq(128, 500000.0f, lin);
-        for (int i = 0; i < 64; ++i) QCOMPARE(linear[i], float(double(plain[i]) / 4.0) );
+        for (int i = 0; i < 64; ++i) QCOMPARE(linear[i], float(double(plain[i]) / 4.0));
         // Llama 3.1: factor 8, low 1, high 4, original 8192. High frequencies (short wavelengths) are kept,
         // the lowest are divided by the factor, the band between is interpolated.
         ref::RopeScalingSpec l3{RopeKind::llama3, 8.0f, 1.0f, 4.0f, 8192};
@@ -101,7 +100,8 @@ private slots:
                     float x1 = ref::bf16_to_f32(orig[t * stride + h * hd + i]);
                     float x2 = ref::bf16_to_f32(orig[t * stride + h * hd + i + hd / 2]);
                     float a = pos * inv_freq[i];
-                    QVERIFY(std::fabs(ref::bf16_to_f32(qkv[t * stride + h * hd + i]) - (x1 * std::cos(a) - x2 * std::sin(a))) < 1e-2);
+                    QVERIFY(std::fabs(ref::bf16_to_f32(qkv[t * stride + h * hd + i]) -
+                                      (x1 * std::cos(a) - x2 * std::sin(a))) < 1e-2);
                 }
             for (int h = 0; h < n_kv; ++h)
                 for (int d = 0; d < hd; ++d)  // V is copied untouched into its page slot
@@ -145,7 +145,8 @@ private slots:
             // Gather this sequence's K/V into contiguous [kv_len, n_kv, hd] arrays first.
             std::vector<float> K(std::size_t(kv_len) * n_kv * hd), V(K.size());
             for (int j = 0; j < kv_len; ++j) {
-                std::size_t slot = std::size_t(batch.kv_indices[batch.kv_indptr[s] + j / page_size]) * page_size + j % page_size;
+                std::size_t slot =
+                    std::size_t(batch.kv_indices[batch.kv_indptr[s] + j / page_size]) * page_size + j % page_size;
                 for (int e = 0; e < n_kv * hd; ++e) {
                     K[std::size_t(j) * n_kv * hd + e] = ref::bf16_to_f32(k_pages[slot * n_kv * hd + e]);
                     V[std::size_t(j) * n_kv * hd + e] = ref::bf16_to_f32(v_pages[slot * n_kv * hd + e]);
@@ -161,14 +162,16 @@ private slots:
                         if (j > kv_len - n_q + i) continue;  // causal
                         double d = 0;
                         for (int e = 0; e < hd; ++e)
-                            d += ref::bf16_to_f32(q[std::size_t(t) * q_stride + h * hd + e]) * K[(std::size_t(j) * n_kv + kvh) * hd + e];
+                            d += ref::bf16_to_f32(q[std::size_t(t) * q_stride + h * hd + e]) *
+                                 K[(std::size_t(j) * n_kv + kvh) * hd + e];
                         w[j] = d / std::sqrt(double(hd));
                         mx = std::max(mx, w[j]);
                     }
                     for (int j = 0; j <= kv_len - n_q + i; ++j) sum += (w[j] = std::exp(w[j] - mx));
                     for (int e = 0; e < hd; ++e) {
                         double o = 0;
-                        for (int j = 0; j <= kv_len - n_q + i; ++j) o += w[j] * V[(std::size_t(j) * n_kv + kvh) * hd + e];
+                        for (int j = 0; j <= kv_len - n_q + i; ++j)
+                            o += w[j] * V[(std::size_t(j) * n_kv + kvh) * hd + e];
                         expect[(std::size_t(t) * n_heads + h) * hd + e] = float(o / sum);
                     }
                 }
@@ -215,7 +218,8 @@ private slots:
                         for (int r = 0; r < ranks[slot]; ++r) {
                             double ax = 0;
                             for (int i = 0; i < in; ++i)
-                                ax += ref::bf16_to_f32(a[(slot - 1) * slot_stride + r * in + i]) * ref::bf16_to_f32(x[t * in + i]);
+                                ax += ref::bf16_to_f32(a[(slot - 1) * slot_stride + r * in + i]) *
+                                      ref::bf16_to_f32(x[t * in + i]);
                             delta += ax * ref::bf16_to_f32(b[(slot - 1) * slot_stride + r * outs[j] + col]);
                         }
                         expect += float(scales[slot] * delta);
@@ -269,7 +273,9 @@ private slots:
                 QVERIFY(it.kv_begin % 32 == 0 || it.kv_begin == it.kv_end);
                 expect_begin = it.kv_end;
             }
-            const int horizon = g.seq == 0 ? 101 : g.seq == 1 ? 1 : 48 - 40 + (std::min(g.row_begin + 16, 160) - 1) / 4 + 1;
+            const int horizon = g.seq == 0   ? 101
+                                : g.seq == 1 ? 1
+                                             : 48 - 40 + (std::min(g.row_begin + 16, 160) - 1) / 4 + 1;
             QCOMPARE(expect_begin, horizon);
         }
     }

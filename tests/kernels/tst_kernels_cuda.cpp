@@ -2,7 +2,6 @@
 // outputs poisoned with NaN first so unwritten elements fail. Tolerances: bf16 outputs rel-L2 1e-2,
 // f32 outputs 1e-5. Label cuda: needs a GPU.
 #include <QtTest>
-
 #include <cmath>
 #include <random>
 
@@ -60,7 +59,7 @@ QString attention_mismatch(const std::vector<uint16_t>& got, const std::vector<u
 
 class TstKernelsCuda : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void initTestCase() {
         int n = 0;
         if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) QFAIL("no CUDA device: run this test on the GPU machine");
@@ -141,7 +140,8 @@ private slots:
         RopeKvParams p;
         p.qkv = qkv.data(), p.qkv_row_stride = stride, p.n_tokens = n, p.n_heads = n_heads, p.n_kv_heads = n_kv;
         p.head_dim = hd, p.positions = batch.positions.data(), p.kv_slots = batch.kv_slots.data();
-        p.inv_freq = inv_freq.data(), p.q_norm = qk_norm ? qn.data() : nullptr, p.k_norm = qk_norm ? kn.data() : nullptr;
+        p.inv_freq = inv_freq.data(), p.q_norm = qk_norm ? qn.data() : nullptr,
+        p.k_norm = qk_norm ? kn.data() : nullptr;
         p.k_pages = k_pages.data(), p.v_pages = v_pages.data();
         RopeKvParams d = p;
         d.qkv = d_qkv.get(), d.positions = d_pos.get(), d.kv_slots = d_slots.get(), d.inv_freq = d_freq.get();
@@ -209,7 +209,8 @@ private slots:
         sync_check(loradesk::kernels::attention(d, d_items.get(), int(plan.items.size()), d_groups.get(),
                                                 int(plan.groups.size()), d_ws.get(), nullptr));
         double err = rel_l2(to_f32(d_out.download()), to_f32(out));
-        QVERIFY2(err < kBf16Tol, qPrintable(QString("attention rel err %1 (%2 items)").arg(err).arg(plan.items.size())));
+        QVERIFY2(err < kBf16Tol,
+                 qPrintable(QString("attention rel err %1 (%2 items)").arg(err).arg(plan.items.size())));
     }
 
     // attention_decode vs the twin: one decode batch per row holding every context length (1, 7, 16, 17, 733,
@@ -229,14 +230,18 @@ private slots:
             for (int group : {1, 2, 4, 8, 16}) {
                 const int planner = planners[i % 6], ps = i % 2 ? 5 : 16, n_kv = group == 16 ? 1 : 2 + i % 2;
                 ++i;
-                QTest::newRow(qPrintable(QString("hd%1 g%2 kv%3 page%4 %5").arg(hd).arg(group).arg(n_kv).arg(ps)
-                                             .arg(planner > 0 ? QString("chunk%1").arg(planner)
-                                                              : QString("splits%1").arg(-planner))))
+                QTest::newRow(qPrintable(
+                    QString("hd%1 g%2 kv%3 page%4 %5")
+                        .arg(hd)
+                        .arg(group)
+                        .arg(n_kv)
+                        .arg(ps)
+                        .arg(planner > 0 ? QString("chunk%1").arg(planner) : QString("splits%1").arg(-planner))))
                     << group << n_kv << hd << ps << planner << false;
             }
         for (int planner : planners)  // Qwen3-8B shape through every planner
-            QTest::newRow(qPrintable(QString("qwen3-8b page16 planner%1").arg(planner))) << 4 << 8 << 128 << 16 << planner
-                                                                                       << false;
+            QTest::newRow(qPrintable(QString("qwen3-8b page16 planner%1").arg(planner)))
+                << 4 << 8 << 128 << 16 << planner << false;
         QTest::newRow("group 3 (padded rows) page5 splits8") << 3 << 2 << 128 << 5 << -8 << false;
         QTest::newRow("group 7 hd64 chunk64") << 7 << 1 << 64 << 16 << 64 << false;
         QTest::newRow("group 12 hd256 (two passes)") << 12 << 1 << 256 << 16 << -3 << false;
@@ -305,8 +310,15 @@ private slots:
         QVERIFY2(err < kBf16Tol && worst < 0.05,
                  qPrintable(QString("rel err %1; worst row: token %2 (seq %3, kv_len %4) head %5 max abs err %6; "
                                     "%7 items (%8 empty), %9 groups")
-                                .arg(err).arg(worst_t).arg(seq).arg(seqs[std::size_t(seq)].second).arg(worst_h)
-                                .arg(worst).arg(plan.items.size()).arg(n_empty).arg(plan.groups.size())));
+                                .arg(err)
+                                .arg(worst_t)
+                                .arg(seq)
+                                .arg(seqs[std::size_t(seq)].second)
+                                .arg(worst_h)
+                                .arg(worst)
+                                .arg(plan.items.size())
+                                .arg(n_empty)
+                                .arg(plan.groups.size())));
     }
 
     // Shapes the decode kernel does not take come back as cudaErrorInvalidValue without a launch (the caller
@@ -528,7 +540,8 @@ private slots:
         DeviceBuffer<float> d_scales(scales);
         std::vector<std::unique_ptr<DeviceBuffer<uint16_t>>> d_a, d_bt;
         SgmvParams p;
-        p.x = x.data(), p.x_row_stride = in, p.in_features = in, p.xa = xa.data(), p.y = y.data(), p.y_row_stride = y_cols;
+        p.x = x.data(), p.x_row_stride = in, p.in_features = in, p.xa = xa.data(), p.y = y.data(),
+        p.y_row_stride = y_cols;
         p.seg_indptr = seg_indptr.data(), p.seg_slot = seg_slot.data(), p.n_segs = int(seg_slot.size());
         p.max_seg_len = max_seg_len, p.max_rank = max_rank, p.slot_stride = slot_stride, p.n_slices = n_slices;
         SgmvParams d = p;
@@ -556,8 +569,15 @@ private slots:
                         gx.push_back(got_xa[i]), ex.push_back(xa[i]);
                         double diff = std::fabs(double(got_xa[i]) - xa[i]);
                         if (!(diff <= worst_xa_diff))
-                            worst_xa_diff = diff, worst_xa = QString("token %1 slice %2 rank row %3 (segment %4, slot %5): got %6 want %7")
-                                                                  .arg(t).arg(j).arg(r).arg(s).arg(seg_slot[s]).arg(got_xa[i]).arg(xa[i]);
+                            worst_xa_diff = diff,
+                            worst_xa = QString("token %1 slice %2 rank row %3 (segment %4, slot %5): got %6 want %7")
+                                           .arg(t)
+                                           .arg(j)
+                                           .arg(r)
+                                           .arg(s)
+                                           .arg(seg_slot[s])
+                                           .arg(got_xa[i])
+                                           .arg(xa[i]);
                     }
         const double xa_err = rel_l2(gx, ex);
         QVERIFY2(xa_err < 1e-5, qPrintable(QString("xa rel L2 %1, worst at %2").arg(xa_err).arg(worst_xa)));
@@ -565,16 +585,22 @@ private slots:
         const double y_err = rel_l2(to_f32(got_y), to_f32(y));
         std::size_t worst = 0;
         for (std::size_t i = 0; i < got_y.size(); ++i)
-            if (!(std::fabs(ref::bf16_to_f32(got_y[i]) - ref::bf16_to_f32(y[i])) <= std::fabs(ref::bf16_to_f32(got_y[worst]) - ref::bf16_to_f32(y[worst]))))
+            if (!(std::fabs(ref::bf16_to_f32(got_y[i]) - ref::bf16_to_f32(y[i])) <=
+                  std::fabs(ref::bf16_to_f32(got_y[worst]) - ref::bf16_to_f32(y[worst]))))
                 worst = i;
         QVERIFY2(y_err < kBf16Tol, qPrintable(QString("y rel L2 %1, worst at token %2 column %3: got %4 want %5")
-                                                  .arg(y_err).arg(worst / y_cols).arg(worst % y_cols)
-                                                  .arg(ref::bf16_to_f32(got_y[worst])).arg(ref::bf16_to_f32(y[worst]))));
+                                                  .arg(y_err)
+                                                  .arg(worst / y_cols)
+                                                  .arg(worst % y_cols)
+                                                  .arg(ref::bf16_to_f32(got_y[worst]))
+                                                  .arg(ref::bf16_to_f32(y[worst]))));
         for (int t = 0; t < n; ++t)  // the gap columns are never touched
             for (int j = 0; j < n_slices; ++j)
                 for (int g = 0; g < gap; ++g) {
                     std::size_t i = std::size_t(t) * y_cols + offsets[j] + outs[j] + g;
-                    QVERIFY2(got_y[i] == y[i], qPrintable(QString("gap column %1 of token %2 changed").arg(offsets[j] + outs[j] + g).arg(t)));
+                    QVERIFY2(
+                        got_y[i] == y[i],
+                        qPrintable(QString("gap column %1 of token %2 changed").arg(offsets[j] + outs[j] + g).arg(t)));
                 }
     }
 };

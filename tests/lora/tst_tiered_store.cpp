@@ -2,7 +2,6 @@
 // operation with the expected grants, host LRU order and slot contents right after it. Synchronous
 // mode (io_threads 0) makes disk reads inline; a separate test covers the asynchronous pool.
 #include <QtTest>
-
 #include <future>
 #include <mutex>
 #include <thread>
@@ -37,9 +36,15 @@ QString describe_grants(const std::vector<std::string>& ds, const std::vector<Sl
     for (std::size_t i = 0; i < ds.size(); ++i) {
         QString d = QString::fromStdString(ds[i]);
         switch (gs[i].state) {
-        case Residency::ready: out << d + "@" + QString::number(gs[i].slot); break;
-        case Residency::loading: out << d + ":loading"; break;
-        case Residency::failed: out << d + ":failed"; break;
+            case Residency::ready:
+                out << d + "@" + QString::number(gs[i].slot);
+                break;
+            case Residency::loading:
+                out << d + ":loading";
+                break;
+            case Residency::failed:
+                out << d + ":failed";
+                break;
         }
     }
     return out.join(' ');
@@ -47,7 +52,8 @@ QString describe_grants(const std::vector<std::string>& ds, const std::vector<Sl
 
 QString join(const std::vector<std::string>& v, bool skip_first) {
     QStringList out;
-    for (std::size_t i = skip_first ? 1 : 0; i < v.size(); ++i) out << (v[i].empty() ? "-" : QString::fromStdString(v[i]));
+    for (std::size_t i = skip_first ? 1 : 0; i < v.size(); ++i)
+        out << (v[i].empty() ? "-" : QString::fromStdString(v[i]));
     return out.join(' ');
 }
 
@@ -61,11 +67,11 @@ struct FakePrepared final : runtime::PreparedLora {
 };
 
 class PreparingRunner final : public runtime::ModelRunner {
-public:
+  public:
     model::ModelConfig m_config;
     mutable std::mutex mutex;
     mutable std::vector<std::thread::id> prepare_threads;
-    std::vector<std::string> events;  // "prepared 1 <- A", "f32 2 <- F"
+    std::vector<std::string> events;                   // "prepared 1 <- A", "f32 2 <- F"
     std::vector<const runtime::PreparedLora*> loaded;  // per prepared load: the object handed over
 
     const model::ModelConfig& config() const override { return m_config; }
@@ -103,7 +109,7 @@ public:
 
 class TstTieredStore : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void simulate_data() {
         QTest::addColumn<int>("n_slots");
         QTest::addColumn<int>("cpu");
@@ -211,13 +217,20 @@ private slots:
             std::vector<std::string> args;
             for (int i = 1; i < op.size(); ++i) args.push_back(op[i].toStdString());
             QString grants;
-            if (op[0] == "acquire") grants = describe_grants(args, store.acquire_slots(args));
-            else if (op[0] == "prefetch") store.prefetch(args.at(0));
-            else if (op[0] == "pin") store.set_pinned(args.at(0), true);
-            else if (op[0] == "unpin") store.set_pinned(args.at(0), false);
-            else if (op[0] == "forget") store.forget(args.at(0));
-            else if (op[0] == "devfail") runner.fail_next_load = true;
-            else QFAIL(qPrintable("unknown op " + op[0]));
+            if (op[0] == "acquire")
+                grants = describe_grants(args, store.acquire_slots(args));
+            else if (op[0] == "prefetch")
+                store.prefetch(args.at(0));
+            else if (op[0] == "pin")
+                store.set_pinned(args.at(0), true);
+            else if (op[0] == "unpin")
+                store.set_pinned(args.at(0), false);
+            else if (op[0] == "forget")
+                store.forget(args.at(0));
+            else if (op[0] == "devfail")
+                runner.fail_next_load = true;
+            else
+                QFAIL(qPrintable("unknown op " + op[0]));
             QCOMPARE(grants + " | " + join(store.host_lru(), false) + " | " + join(store.slot_contents(), true),
                      parts[1].simplified() + " | " + parts[2].simplified() + " | " + parts[3].simplified());
             // The runner holds exactly what the store says it holds.
@@ -230,14 +243,17 @@ private slots:
 
     void failure_message_reaches_the_grant() {
         RecordingRunner runner;
-        TieredStore store(runner, [](const std::string&, runtime::LoraWeights*) -> runtime::LoraWeights {
-            throw ExpectedError(ErrorCode::unsupported, "adapter 'x': use_dora is true");
-        }, {2, 16, 4, 1 << 20, 0});
+        TieredStore store(runner,
+                          [](const std::string&, runtime::LoraWeights*) -> runtime::LoraWeights {
+                              throw ExpectedError(ErrorCode::unsupported, "adapter 'x': use_dora is true");
+                          },
+                          {2, 16, 4, 1 << 20, 0});
         auto g = store.acquire_slots({"x"});
         QCOMPARE(g[0].state, Residency::failed);
         QCOMPARE(g[0].error, std::string("adapter 'x': use_dora is true"));
         // Rank above the slots' rank fails instead of reaching the device.
-        TieredStore small(runner, [](const std::string& d, runtime::LoraWeights*) { return fake_weights(d, 1, 32); }, {1, 16, 4, 1 << 20, 0});
+        TieredStore small(runner, [](const std::string& d, runtime::LoraWeights*) { return fake_weights(d, 1, 32); },
+                          {1, 16, 4, 1 << 20, 0});
         g = small.acquire_slots({"r"});
         QCOMPARE(g[0].state, Residency::failed);
         QVERIFY2(QString::fromStdString(g[0].error).contains("exceeds --max-lora-rank 16"), g[0].error.c_str());

@@ -6,7 +6,6 @@
 // between replays. Label cuda: needs a GPU.
 #include <QTemporaryDir>
 #include <QtTest>
-
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -33,7 +32,10 @@ LoraWeights random_lora(const model::ModelConfig& c, int rank, uint64_t seed) {
         for (int m = 0; m < kNumLoraModules; ++m) {
             if ((l + m + int(seed)) % 4 == 0) continue;  // some modules stay unadapted
             int in = m == 3 ? c.q_dim() : m == 6 ? c.intermediate_size : c.hidden_size;
-            int out = m == 0 ? c.q_dim() : (m == 1 || m == 2) ? c.kv_dim() : m >= 4 && m <= 5 ? c.intermediate_size : c.hidden_size;
+            int out = m == 0               ? c.q_dim()
+                      : (m == 1 || m == 2) ? c.kv_dim()
+                      : m >= 4 && m <= 5   ? c.intermediate_size
+                                           : c.hidden_size;
             auto& mw = w.layers[std::size_t(l)][std::size_t(m)];
             mw.rank = rank;
             mw.scale = 2.0f / float(rank);
@@ -63,7 +65,8 @@ int argmax_disagreements(const std::vector<float>& gpu, const std::vector<float>
         std::vector<float> sorted(row, row + vocab);
         std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
         int c = int(std::max_element(row, row + vocab) - row);
-        int g = int(std::max_element(gpu.begin() + r * vocab, gpu.begin() + (r + 1) * vocab) - (gpu.begin() + r * vocab));
+        int g =
+            int(std::max_element(gpu.begin() + r * vocab, gpu.begin() + (r + 1) * vocab) - (gpu.begin() + r * vocab));
         if (c != g && sorted[0] - sorted[1] > 0.02f * std::max(1.0f, std::fabs(sorted[0]))) ++bad;
     }
     return bad;
@@ -73,7 +76,7 @@ int argmax_disagreements(const std::vector<float>& gpu, const std::vector<float>
 
 class TstCudaRunner : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void initTestCase() {
         if (!cuda::cuda_device_available()) QFAIL("no CUDA device: run this test on the GPU machine");
     }
@@ -139,7 +142,8 @@ private slots:
             dg.step(part, true, lg);
             QCOMPARE(lg.size(), lc.size());
             double err = rel_l2(lg, lc);
-            qInfo("%s prefill chunk %d: %zu rows, logits rel-L2 %.2e", qPrintable(preset), chunk, lc.size() / c.vocab_size, err);
+            qInfo("%s prefill chunk %d: %zu rows, logits rel-L2 %.2e", qPrintable(preset), chunk,
+                  lc.size() / c.vocab_size, err);
             QVERIFY2(err < 3e-2, qPrintable(QString("prefill logits rel err %1").arg(err)));
             QCOMPARE(argmax_disagreements(lg, lc, c.vocab_size), 0);
         }
@@ -160,8 +164,9 @@ private slots:
         }
         QCOMPARE(total_bad, 0);
         QCOMPARE(gpu.graph_stats().replays, graphs ? 12 : 0);  // every decode step was (or was not) a replay
-        auto mem = gpu.memory();  // the pool holds one scratch page for graph padding
-        QVERIFY(mem.weight_bytes > 0 && mem.kv_bytes == gpu.kv_page_bytes(page_size) * (n_pages + 1) && mem.lora_slot_bytes > 0);
+        auto mem = gpu.memory();                               // the pool holds one scratch page for graph padding
+        QVERIFY(mem.weight_bytes > 0 && mem.kv_bytes == gpu.kv_page_bytes(page_size) * (n_pages + 1) &&
+                mem.lora_slot_bytes > 0);
         QCOMPARE(gpu.graph_stats().workspace_grows, 0);
     }
 
@@ -214,20 +219,22 @@ private slots:
         };
         take_next(prefill, le);
         // (first sequence, count): base-only buckets 1..16 with padding, LoRA-only, mixed across 17..40.
-        const std::vector<std::pair<int, int>> steps{{0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 8}, {0, 9}, {0, 12},
-                                                     {12, 1}, {12, 3}, {22, 9}, {0, 16}, {0, 17}, {5, 30}, {0, 33},
-                                                     {0, 40}, {0, 40}, {12, 20}};
+        const std::vector<std::pair<int, int>> steps{{0, 1},  {0, 2},  {0, 3},  {0, 4},  {0, 5},  {0, 8},
+                                                     {0, 9},  {0, 12}, {12, 1}, {12, 3}, {22, 9}, {0, 16},
+                                                     {0, 17}, {5, 30}, {0, 33}, {0, 40}, {0, 40}, {12, 20}};
         for (std::size_t k = 0; k < steps.size(); ++k) {
             const bool reload = k == 14;
             if (reload)
                 for (cuda::CudaRunner* r : {&g, &e}) r->load_lora_slot(2, random_lora(c, 12, 7));
             std::vector<SequenceDriver::Work> w;
-            for (int i = steps[k].first; i < steps[k].first + steps[k].second; ++i) w.push_back({i, {next[std::size_t(i)]}});
+            for (int i = steps[k].first; i < steps[k].first + steps[k].second; ++i)
+                w.push_back({i, {next[std::size_t(i)]}});
             drivers[0].step(w, false, lg);
             drivers[1].step(w, false, le);
             drivers[2].step(w, false, ls);
             const double err = rel_l2(lg, le);
-            qInfo("step %zu: %d sequences from %d, graph vs eager rel-L2 %.2e", k, steps[k].second, steps[k].first, err);
+            qInfo("step %zu: %d sequences from %d, graph vs eager rel-L2 %.2e", k, steps[k].second, steps[k].first,
+                  err);
             QVERIFY2(err < 1e-2, qPrintable(QString("step %1: graph vs eager rel err %2").arg(k).arg(err)));
             QCOMPARE(argmax_disagreements(lg, le, c.vocab_size), 0);
             if (k >= 14) {  // rows on slot 2 must follow the new adapter, not the old one
@@ -286,7 +293,9 @@ private slots:
         for (std::size_t i = 0; i < l1.size(); ++i) max_diff = std::max(max_diff, std::fabs(l1[i] - l2[i]));
         QVERIFY2(l1.size() == l2.size() && rel_l2(l2, l1) < 1e-6,
                  qPrintable(QString("prepared slot 2 vs f32 slot 1: rel-L2 %1, max |diff| %2 over %3 logits")
-                                .arg(rel_l2(l2, l1)).arg(max_diff).arg(l1.size())));
+                                .arg(rel_l2(l2, l1))
+                                .arg(max_diff)
+                                .arg(l1.size())));
         QVERIFY2(rel_l2(l0, l1) > 1e-3, "the adapter did not change the logits (the test would prove nothing)");
 
         // A new upload into slot 3 does not hold back steps on slots 1 and 2; the first step on slot 3 waits.

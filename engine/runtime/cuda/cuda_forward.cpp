@@ -16,7 +16,6 @@
 
 namespace loradesk::runtime::cuda {
 
-
 namespace {
 
 constexpr int kKvChunk = 256;  // keys per attention work item (split-K granularity), coarsened for huge plans
@@ -33,10 +32,10 @@ void CudaRunner::Impl::gemm(const uint16_t* w, const uint16_t* x, int n, int in,
     if (n == 0) return;
     const float alpha = 1.0f, beta = 0.0f;
     // Row-major Y[n, out] = X[n, in] W[out, in]^T is column-major Y^T = W^T(op T on W's col-major view) X^T.
-    cublas_check(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, w, CUDA_R_16BF, in, x, CUDA_R_16BF,
-                              in, &beta, y, f32_out ? CUDA_R_32F : CUDA_R_16BF, int(ldy), CUBLAS_COMPUTE_32F,
-                              CUBLAS_GEMM_DEFAULT),
-                 "cublasGemmEx");
+    cublas_check(
+        cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, w, CUDA_R_16BF, in, x, CUDA_R_16BF, in,
+                     &beta, y, f32_out ? CUDA_R_32F : CUDA_R_16BF, int(ldy), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        "cublasGemmEx");
 }
 
 namespace {
@@ -54,7 +53,8 @@ void CudaRunner::Impl::check_slots(const ForwardBatch& b, bool& any_lora) const 
     for (int s = 0; s < b.n_seqs(); ++s) {
         int slot = b.seq_lora_slot.empty() ? 0 : b.seq_lora_slot[std::size_t(s)];
         if (slot < 0 || slot > n_slots || (slot > 0 && !slot_loaded[std::size_t(slot)]))
-            throw_error(ErrorCode::internal, fmt::format("sequence {} uses LoRA slot {} which holds no adapter", s, slot));
+            throw_error(ErrorCode::internal,
+                        fmt::format("sequence {} uses LoRA slot {} which holds no adapter", s, slot));
         any_lora = any_lora || slot > 0;
     }
 }
@@ -62,7 +62,8 @@ void CudaRunner::Impl::check_slots(const ForwardBatch& b, bool& any_lora) const 
 void CudaRunner::Impl::run_step(const ForwardBatch& b) {
     if (n_pages == 0) throw_error(ErrorCode::internal, "CudaRunner::forward before allocate_kv");
     if (b.page_size != page_size)
-        throw_error(ErrorCode::internal, fmt::format("batch page_size {} differs from the pool's {}", b.page_size, page_size));
+        throw_error(ErrorCode::internal,
+                    fmt::format("batch page_size {} differs from the pool's {}", b.page_size, page_size));
     b.validate(n_pages, cfg.vocab_size);
     wait_for_lora_slots(b);  // uploads of the slots this step uses land before it (eager or replayed) reads them
     if (opts.cuda_graphs && run_graph_step(b)) {
@@ -126,7 +127,8 @@ void CudaRunner::Impl::run_eager_step(const ForwardBatch& b) {
         h.back() = b.qo_indptr[s + 1];
     }
     sm.n_segs = int(seg_slots.size());
-    for (int i = 0; i < sm.n_segs; ++i) sm.max_seg_len = std::max(sm.max_seg_len, h[L.seg_indptr + i + 1] - h[L.seg_indptr + i]);
+    for (int i = 0; i < sm.n_segs; ++i)
+        sm.max_seg_len = std::max(sm.max_seg_len, h[L.seg_indptr + i + 1] - h[L.seg_indptr + i]);
     L.seg_slot = h.size(), h.insert(h.end(), seg_slots.begin(), seg_slots.end());
     L.logits = h.size(), h.insert(h.end(), b.logits_indices.begin(), b.logits_indices.end());
     static_assert(sizeof(kernels::AttentionWorkItem) == 16 && sizeof(kernels::AttentionMergeGroup) == 16);
@@ -167,8 +169,8 @@ kernels::SgmvParams CudaRunner::Impl::lora_params(const StepMeta& sm, int layer,
         auto [in, out] = module_dims(mi);
         std::size_t t = std::size_t(layer) * kNumLoraModules + mi;
         const uint16_t* a = base + module_offset[t];
-        p.slices[j] = {a, a + std::size_t(max_rank) * in, d_ranks + t * (n_slots + 1), d_scales + t * (n_slots + 1),
-                       offset, out};
+        p.slices[j] = {
+            a, a + std::size_t(max_rank) * in, d_ranks + t * (n_slots + 1), d_scales + t * (n_slots + 1), offset, out};
         offset += out;
     }
     return p;
@@ -226,13 +228,16 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm) {
     for (int l = 0; l < cfg.n_layers; ++l) {
         const DeviceLayer& w = layers[std::size_t(l)];
         if (!(opts.ablate & kAblateNorms))
-            launch_check(kernels::add_rmsnorm(l == 0 ? nullptr : proj, residual, w.in_norm, nullptr, n, hid, eps, xn, stream),
-                         "add_rmsnorm");
-        if (!(opts.ablate & kAblateProjections)) projection(sm, l, 0, w.wqkv, w.bqkv, xn, hid, hid, qkv_dim, qkv, qkv_dim, int(LoraModule::q), 3, false);
+            launch_check(
+                kernels::add_rmsnorm(l == 0 ? nullptr : proj, residual, w.in_norm, nullptr, n, hid, eps, xn, stream),
+                "add_rmsnorm");
+        if (!(opts.ablate & kAblateProjections))
+            projection(sm, l, 0, w.wqkv, w.bqkv, xn, hid, hid, qkv_dim, qkv, qkv_dim, int(LoraModule::q), 3, false);
 
         auto* k_pages = reinterpret_cast<uint16_t*>(kv.data()) + std::size_t(l) * 2 * kv_layer_elems;
         kernels::RopeKvParams rp;
-        rp.qkv = qkv, rp.qkv_row_stride = qkv_dim, rp.n_tokens = n, rp.n_heads = cfg.n_heads, rp.n_kv_heads = cfg.n_kv_heads;
+        rp.qkv = qkv, rp.qkv_row_stride = qkv_dim, rp.n_tokens = n, rp.n_heads = cfg.n_heads,
+        rp.n_kv_heads = cfg.n_kv_heads;
         rp.head_dim = cfg.head_dim, rp.positions = sm.positions, rp.kv_slots = sm.kv_slots, rp.inv_freq = inv_freq;
         rp.q_norm = w.q_norm, rp.k_norm = w.k_norm, rp.norm_eps = eps, rp.k_pages = k_pages;
         rp.v_pages = k_pages + kv_layer_elems;
@@ -246,18 +251,23 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm) {
         ap.out = attn;
         if (!(opts.ablate & kAblateAttention)) run_attention(sm, ap);
 
-        if (!(opts.ablate & kAblateProjections)) projection(sm, l, 1, w.wo, w.bo, attn, qd, qd, hid, proj, hid, int(LoraModule::o), 1, false);
+        if (!(opts.ablate & kAblateProjections))
+            projection(sm, l, 1, w.wo, w.bo, attn, qd, qd, hid, proj, hid, int(LoraModule::o), 1, false);
 
         if (!(opts.ablate & kAblateNorms))
-            launch_check(kernels::add_rmsnorm(proj, residual, w.post_norm, nullptr, n, hid, eps, xn, stream), "add_rmsnorm");
-        if (!(opts.ablate & kAblateProjections)) projection(sm, l, 2, w.wgu, w.bgu, xn, hid, hid, 2 * inter, gate_up, 2 * inter, int(LoraModule::gate), 2, true);
-        if (!(opts.ablate & kAblateProjections)) projection(sm, l, 3, w.wd, w.bd, act, inter, inter, hid, proj, hid, int(LoraModule::down), 1, false);
+            launch_check(kernels::add_rmsnorm(proj, residual, w.post_norm, nullptr, n, hid, eps, xn, stream),
+                         "add_rmsnorm");
+        if (!(opts.ablate & kAblateProjections))
+            projection(sm, l, 2, w.wgu, w.bgu, xn, hid, hid, 2 * inter, gate_up, 2 * inter, int(LoraModule::gate), 2,
+                       true);
+        if (!(opts.ablate & kAblateProjections))
+            projection(sm, l, 3, w.wd, w.bd, act, inter, inter, hid, proj, hid, int(LoraModule::down), 1, false);
     }
     // Only the rows that need logits get the last residual add, the final norm and lm_head.
     if (!(opts.ablate & kAblateNorms))
         launch_check(kernels::add_rmsnorm(cfg.n_layers > 0 ? proj : nullptr, residual, final_norm, sm.logits_idx,
-                                      sm.n_logits, hid, eps, logit_rows, stream),
-                 "final norm");
+                                          sm.n_logits, hid, eps, logit_rows, stream),
+                     "final norm");
     if (opts.ablate & kAblateLmHead) return;
     if (use_gemv(sm.n_logits)) {
         kernels::GemvParams g;
@@ -277,7 +287,8 @@ CudaRunner::GraphStats CudaRunner::graph_stats() const { return m->stats; }
 void CudaRunner::forward(const ForwardBatch& batch, std::vector<float>& out) {
     m->run_step(batch);
     const std::size_t count = batch.logits_indices.size() * std::size_t(m->cfg.vocab_size);
-    cuda_check(cudaMemcpyAsync(m->h_out.data(), m->logits, count * 4, cudaMemcpyDeviceToHost, m->stream), "logits download");
+    cuda_check(cudaMemcpyAsync(m->h_out.data(), m->logits, count * 4, cudaMemcpyDeviceToHost, m->stream),
+               "logits download");
     cuda_check(cudaStreamSynchronize(m->stream), "forward");
     out.resize(count);
     std::memcpy(out.data(), m->h_out.data(), count * 4);

@@ -19,11 +19,11 @@ namespace loradesk::runtime::cuda {
 namespace {
 
 constexpr int kBuckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
-constexpr int kMinAttItems = 4096;          // split-K partials planned for (about 66 KB each at 8 KV heads x 128)
+constexpr int kMinAttItems = 4096;  // split-K partials planned for (about 66 KB each at 8 KV heads x 128)
 constexpr int kMaxSplits = 64;
-constexpr int kKeysPerSplit = 256;          // long contexts get more splits so that no block walks them alone
-constexpr int kWholeSequenceKeys = 1024;    // up to this context, one block per sequence and KV head (no split)
-constexpr int kSegTokens = 4;               // graph LoRA segments are cut to this many tokens (one SGMV block row)
+constexpr int kKeysPerSplit = 256;        // long contexts get more splits so that no block walks them alone
+constexpr int kWholeSequenceKeys = 1024;  // up to this context, one block per sequence and KV head (no split)
+constexpr int kSegTokens = 4;             // graph LoRA segments are cut to this many tokens (one SGMV block row)
 constexpr std::size_t kCublasWorkspace = std::size_t(32) << 20;
 
 std::size_t align_up(std::size_t v) { return (v + 255) & ~std::size_t(255); }
@@ -47,19 +47,19 @@ void CudaRunner::Impl::allocate_workspace(int n_tokens, int n_logits, int n_item
     const std::size_t T = std::size_t(ws_tokens), H = std::size_t(cfg.hidden_size);
     const std::size_t qkv_dim = std::size_t(cfg.q_dim() + 2 * cfg.kv_dim()), inter = std::size_t(cfg.intermediate_size);
     const std::size_t sizes[] = {
-        T * H * 4,                                                   // residual (f32)
-        T * H * 2,                                                   // xn
-        T * qkv_dim * 2,                                             // qkv
-        T * std::size_t(cfg.q_dim()) * 2,                            // attn
-        T * H * 2,                                                   // proj
-        T * inter * 4,                                               // gate_up (2 x inter bf16)
-        T * inter * 2,                                               // act
-        T * 3 * std::size_t(std::max(max_rank, 64)) * 4,             // xa: slots configured later up to rank 64 fit
-        std::size_t(ws_logits) * H * 2,                              // logit rows
-        std::size_t(ws_logits) * cfg.vocab_size * 4,                 // logits
+        T * H * 4,                                        // residual (f32)
+        T * H * 2,                                        // xn
+        T * qkv_dim * 2,                                  // qkv
+        T * std::size_t(cfg.q_dim()) * 2,                 // attn
+        T * H * 2,                                        // proj
+        T * inter * 4,                                    // gate_up (2 x inter bf16)
+        T * inter * 2,                                    // act
+        T * 3 * std::size_t(std::max(max_rank, 64)) * 4,  // xa: slots configured later up to rank 64 fit
+        std::size_t(ws_logits) * H * 2,                   // logit rows
+        std::size_t(ws_logits) * cfg.vocab_size * 4,      // logits
         kernels::attention_workspace_bytes(std::size_t(ws_att_items), cfg.n_kv_heads, cfg.head_dim),
-        std::size_t(ws_logits) * 4,                                  // greedy ids
-        std::size_t(cfg.n_layers) * 4 * 2 * 4,                       // gemv LoRA handshakes
+        std::size_t(ws_logits) * 4,             // greedy ids
+        std::size_t(cfg.n_layers) * 4 * 2 * 4,  // gemv LoRA handshakes
         kCublasWorkspace,
     };
     std::size_t total = 0;
@@ -67,7 +67,11 @@ void CudaRunner::Impl::allocate_workspace(int n_tokens, int n_logits, int n_item
     workspace.allocate(total, "the forward workspace");
     uint8_t* p = workspace.data();
     std::size_t i = 0;
-    auto take = [&]() { uint8_t* r = p; p += align_up(sizes[i++]); return r; };
+    auto take = [&]() {
+        uint8_t* r = p;
+        p += align_up(sizes[i++]);
+        return r;
+    };
     residual = reinterpret_cast<float*>(take());
     xn = reinterpret_cast<uint16_t*>(take());
     qkv = reinterpret_cast<uint16_t*>(take());
@@ -92,8 +96,8 @@ void CudaRunner::Impl::allocate_workspace(int n_tokens, int n_logits, int n_item
 void CudaRunner::Impl::plan_workspace() {
     if (stream) cuda_check(cudaStreamSynchronize(stream), "workspace plan");
     const int tokens = std::max(opts.max_batch_tokens, 1), rows = std::max(opts.max_logits, 1);
-    const int group = cfg.n_heads / cfg.n_kv_heads, tiles_per_token = (group + kernels::kAttentionTileRows - 1) /
-                                                                      kernels::kAttentionTileRows;
+    const int group = cfg.n_heads / cfg.n_kv_heads,
+              tiles_per_token = (group + kernels::kAttentionTileRows - 1) / kernels::kAttentionTileRows;
     allocate_workspace(tokens, rows, kMinAttItems);
     // Meta: per-token arrays, per-sequence arrays (a sequence has >= 1 token), plan structs, page tables.
     const std::size_t groups = std::size_t(tokens) * tiles_per_token + std::size_t(tokens);
@@ -108,11 +112,13 @@ void CudaRunner::Impl::plan_workspace() {
 void CudaRunner::Impl::ensure_workspace(int n_tokens, int n_logits, int n_items, int n_meta) {
     if (n_tokens > ws_tokens || n_logits > ws_logits || n_items > ws_att_items) {
         cuda_check(cudaStreamSynchronize(stream), "workspace resize");
-        log::warn("CUDA runner: a batch of {} tokens / {} logits rows / {} attention items exceeds the planned "
-                  "workspace ({} / {} / {}); growing it (raise CudaRunnerOptions to avoid this)",
-                  n_tokens, n_logits, n_items, ws_tokens, ws_logits, ws_att_items);
+        log::warn(
+            "CUDA runner: a batch of {} tokens / {} logits rows / {} attention items exceeds the planned "
+            "workspace ({} / {} / {}); growing it (raise CudaRunnerOptions to avoid this)",
+            n_tokens, n_logits, n_items, ws_tokens, ws_logits, ws_att_items);
         ++stats.workspace_grows;
-        allocate_workspace(std::max(n_tokens, ws_tokens), std::max(n_logits, ws_logits), std::max(n_items, ws_att_items));
+        allocate_workspace(std::max(n_tokens, ws_tokens), std::max(n_logits, ws_logits),
+                           std::max(n_items, ws_att_items));
     }
     if (n_meta > ws_meta) {
         cuda_check(cudaStreamSynchronize(stream), "metadata resize");
@@ -151,7 +157,8 @@ bool CudaRunner::Impl::run_graph_step(const ForwardBatch& b) {
     // alone would leave most SMs idle; each split costs a partial that the merge must read back.
     const int fill = pow2_at_least((n_sms + B * tiles * cfg.n_kv_heads - 1) / (B * tiles * cfg.n_kv_heads));
     const int per_keys = pow2_at_least((max_kv + kKeysPerSplit - 1) / kKeysPerSplit);
-    int splits = std::min(std::max(per_keys, std::min(fill, std::min(8, pow2_at_least((max_kv + 63) / 64)))), kMaxSplits);
+    int splits =
+        std::min(std::max(per_keys, std::min(fill, std::min(8, pow2_at_least((max_kv + 63) / 64)))), kMaxSplits);
     // Up to kWholeSequenceKeys keys the decode kernel walks a sequence in one 8-warp block and writes the output
     // itself: at batch 1 the split-K partials and the merge launch cost more than the parallelism buys.
     kernels::AttentionParams probe;
@@ -205,7 +212,8 @@ bool CudaRunner::Impl::run_graph_step(const ForwardBatch& b) {
         s = e;
     }
     for (int i = n_segs; i < B; ++i) h[o_seg + i + 1] = n, h[o_segslot + i] = 0;
-    kernels::plan_attention_splits(h.data() + o_qo, h.data() + o_kvp, h.data() + o_last, B, page_size, group, splits, plan);
+    kernels::plan_attention_splits(h.data() + o_qo, h.data() + o_kvp, h.data() + o_last, B, page_size, group, splits,
+                                   plan);
     std::memcpy(h.data() + o_items, plan.items.data(), plan.items.size() * 16);
     std::memcpy(h.data() + o_groups, plan.groups.data(), plan.groups.size() * 16);
     h.insert(h.end(), b.kv_indices.begin(), b.kv_indices.end());
@@ -221,7 +229,8 @@ bool CudaRunner::Impl::run_graph_step(const ForwardBatch& b) {
         sm.n = sm.n_seqs = sm.n_logits = B;
         sm.n_segs = B, sm.max_seg_len = seg_cap, sm.n_items = n_items, sm.n_groups = n_groups, sm.any_lora = any_lora;
         sm.split_decode_only = true;
-        sm.token_ids = meta + o_tok, sm.positions = meta + o_pos, sm.kv_slots = meta + o_slot, sm.qo_indptr = meta + o_qo;
+        sm.token_ids = meta + o_tok, sm.positions = meta + o_pos, sm.kv_slots = meta + o_slot,
+        sm.qo_indptr = meta + o_qo;
         sm.kv_indptr = meta + o_kvp, sm.kv_indices = meta + o_kv, sm.last_len = meta + o_last;
         sm.seg_indptr = meta + o_seg, sm.seg_slot = meta + o_segslot, sm.logits_idx = meta + o_logits;
         sm.items = reinterpret_cast<const kernels::AttentionWorkItem*>(meta + o_items);

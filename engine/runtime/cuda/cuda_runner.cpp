@@ -9,9 +9,9 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "launchers.h"
 #include "model/model_weights.h"
 #include "ref/ref_kernels.h"
-#include "launchers.h"
 #include "runtime/cuda/cuda_runner_impl.h"
 
 namespace loradesk::runtime::cuda {
@@ -21,7 +21,8 @@ void cuda_check(cudaError_t e, const char* what) {
 }
 
 void cublas_check(cublasStatus_t s, const char* what) {
-    if (s != CUBLAS_STATUS_SUCCESS) throw_error(ErrorCode::internal, fmt::format("{} failed: cuBLAS status {}", what, int(s)));
+    if (s != CUBLAS_STATUS_SUCCESS)
+        throw_error(ErrorCode::internal, fmt::format("{} failed: cuBLAS status {}", what, int(s)));
 }
 
 bool cuda_device_available() {
@@ -84,13 +85,18 @@ void append_bf16(const model::TensorView* t, std::vector<uint16_t>& out) {
 
 std::pair<int, int> CudaRunner::Impl::module_dims(int m) const {
     switch (LoraModule(m)) {
-        case LoraModule::q: return {cfg.hidden_size, cfg.q_dim()};
+        case LoraModule::q:
+            return {cfg.hidden_size, cfg.q_dim()};
         case LoraModule::k:
-        case LoraModule::v: return {cfg.hidden_size, cfg.kv_dim()};
-        case LoraModule::o: return {cfg.q_dim(), cfg.hidden_size};
+        case LoraModule::v:
+            return {cfg.hidden_size, cfg.kv_dim()};
+        case LoraModule::o:
+            return {cfg.q_dim(), cfg.hidden_size};
         case LoraModule::gate:
-        case LoraModule::up: return {cfg.hidden_size, cfg.intermediate_size};
-        case LoraModule::down: return {cfg.intermediate_size, cfg.hidden_size};
+        case LoraModule::up:
+            return {cfg.hidden_size, cfg.intermediate_size};
+        case LoraModule::down:
+            return {cfg.intermediate_size, cfg.hidden_size};
     }
     return {0, 0};
 }
@@ -100,8 +106,10 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
     model::ModelWeights w(model_dir);
     cfg = w.config();
     if (cfg.head_dim % 2 != 0 || cfg.head_dim > 256)
-        throw_expected(ErrorCode::unsupported, fmt::format("the CUDA runner supports head_dim up to 256 (even); this model has {} "
-                                                           "(use --device cpu)", cfg.head_dim));
+        throw_expected(ErrorCode::unsupported,
+                       fmt::format("the CUDA runner supports head_dim up to 256 (even); this model has {} "
+                                   "(use --device cpu)",
+                                   cfg.head_dim));
     struct Item {
         std::vector<const model::TensorView*> parts;
         const uint16_t** dst;
@@ -157,10 +165,12 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
     rs.original_max_position_embeddings = cfg.rope_scaling.original_max_position_embeddings;
     auto freq = kernels::ref::rope_inv_freq(cfg.head_dim, cfg.rope_theta, rs);
     inv_freq = reinterpret_cast<float*>(weights.data() + freq_offset);
-    cuda_check(cudaMemcpy(inv_freq, freq.data(), freq.size() * sizeof(float), cudaMemcpyHostToDevice), "rope table upload");
+    cuda_check(cudaMemcpy(inv_freq, freq.data(), freq.size() * sizeof(float), cudaMemcpyHostToDevice),
+               "rope table upload");
 }
 
-CudaRunner::CudaRunner(const std::string& model_dir, int device, CudaRunnerOptions options) : m(std::make_unique<Impl>()) {
+CudaRunner::CudaRunner(const std::string& model_dir, int device, CudaRunnerOptions options)
+    : m(std::make_unique<Impl>()) {
     m->opts = options;
     kernels::set_programmatic_dependent_launch(options.programmatic_launch);
     int n = 0;

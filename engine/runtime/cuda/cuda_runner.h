@@ -42,15 +42,15 @@ struct CudaRunnerOptions {
 };
 
 enum CudaAblation : unsigned {
-    kAblateNorms = 1u << 0,      // add + RMSNorm (both per layer and the final one)
+    kAblateNorms = 1u << 0,        // add + RMSNorm (both per layer and the final one)
     kAblateProjections = 1u << 1,  // q|k|v, o, gate|up, down (with their fused or separate LoRA, bias, SwiGLU)
-    kAblateRope = 1u << 2,       // q/k norm + RoPE + KV write
+    kAblateRope = 1u << 2,         // q/k norm + RoPE + KV write
     kAblateAttention = 1u << 3,
     kAblateLmHead = 1u << 4,
 };
 
 class CudaRunner final : public ModelRunner {
-public:
+  public:
     // Loads model_dir onto GPU `device`. Throws Error(unavailable) without a driver/GPU or when the
     // weights do not fit, Error(corrupt_file/unsupported) for a bad checkpoint.
     explicit CudaRunner(const std::string& model_dir, int device = 0, CudaRunnerOptions options = {});
@@ -97,7 +97,7 @@ public:
 
     struct Impl;
 
-private:
+  private:
     std::unique_ptr<Impl> m;
 };
 

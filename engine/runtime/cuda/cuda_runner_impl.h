@@ -25,7 +25,7 @@ void cublas_check(cublasStatus_t s, const char* what);
 
 // One cudaMalloc'd block; freed on destruction.
 class DeviceArena {
-public:
+  public:
     DeviceArena() = default;
     ~DeviceArena();
     DeviceArena(const DeviceArena&) = delete;
@@ -35,19 +35,19 @@ public:
     uint8_t* data() const { return m_ptr; }
     std::size_t bytes() const { return m_bytes; }
 
-private:
+  private:
     uint8_t* m_ptr = nullptr;
     std::size_t m_bytes = 0;
 };
 
 // Page-locked host memory for async copies; freed on destruction.
 class PinnedBuffer {
-public:
+  public:
     ~PinnedBuffer();
     void reserve(std::size_t bytes);  // grows only
     uint8_t* data() const { return m_ptr; }
 
-private:
+  private:
     uint8_t* m_ptr = nullptr;
     std::size_t m_bytes = 0;
 };
@@ -116,7 +116,7 @@ struct CudaRunner::Impl {
     std::vector<bool> slot_loaded;           // [n_slots + 1]
     std::shared_ptr<LoraPinnedPool> pinned_pool = std::make_shared<LoraPinnedPool>();
     std::vector<std::shared_ptr<const PreparedLora>> slot_source;  // prepared form a slot's upload reads
-    int32_t* d_ranks = nullptr;              // [n_layers][7][n_slots + 1], inside the lora arena
+    int32_t* d_ranks = nullptr;                                    // [n_layers][7][n_slots + 1], inside the lora arena
     float* d_scales = nullptr;
 
     // Per-step workspace, planned for ws_tokens tokens / ws_logits logits rows / ws_att_items attention items
@@ -156,7 +156,7 @@ struct CudaRunner::Impl {
     kernels::SgmvParams lora_params(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x,
                                     int64_t x_stride) const;
     void apply_lora(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x, int64_t x_stride,
-              uint16_t* y, int64_t y_stride);
+                    uint16_t* y, int64_t y_stride);
     // One projection y = x W^T (+ bias) (+ LoRA of modules [first_module, +n_modules)) (SwiGLU when swiglu: y is
     // then the activation, inter wide): the skinny GEMM with everything fused for small batches, else cuBLAS
     // followed by bias_add, SGMV and silu_mul. site: the layer's LoRA call site (0 qkv, 1 o, 2 gate/up, 3 down).

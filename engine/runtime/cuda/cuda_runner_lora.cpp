@@ -80,7 +80,8 @@ std::size_t compact_elems(const CudaRunner::Impl& s, const LoraWeights& w) {
 }
 
 // Pinned buffer from the pool (the smallest that fits) or a fresh one; returned to the pool on release.
-std::shared_ptr<uint8_t> take_pinned(const std::shared_ptr<LoraPinnedPool>& pool, std::size_t bytes, std::size_t& capacity) {
+std::shared_ptr<uint8_t> take_pinned(const std::shared_ptr<LoraPinnedPool>& pool, std::size_t bytes,
+                                     std::size_t& capacity) {
     uint8_t* ptr = nullptr;
     {
         std::lock_guard lock(pool->mutex);
@@ -125,7 +126,7 @@ std::shared_ptr<uint8_t> take_pinned(const std::shared_ptr<LoraPinnedPool>& pool
 // The CUDA runner's prepared adapter: one pinned buffer holding the rank and scale columns ([n_layers * 7]
 // each) and the compact bf16 values, plus the copies that place the values in a slot.
 class CudaPreparedLora final : public PreparedLora {
-public:
+  public:
     const CudaRunner::Impl* owner = nullptr;
     int max_rank = 0;  // of the slots it was laid out for
     std::shared_ptr<uint8_t> buffer;
@@ -147,9 +148,11 @@ LoraPinnedPool::~LoraPinnedPool() {
 void CudaRunner::Impl::validate_lora(const LoraWeights& w) const {
     if (n_slots == 0) throw_error(ErrorCode::internal, "LoRA weights given to a CUDA runner without LoRA slots");
     if (int(w.layers.size()) != cfg.n_layers)
-        throw_expected(ErrorCode::invalid_argument,
-                       fmt::format("LoRA weights have {} layers but the base model has {} (is the adapter for another base model?)",
-                                   w.layers.size(), cfg.n_layers));
+        throw_expected(
+            ErrorCode::invalid_argument,
+            fmt::format(
+                "LoRA weights have {} layers but the base model has {} (is the adapter for another base model?)",
+                w.layers.size(), cfg.n_layers));
     for (std::size_t l = 0; l < w.layers.size(); ++l)
         for (int mi = 0; mi < kNumLoraModules; ++mi) {
             const LoraModuleWeights& mw = w.layers[l][std::size_t(mi)];
@@ -158,13 +161,14 @@ void CudaRunner::Impl::validate_lora(const LoraWeights& w) const {
             std::string where = fmt::format("layer {} {}", l, lora_module_name(LoraModule(mi)));
             if (mw.rank < 0 || mw.rank > max_rank)
                 throw_expected(ErrorCode::invalid_argument,
-                               fmt::format("LoRA {} has rank {} but slots hold at most rank {} (raise --max-lora-rank)", where,
-                                           mw.rank, max_rank));
+                               fmt::format("LoRA {} has rank {} but slots hold at most rank {} (raise --max-lora-rank)",
+                                           where, mw.rank, max_rank));
             if (mw.a.size() != std::size_t(mw.rank) * in || mw.b.size() != std::size_t(out) * mw.rank)
-                throw_expected(ErrorCode::invalid_argument,
-                               fmt::format("LoRA {} expects A [{}, {}] and B [{}, {}] for this base model but got {} and {} "
-                                           "values (is the adapter for another base model?)",
-                                           where, mw.rank, in, out, mw.rank, mw.a.size(), mw.b.size()));
+                throw_expected(
+                    ErrorCode::invalid_argument,
+                    fmt::format("LoRA {} expects A [{}, {}] and B [{}, {}] for this base model but got {} and {} "
+                                "values (is the adapter for another base model?)",
+                                where, mw.rank, in, out, mw.rank, mw.a.size(), mw.b.size()));
         }
 }
 
@@ -172,7 +176,8 @@ void CudaRunner::configure_lora_slots(int n_slots, int max_rank) {
     if (n_slots < 0 || max_rank < 0)
         throw_expected(ErrorCode::invalid_argument, "LoRA slots and max rank must not be negative");
     if (max_rank > 1024)
-        throw_expected(ErrorCode::unsupported, fmt::format("the CUDA runner supports LoRA ranks up to 1024, not {}", max_rank));
+        throw_expected(ErrorCode::unsupported,
+                       fmt::format("the CUDA runner supports LoRA ranks up to 1024, not {}", max_rank));
     auto& s = *m;
     cuda_check(cudaSetDevice(s.device), "cudaSetDevice");
     if (s.stream) cuda_check(cudaStreamSynchronize(s.stream), "configure_lora_slots");
