@@ -72,7 +72,7 @@ void bench_attention(int batch_size, int ctx, double bw) {
 
 // Attention splits per row tile exactly as the decode graphs choose them (engine/runtime/cuda/cuda_graphs.cpp:
 // about two waves of blocks, one split per 256 keys, at most 64, within a 4096-item workspace; none up to
-// 1,024 keys; ~64-key splits when batch x KV heads x 4 fits in the SMs).
+// 1,024 keys).
 int graph_splits(int batch, int n_kv, int max_kv, int n_sms) {
     auto pow2_at_least = [](int v) {
         int p = 1;
@@ -82,13 +82,8 @@ int graph_splits(int batch, int n_kv, int max_kv, int n_sms) {
     const int fill = pow2_at_least((n_sms + batch * n_kv - 1) / (batch * n_kv));
     const int per_keys = pow2_at_least((max_kv + 255) / 256);
     int splits = std::min(std::max(per_keys, std::min(fill, std::min(8, pow2_at_least((max_kv + 63) / 64)))), 64);
-    if (max_kv <= 1024) splits = 1;  // whole sequences per block up to 1,024 keys
-    if (batch * n_kv * 4 <= n_sms && max_kv >= 128) {  // tiny batches: ~64-key items, thread-group kernel
-        splits = 1;
-        while (splits * 2 <= 64 && splits * 2 * 64 <= max_kv) splits *= 2;
-    }
     while (splits > 1 && batch * splits > 4096) splits /= 2;
-    return splits;
+    return max_kv <= 1024 ? 1 : splits;  // whole sequences per block up to 1,024 keys
 }
 
 // attention() and attention_decode() on the same graph split plan, decode batch of batch_size x ctx keys.

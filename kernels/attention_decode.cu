@@ -362,12 +362,6 @@ cudaError_t attention_decode(const AttentionParams& p, const AttentionWorkItem* 
     // As many items as merge groups: each group (row tile) has exactly one item spanning its whole causal
     // horizon, so the block can normalise and write the output itself.
     const bool direct = n_items == n_groups;
-    // Split plans of GQA groups up to 4 go to the thread-group kernel: several lanes per key cut the serial
-    // work per warp that bounds short key ranges (docs/kernel-benchmarks.md).
-    if (!direct && detail::attention_decode_groups_supported(p)) {
-        cudaError_t e = detail::attention_decode_groups(p, items, n_items, workspace, stream);
-        return e != cudaSuccess ? e : detail::attention_merge(p, groups, n_groups, workspace, stream);
-    }
     cudaError_t e = cudaErrorInvalidValue;
     switch (p.head_dim) {
         case 64:

@@ -15,10 +15,4 @@ namespace loradesk::kernels::detail {
 cudaError_t attention_merge(const AttentionParams& p, const AttentionMergeGroup* groups, int n_groups,
                             const float* workspace, cudaStream_t stream);
 
-// Split-K decode partials with several lanes per key (attention_decode_groups.cu): same partial layout as
-// attention_decode's split mode. Supported for head_dim 64/128, group <= 4 and 16-byte aligned q rows.
-bool attention_decode_groups_supported(const AttentionParams& p);
-cudaError_t attention_decode_groups(const AttentionParams& p, const AttentionWorkItem* items, int n_items,
-                                    float* workspace, cudaStream_t stream);
-
 }  // namespace loradesk::kernels::detail

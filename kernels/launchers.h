@@ -44,9 +44,6 @@ cudaError_t gemv(const GemvParams& p, cudaStream_t stream);
 cudaError_t attention_decode(const AttentionParams& p, const AttentionWorkItem* items, int n_items,
                              const AttentionMergeGroup* groups, int n_groups, float* workspace, cudaStream_t stream);
 bool attention_decode_supported(const AttentionParams& p);
-// True when attention_decode runs split plans of p on its thread-group kernel (head_dim 64/128, GQA group <= 4,
-// 16-byte aligned q rows): short key ranges per item are then cheap, so callers may split keys finely.
-bool attention_decode_split_groups_supported(const AttentionParams& p);
 // Tensor-core causal attention for prefill-shaped sequences over the same paged layout: tiles (device
 // copy, from plan_attention_mixed) name 64-row blocks of sequences; each is computed against all keys up
 // to its causal horizon and written straight to p.out (no workspace). head_dim 64, 128 or 256 only; the

@@ -260,9 +260,7 @@ class TstKernelsCuda : public QObject {
         for (int ctx : {1, 7, 16, 17, 733, 1500, 4100}) seqs.push_back({1, ctx});
         if (prefill) seqs = {{1, 1}, {19, 19}, {7, 40}, {3, 1500}, {1, 7}};
         auto batch = make_paged_batch(rng, seqs, page_size);
-        // Padded q rows; 16-byte aligned on even planners, so that split plans of group <= 4 and head_dim 64/128
-        // reach the thread-group kernel (attention_decode_groups.cu), odd ones keep the lane-per-key kernel.
-        const int n = batch.n_tokens(), q_stride = n_heads * hd + (planner % 2 == 0 ? 8 : 3);
+        const int n = batch.n_tokens(), q_stride = n_heads * hd + 3;
         auto q = random_bf16(rng, std::size_t(n) * q_stride, -2.0f, 2.0f);
         auto k_pages = random_bf16(rng, std::size_t(batch.n_pages) * page_size * n_kv * hd, -2.0f, 2.0f);
         auto v_pages = random_bf16(rng, k_pages.size());

@@ -23,7 +23,6 @@ constexpr int kMinAttItems = 4096;  // split-K partials planned for (about 66 KB
 constexpr int kMaxSplits = 64;
 constexpr int kKeysPerSplit = 256;        // long contexts get more splits so that no block walks them alone
 constexpr int kWholeSequenceKeys = 1024;  // up to this context, one block per sequence and KV head (no split)
-constexpr int kGroupKeys = 64;            // keys per item of the thread-group decode kernel at tiny batches
 constexpr int kSegTokens = 4;             // graph LoRA segments are cut to this many tokens (one SGMV block row)
 constexpr std::size_t kCublasWorkspace = std::size_t(32) << 20;
 
@@ -166,14 +165,6 @@ bool CudaRunner::Impl::run_graph_step(const ForwardBatch& b) {
     probe.n_heads = cfg.n_heads, probe.n_kv_heads = cfg.n_kv_heads, probe.head_dim = cfg.head_dim;
     probe.page_size = page_size, probe.k_pages = probe.v_pages = reinterpret_cast<const uint16_t*>(kv.data());
     if (max_kv <= kWholeSequenceKeys && kernels::attention_decode_supported(probe)) splits = 1;
-    // A few sequences alone would leave most SMs idle even split: cut keys into ~64-key items for the
-    // thread-group decode kernel (several lanes per key), as many as the workspace holds.
-    probe.q = qkv, probe.q_row_stride = cfg.q_dim() + 2 * cfg.kv_dim();
-    if (B * cfg.n_kv_heads * 4 <= n_sms && max_kv >= 2 * kGroupKeys && kernels::attention_decode_supported(probe) &&
-        kernels::attention_decode_split_groups_supported(probe)) {
-        splits = 1;
-        while (splits * 2 <= kMaxSplits && splits * 2 * kGroupKeys <= max_kv) splits *= 2;
-    }
     while (splits > 1 && B * tiles * splits > ws_att_items) splits /= 2;
     if (B * tiles * splits > ws_att_items) return false;
 
