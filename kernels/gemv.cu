@@ -57,27 +57,13 @@ __device__ void lora_shrink_warp(const GemvParams& p, int wid, int lane) {
     if (slot <= 0 || r >= s.slices[j].ranks[slot]) return;
     const uint16_t* a = s.slices[j].a + int64_t(slot - 1) * s.slot_stride + int64_t(r) * p.in;
     const uint16_t* x = p.x + int64_t(t) * p.x_row_stride;
-    // The consumers wait for this dot: keep kShrinkBatch A and x loads in flight per lane instead of one
-    // round trip per 256 elements (a 4096-long dot was 16 serial trips).
-    constexpr int kShrinkBatch = 4;
     float acc = 0.0f;
-    for (int k0 = lane * 8; k0 < p.in; k0 += kChunk * kShrinkBatch) {
-        uint4 av[kShrinkBatch], xv[kShrinkBatch];
+    for (int k = lane * 8; k < p.in; k += kChunk) {
+        float af[8], xf[8];
+        unpack8(__ldg(reinterpret_cast<const uint4*>(a + k)), af);
+        unpack8(__ldg(reinterpret_cast<const uint4*>(x + k)), xf);
 #pragma unroll
-        for (int u = 0; u < kShrinkBatch; ++u) {
-            const int k = k0 + u * kChunk;
-            const uint4 z = make_uint4(0, 0, 0, 0);
-            av[u] = k < p.in ? __ldg(reinterpret_cast<const uint4*>(a + k)) : z;
-            xv[u] = k < p.in ? __ldg(reinterpret_cast<const uint4*>(x + k)) : z;
-        }
-#pragma unroll
-        for (int u = 0; u < kShrinkBatch; ++u) {
-            float af[8], xf[8];
-            unpack8(av[u], af);
-            unpack8(xv[u], xf);
-#pragma unroll
-            for (int e = 0; e < 8; ++e) acc += af[e] * xf[e];
-        }
+        for (int e = 0; e < 8; ++e) acc += af[e] * xf[e];
     }
     acc = warp_sum(acc);
     if (lane == 0) {
