@@ -65,6 +65,8 @@ void cublas_gemm(cublasHandle_t h, const uint16_t* w, const uint16_t* x, int n, 
 }
 
 // A device copy of a GemvCase (weights, x, LoRA slots, segments) and its params.
+constexpr int kSyncCounters = 2048;  // > the 1,005 launches of one median_ms(..., 20)
+
 struct DeviceCase {
     GemvCase c;
     DeviceBuffer<uint16_t> w, x, y;
@@ -76,7 +78,7 @@ struct DeviceCase {
         xa.resize(c.xa.size() + 1), scales.upload(c.scales), ranks.upload(c.ranks);
         segp.upload(c.seg_indptr.empty() ? std::vector<int32_t>{0} : c.seg_indptr);
         segs.upload(c.seg_slot.empty() ? std::vector<int32_t>{0} : c.seg_slot);
-        sync.upload({0, 0});
+        sync.upload(std::vector<int32_t>(kSyncCounters, 0));
         std::vector<const uint16_t*> a, bt;
         for (int j = 0; j < c.n_slices; ++j) {
             ab.push_back(std::make_unique<DeviceBuffer<uint16_t>>(c.a[j]));
@@ -96,7 +98,15 @@ void bench_site(cublasHandle_t h, const Model& m, const Shape& s, int n, double 
     const float t_cublas =
         median_ms([&] { cublas_gemm(h, plain.w.get(), plain.x.get(), n, s.in, s.out, y.get(), false); }, 20);
     const float t_gemv = median_ms([&] { gemv(plain.p, nullptr); }, 20);
-    const float t_lora = median_ms([&] { gemv(lora.p, nullptr); }, 20);
+    // A fresh zeroed counter per launch (the runner zeroes them with one memset per step).
+    int launch_no = 0;
+    const float t_lora = median_ms(
+        [&] {
+            GemvParams q = lora.p;
+            q.sync = lora.sync.get() + launch_no++ % kSyncCounters;
+            gemv(q, nullptr);
+        },
+        20);
     const double bytes = double(s.in) * s.out * 2, floor_us = bytes / bw * 1e6;
     std::printf("| %s | %s %d->%d | %d | %.1f | %.1f (%.0f%%) | %.1f | %.1f |\n", m.name, s.name, s.in, s.out, n,
                 t_cublas * 1e3, t_gemv * 1e3, 100.0 * floor_us / (t_gemv * 1e3), t_lora * 1e3, floor_us);

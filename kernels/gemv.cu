@@ -5,7 +5,8 @@
 // trips through memory: bias, the SwiGLU activation of the MLP (the warp owns gate row c and up row c),
 // and the whole LoRA delta — the first blocks of the grid compute the SGMV shrink, the rest wait for it
 // (blocks start in index order, so the waiters never hold back the producers) and add s·(x·Aᵀ)·Bᵀ to
-// their rows before rounding: one launch per projection, adapters or not.
+// their rows before rounding: one launch per projection, adapters or not. The caller zeroes the counter
+// before each launch (kernel_params.h).
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -214,11 +215,15 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p, int n_shri
     if (p.lora) {  // producers publish xa; consumers wait for every producer block
         __syncthreads();
         if (threadIdx.x == 0) {
-            if (producer)
-                atomicAdd(p.sync, 1);
-            else
-                while (atomicAdd(p.sync, 0) < n_shrink_blocks) __nanosleep(64);
-            __threadfence();
+            if (producer) {
+                atomicAdd(p.sync, 1);  // after the __threadfence of every warp that wrote xa
+            } else {
+                int ready = 0;  // plain acquire loads: polling with atomics would queue behind the producers'
+                do {
+                    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(ready) : "l"(p.sync) : "memory");
+                    if (ready < n_shrink_blocks) __nanosleep(32);
+                } while (ready < n_shrink_blocks);
+            }
         }
         __syncthreads();
     }
@@ -244,14 +249,6 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p, int n_shri
                 v0 = v0 / (1.0f + __expf(-v0)) * v1;
             }
             store(p, t, row, v0);
-        }
-    }
-
-    if (p.lora) {  // the last block out resets the pair for the next launch or graph replay
-        __syncthreads();
-        if (threadIdx.x == 0 && atomicAdd(p.sync + 1, 1) == int(gridDim.x) - 1) {
-            atomicExch(p.sync, 0);
-            atomicExch(p.sync + 1, 0);
         }
     }
 }

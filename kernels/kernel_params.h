@@ -90,9 +90,11 @@ struct SgmvParams {
 // with g and u the gate and up rows' results (bias and LoRA included) kept in f32 — the MLP activation
 // fused into the gate|up projection. lora: the SGMV shrink and expand of `sgmv` fused into the same launch
 // (sgmv.x, in_features, xa, segments and slices as for sgmv_shrink; its y fields are unused): the first
-// blocks compute xa and publish it through sync[0]; the others wait for it before their epilogue. sync
-// points to 2 int32 zeroed once; the launch leaves them zero again, so one pair serves every replay of a
-// call site (give each call site of a graph its own pair).
+// blocks compute xa and count themselves in *sync; the others wait for the count before their epilogue.
+// sync points to an int32 that is zero when the launch starts: the caller zeroes it (the CUDA runner zeroes
+// every call site's counter with one memset at the start of a step). Resetting it in the kernel would need
+// every block to count itself out on one address at the end — same-address atomics that serialise in L2 and
+// cost ~3 µs per launch.
 constexpr int kGemvMaxTokens = 8;
 
 struct GemvParams {

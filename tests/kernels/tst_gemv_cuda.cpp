@@ -1,7 +1,7 @@
 // The skinny GEMM kernel (kernels/gemv.cu) against its twin: token counts 1-8 (every accumulator width),
 // inner sizes that are and are not multiples of a warp's 256-element stride, odd row counts, bias, SwiGLU,
 // f32 output, and fused LoRA with several slots of odd ranks, base-model tokens mixed in, 1-3 slices.
-// Each case runs twice: the second launch checks that the LoRA handshake reset its counters. Label cuda.
+// Each case runs twice on a re-zeroed counter (results must not depend on a previous launch). Label cuda.
 #include <QtTest>
 #include <cmath>
 
@@ -80,9 +80,10 @@ class TstGemvCuda : public QObject {
                                 d_scales.get(), d_segp.get(), d_segs.get(), d_sync.get());
         QVERIFY(gemv_supported(p));
         for (int run = 0; run < 2; ++run) {
+            d_sync.upload({0, 0});  // the caller zeroes the handshake counter before each launch
             cuda_check(loradesk::kernels::gemv(p, nullptr), "gemv launch");
             cuda_check(cudaDeviceSynchronize(), "gemv");
-            QCOMPARE(d_sync.download(), (std::vector<int32_t>{0, 0}));
+            QCOMPARE(d_sync.download()[0] > 0, slices > 0);  // the producer blocks counted themselves
             // Compare only the written columns: the 3 padding columns of each y row stay poisoned.
             const int cols = c.out_cols(), stride = cols + 3;
             std::vector<float> got, want;

@@ -224,6 +224,9 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm) {
     const int n = sm.n, hid = cfg.hidden_size, qd = cfg.q_dim(), kvd = cfg.kv_dim(), inter = cfg.intermediate_size;
     const int qkv_dim = qd + 2 * kvd;
     const float eps = cfg.rms_norm_eps;
+    if (sm.any_lora && n_slots > 0 && use_gemv(n))  // the fused-LoRA counters of every call site start at zero
+        cuda_check(cudaMemsetAsync(gemv_sync, 0, std::size_t(cfg.n_layers) * 4 * 2 * sizeof(int32_t), stream),
+                   "gemv counters");
     launch_check(kernels::embedding_gather(embed, sm.token_ids, n, hid, cfg.vocab_size, residual, stream), "embedding");
     for (int l = 0; l < cfg.n_layers; ++l) {
         const DeviceLayer& w = layers[std::size_t(l)];

@@ -132,7 +132,7 @@ struct CudaRunner::Impl {
     uint16_t* logit_rows = nullptr;
     float *xa = nullptr, *logits = nullptr, *att_ws = nullptr;
     int32_t *meta = nullptr, *greedy = nullptr;
-    int32_t* gemv_sync = nullptr;  // [n_layers][4 LoRA sites][2]: the fused-LoRA handshake of each call site
+    int32_t* gemv_sync = nullptr;  // [n_layers][4 LoRA sites][2]: fused-LoRA counters, zeroed at each step's start
     PinnedBuffer h_meta, h_out;
     kernels::AttentionPlan plan;
     std::vector<kernels::PrefillTile> prefill_tiles;
