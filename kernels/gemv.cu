@@ -212,20 +212,20 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p, int n_shri
     LoraPrefetch<NT> pf;
     if (p.lora && !producer && row0 >= 0) lora_prefetch<NT>(p, row0, row1, lane, pf);
 
-    if (p.lora) {  // producers publish xa; each consumer warp waits for every producer block on its own
-        if (producer) {
-            __syncthreads();  // every warp of the block has written (and fenced) its xa rows
-            if (threadIdx.x == 0) atomicAdd(p.sync, 1);
-        } else {
-            int ready = 0;  // acquire loads by one lane: no block barrier, so a warp never waits for its siblings
-            if (lane == 0) {
+    if (p.lora) {  // producers publish xa; consumers wait for every producer block
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            if (producer) {
+                atomicAdd(p.sync, 1);  // after the __threadfence of every warp that wrote xa
+            } else {
+                int ready = 0;  // plain acquire loads: polling with atomics would queue behind the producers'
                 do {
                     asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(ready) : "l"(p.sync) : "memory");
                     if (ready < n_shrink_blocks) __nanosleep(32);
                 } while (ready < n_shrink_blocks);
             }
-            __syncwarp();
         }
+        __syncthreads();
     }
 
     if (!producer && row0 >= 0) {
