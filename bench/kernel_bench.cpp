@@ -13,6 +13,7 @@
 
 #include "../tests/kernels/device_buffer.h"
 #include "../tests/kernels/kernel_test_util.h"
+#include "attention_case.h"
 #include "attention_plan.h"
 #include "bench_timing.h"
 #include "launchers.h"
@@ -22,12 +23,6 @@ using namespace loradesk::kernels::test;
 
 namespace {
 
-struct Attn {
-    AttentionParams p;
-    PagedBatch batch;
-    std::vector<uint16_t> q, k, v;
-};
-
 void bench_attention(int batch_size, int ctx, double bw) {
     const int n_heads = 32, n_kv = 8, hd = 128, ps = 16;
     std::mt19937 rng(batch_size * 7 + ctx);
@@ -35,32 +30,25 @@ void bench_attention(int batch_size, int ctx, double bw) {
     auto b = make_paged_batch(rng, seqs, ps);
     auto q = random_bf16(rng, std::size_t(b.n_tokens()) * n_heads * hd);
     auto kp = random_bf16(rng, std::size_t(b.n_pages) * ps * n_kv * hd), vp = random_bf16(rng, kp.size());
-    DeviceBuffer<uint16_t> dq(q), dk(kp), dv(vp), dout(q.size());
-    DeviceBuffer<int32_t> dqo(b.qo_indptr), dkvp(b.kv_indptr), dkvi(b.kv_indices), dlast(b.kv_last_page_len);
+    std::vector<uint16_t> ref_out(q.size());
+    const AttentionParams h =
+        host_attention_params(b, q, n_heads * hd, kp, vp, n_heads, n_kv, hd, 0.088f, ref_out.data());
+    DeviceAttention dev(h, b, q, kp, vp);
+    const AttentionParams& p = dev.p;
     AttentionPlan plan;
     plan_attention(b.qo_indptr.data(), b.kv_indptr.data(), b.kv_last_page_len.data(), b.n_seqs(), ps, n_heads / n_kv,
                    256, plan);
     DeviceBuffer<AttentionWorkItem> di(plan.items);
     DeviceBuffer<AttentionMergeGroup> dg(plan.groups);
     DeviceBuffer<float> ws(attention_workspace_bytes(plan.items.size(), n_kv, hd) / 4);
-    AttentionParams p;
-    p.q = dq.get(), p.q_row_stride = n_heads * hd, p.k_pages = dk.get(), p.v_pages = dv.get(), p.qo_indptr = dqo.get();
-    p.kv_indptr = dkvp.get(), p.kv_indices = dkvi.get(), p.kv_last_page_len = dlast.get(), p.n_seqs = b.n_seqs();
-    p.page_size = ps, p.n_heads = n_heads, p.n_kv_heads = n_kv, p.head_dim = hd, p.scale = 0.088f, p.out = dout.get();
     auto run = [&] {
         attention(p, di.get(), int(plan.items.size()), dg.get(), int(plan.groups.size()), ws.get(), nullptr);
     };
     if (batch_size == 1) {  // correctness before timing
         run();
         cuda_check(cudaDeviceSynchronize(), "attention");
-        std::vector<uint16_t> ref_out(q.size());
-        AttentionParams h = p;
-        h.q = q.data(), h.k_pages = kp.data(), h.v_pages = vp.data(), h.qo_indptr = b.qo_indptr.data();
-        h.kv_indptr = b.kv_indptr.data(), h.kv_indices = b.kv_indices.data(),
-        h.kv_last_page_len = b.kv_last_page_len.data();
-        h.out = ref_out.data();
         ref::attention(h);
-        double err = rel_l2(to_f32(dout.download()), to_f32(ref_out));
+        double err = rel_l2(to_f32(dev.out.download()), to_f32(ref_out));
         if (!(err < 1e-2)) std::printf("ATTENTION CHECK FAILED: rel err %g\n", err), std::exit(1);
     }
     float ms = median_ms(run);
@@ -95,8 +83,11 @@ void bench_decode(const char* model, int n_heads, int n_kv, int batch_size, int 
     auto b = make_paged_batch(rng, seqs, ps);
     auto q = random_bf16(rng, std::size_t(b.n_tokens()) * n_heads * hd);
     auto kp = random_bf16(rng, std::size_t(b.n_pages) * ps * n_kv * hd), vp = random_bf16(rng, kp.size());
-    DeviceBuffer<uint16_t> dq(q), dk(kp), dv(vp), dout(q.size()), dout2(q.size());
-    DeviceBuffer<int32_t> dqo(b.qo_indptr), dkvp(b.kv_indptr), dkvi(b.kv_indices), dlast(b.kv_last_page_len);
+    std::vector<uint16_t> want(q.size());
+    const AttentionParams h = host_attention_params(b, q, n_heads * hd, kp, vp, n_heads, n_kv, hd, 0.088f, want.data());
+    DeviceAttention dev(h, b, q, kp, vp);
+    DeviceBuffer<uint16_t> dout2(q.size());  // attention()'s output, beside attention_decode()'s in dev.out
+    const AttentionParams& p = dev.p;
     const int splits = graph_splits(batch_size, n_kv, ctx, n_sms);
     AttentionPlan plan;
     plan_attention_splits(b.qo_indptr.data(), b.kv_indptr.data(), b.kv_last_page_len.data(), b.n_seqs(), ps,
@@ -104,10 +95,6 @@ void bench_decode(const char* model, int n_heads, int n_kv, int batch_size, int 
     DeviceBuffer<AttentionWorkItem> di(plan.items);
     DeviceBuffer<AttentionMergeGroup> dg(plan.groups);
     DeviceBuffer<float> ws(attention_workspace_bytes(plan.items.size(), n_kv, hd) / 4);
-    AttentionParams p;
-    p.q = dq.get(), p.q_row_stride = n_heads * hd, p.k_pages = dk.get(), p.v_pages = dv.get(), p.qo_indptr = dqo.get();
-    p.kv_indptr = dkvp.get(), p.kv_indices = dkvi.get(), p.kv_last_page_len = dlast.get(), p.n_seqs = b.n_seqs();
-    p.page_size = ps, p.n_heads = n_heads, p.n_kv_heads = n_kv, p.head_dim = hd, p.scale = 0.088f, p.out = dout.get();
     AttentionParams p2 = p;
     p2.out = dout2.get();
     const int ni = int(plan.items.size()), ng = int(plan.groups.size());
@@ -117,20 +104,14 @@ void bench_decode(const char* model, int n_heads, int n_kv, int batch_size, int 
     };
     run_new();
     cuda_check(cudaDeviceSynchronize(), "attention_decode");
-    std::vector<uint16_t> want(q.size());
     if (std::int64_t(batch_size) * ctx <= 8 * 512) {
-        AttentionParams h = p;
-        h.q = q.data(), h.k_pages = kp.data(), h.v_pages = vp.data(), h.qo_indptr = b.qo_indptr.data();
-        h.kv_indptr = b.kv_indptr.data(), h.kv_indices = b.kv_indices.data(),
-        h.kv_last_page_len = b.kv_last_page_len.data();
-        h.out = want.data();
         ref::attention(h);
     } else {
         run_old();
         cuda_check(cudaDeviceSynchronize(), "attention");
         want = dout2.download();
     }
-    double err = rel_l2(to_f32(dout.download()), to_f32(want));
+    double err = rel_l2(to_f32(dev.out.download()), to_f32(want));
     if (!(err < 1e-2)) std::printf("ATTENTION_DECODE CHECK FAILED: rel err %g\n", err), std::exit(1);
     const float ms_old = median_ms(run_old), ms_new = median_ms(run_new);
     const double bytes = 2.0 * batch_size * ctx * n_kv * hd * 2, floor_us = bytes / bw * 1e6;
@@ -149,8 +130,12 @@ void bench_prefill(int n_new, int n_cached) {
     auto b = make_paged_batch(rng, {{n_new, n_cached + n_new}}, ps);
     auto q = random_bf16(rng, std::size_t(n_new) * n_heads * hd);
     auto kp = random_bf16(rng, std::size_t(b.n_pages) * ps * n_kv * hd), vp = random_bf16(rng, kp.size());
-    DeviceBuffer<uint16_t> dq(q), dk(kp), dv(vp), dout(q.size()), dout_split(q.size());
-    DeviceBuffer<int32_t> dqo(b.qo_indptr), dkvp(b.kv_indptr), dkvi(b.kv_indices), dlast(b.kv_last_page_len);
+    std::vector<uint16_t> ref_out(q.size());
+    const AttentionParams h =
+        host_attention_params(b, q, n_heads * hd, kp, vp, n_heads, n_kv, hd, 0.088f, ref_out.data());
+    DeviceAttention dev(h, b, q, kp, vp);
+    DeviceBuffer<uint16_t> dout_split(q.size());  // the split kernel's output, beside the prefill kernel's
+    const AttentionParams& p = dev.p;
     AttentionPlan plan, split_only;
     std::vector<PrefillTile> tiles;
     plan_attention_mixed(b.qo_indptr.data(), b.kv_indptr.data(), b.kv_last_page_len.data(), 1, ps, group, 256, 1, plan,
@@ -160,10 +145,6 @@ void bench_prefill(int n_new, int n_cached) {
     DeviceBuffer<AttentionWorkItem> di(split_only.items);
     DeviceBuffer<AttentionMergeGroup> dg(split_only.groups);
     DeviceBuffer<float> ws(attention_workspace_bytes(split_only.items.size(), n_kv, hd) / 4);
-    AttentionParams p;
-    p.q = dq.get(), p.q_row_stride = n_heads * hd, p.k_pages = dk.get(), p.v_pages = dv.get(), p.qo_indptr = dqo.get();
-    p.kv_indptr = dkvp.get(), p.kv_indices = dkvi.get(), p.kv_last_page_len = dlast.get(), p.n_seqs = 1;
-    p.page_size = ps, p.n_heads = n_heads, p.n_kv_heads = n_kv, p.head_dim = hd, p.scale = 0.088f, p.out = dout.get();
     AttentionParams ps_split = p;
     ps_split.out = dout_split.get();
     auto run_prefill = [&] {
@@ -175,15 +156,9 @@ void bench_prefill(int n_new, int n_cached) {
     };
     run_prefill(), run_split();
     cuda_check(cudaDeviceSynchronize(), "attention");
-    auto got = to_f32(dout.download());
+    auto got = to_f32(dev.out.download());
     double err = rel_l2(got, to_f32(dout_split.download()));  // the two kernels must agree on every case
     if (n_new + n_cached <= 512) {                            // the f64 twin is too slow for the long cases
-        std::vector<uint16_t> ref_out(q.size());
-        AttentionParams h = p;
-        h.q = q.data(), h.k_pages = kp.data(), h.v_pages = vp.data(), h.qo_indptr = b.qo_indptr.data();
-        h.kv_indptr = b.kv_indptr.data(), h.kv_indices = b.kv_indices.data(),
-        h.kv_last_page_len = b.kv_last_page_len.data();
-        h.out = ref_out.data();
         ref::attention(h);
         err = std::max(err, rel_l2(got, to_f32(ref_out)));
     }

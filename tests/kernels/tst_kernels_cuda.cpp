@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "attention_case.h"
 #include "attention_plan.h"
 #include "device_buffer.h"
 #include "kernel_test_util.h"
@@ -16,7 +17,6 @@ using namespace loradesk::kernels::test;
 
 namespace {
 constexpr double kBf16Tol = 1e-2;
-constexpr uint16_t kNanBf16 = 0x7fc1;
 
 void sync_check(cudaError_t launch) {
     cuda_check(launch, "launch");
@@ -187,28 +187,20 @@ class TstKernelsCuda : public QObject {
         auto k_pages = random_bf16(rng, std::size_t(batch.n_pages) * 16 * n_kv * hd, -2.0f, 2.0f);
         auto v_pages = random_bf16(rng, k_pages.size());
         std::vector<uint16_t> out(std::size_t(n) * n_heads * hd);
-        AttentionParams p;
-        p.q = q.data(), p.q_row_stride = q_stride, p.k_pages = k_pages.data(), p.v_pages = v_pages.data();
-        p.qo_indptr = batch.qo_indptr.data(), p.kv_indptr = batch.kv_indptr.data();
-        p.kv_indices = batch.kv_indices.data(), p.kv_last_page_len = batch.kv_last_page_len.data();
-        p.n_seqs = batch.n_seqs(), p.page_size = 16, p.n_heads = n_heads, p.n_kv_heads = n_kv, p.head_dim = hd;
-        p.scale = 1.0f / std::sqrt(float(hd)), p.out = out.data();
+        const AttentionParams p = host_attention_params(batch, q, q_stride, k_pages, v_pages, n_heads, n_kv, hd,
+                                                        1.0f / std::sqrt(float(hd)), out.data());
         ref::attention(p);
         AttentionPlan plan;
         plan_attention(batch.qo_indptr.data(), batch.kv_indptr.data(), batch.kv_last_page_len.data(), p.n_seqs, 16,
                        n_heads / n_kv, chunk, plan);
-        DeviceBuffer<uint16_t> d_q(q), d_k(k_pages), d_v(v_pages), d_out(std::vector<uint16_t>(out.size(), kNanBf16));
-        DeviceBuffer<int32_t> d_qo(batch.qo_indptr), d_kvp(batch.kv_indptr), d_kvi(batch.kv_indices),
-            d_last(batch.kv_last_page_len);
+        DeviceAttention dev(p, batch, q, k_pages, v_pages);
         DeviceBuffer<AttentionWorkItem> d_items(plan.items);
         DeviceBuffer<AttentionMergeGroup> d_groups(plan.groups);
         DeviceBuffer<float> d_ws(attention_workspace_bytes(plan.items.size(), n_kv, hd) / sizeof(float));
-        AttentionParams d = p;
-        d.q = d_q.get(), d.k_pages = d_k.get(), d.v_pages = d_v.get(), d.qo_indptr = d_qo.get();
-        d.kv_indptr = d_kvp.get(), d.kv_indices = d_kvi.get(), d.kv_last_page_len = d_last.get(), d.out = d_out.get();
+        const AttentionParams& d = dev.p;
         sync_check(loradesk::kernels::attention(d, d_items.get(), int(plan.items.size()), d_groups.get(),
                                                 int(plan.groups.size()), d_ws.get(), nullptr));
-        double err = rel_l2(to_f32(d_out.download()), to_f32(out));
+        double err = rel_l2(to_f32(dev.out.download()), to_f32(out));
         QVERIFY2(err < kBf16Tol,
                  qPrintable(QString("attention rel err %1 (%2 items)").arg(err).arg(plan.items.size())));
     }
@@ -265,12 +257,8 @@ class TstKernelsCuda : public QObject {
         auto k_pages = random_bf16(rng, std::size_t(batch.n_pages) * page_size * n_kv * hd, -2.0f, 2.0f);
         auto v_pages = random_bf16(rng, k_pages.size());
         std::vector<uint16_t> out(std::size_t(n) * n_heads * hd);
-        AttentionParams p;
-        p.q = q.data(), p.q_row_stride = q_stride, p.k_pages = k_pages.data(), p.v_pages = v_pages.data();
-        p.qo_indptr = batch.qo_indptr.data(), p.kv_indptr = batch.kv_indptr.data();
-        p.kv_indices = batch.kv_indices.data(), p.kv_last_page_len = batch.kv_last_page_len.data();
-        p.n_seqs = batch.n_seqs(), p.page_size = page_size, p.n_heads = n_heads, p.n_kv_heads = n_kv, p.head_dim = hd;
-        p.scale = 1.0f / std::sqrt(float(hd)), p.out = out.data();
+        const AttentionParams p = host_attention_params(batch, q, q_stride, k_pages, v_pages, n_heads, n_kv, hd,
+                                                        1.0f / std::sqrt(float(hd)), out.data());
         ref::attention(p);
         AttentionPlan plan;
         if (planner > 0)
@@ -281,19 +269,15 @@ class TstKernelsCuda : public QObject {
                                   p.n_seqs, page_size, group, -planner, plan);
         int n_empty = 0;
         for (const auto& it : plan.items) n_empty += it.kv_begin == it.kv_end;
-        DeviceBuffer<uint16_t> d_q(q), d_k(k_pages), d_v(v_pages), d_out(std::vector<uint16_t>(out.size(), kNanBf16));
-        DeviceBuffer<int32_t> d_qo(batch.qo_indptr), d_kvp(batch.kv_indptr), d_kvi(batch.kv_indices),
-            d_last(batch.kv_last_page_len);
+        DeviceAttention dev(p, batch, q, k_pages, v_pages);
         DeviceBuffer<AttentionWorkItem> d_items(plan.items);
         DeviceBuffer<AttentionMergeGroup> d_groups(plan.groups);
         DeviceBuffer<float> d_ws(std::vector<float>(attention_workspace_bytes(plan.items.size(), n_kv, hd) / 4, NAN));
-        AttentionParams d = p;
-        d.q = d_q.get(), d.k_pages = d_k.get(), d.v_pages = d_v.get(), d.qo_indptr = d_qo.get();
-        d.kv_indptr = d_kvp.get(), d.kv_indices = d_kvi.get(), d.kv_last_page_len = d_last.get(), d.out = d_out.get();
+        const AttentionParams& d = dev.p;
         QVERIFY(attention_decode_supported(d));
         sync_check(loradesk::kernels::attention_decode(d, d_items.get(), int(plan.items.size()), d_groups.get(),
                                                        int(plan.groups.size()), d_ws.get(), nullptr));
-        const auto got = to_f32(d_out.download()), want = to_f32(out);
+        const auto got = to_f32(dev.out.download()), want = to_f32(out);
         // Worst (token, head) row by max abs error, so a failure names the sequence and head that differ.
         double worst = -1;
         int worst_t = -1, worst_h = -1;
@@ -389,12 +373,8 @@ class TstKernelsCuda : public QObject {
         auto k_pages = random_bf16(rng, std::size_t(batch.n_pages) * page_size * n_kv * hd, -2.0f, 2.0f);
         auto v_pages = random_bf16(rng, k_pages.size());
         std::vector<uint16_t> out(std::size_t(n) * n_heads * hd);
-        AttentionParams p;
-        p.q = q.data(), p.q_row_stride = q_stride, p.k_pages = k_pages.data(), p.v_pages = v_pages.data();
-        p.qo_indptr = batch.qo_indptr.data(), p.kv_indptr = batch.kv_indptr.data();
-        p.kv_indices = batch.kv_indices.data(), p.kv_last_page_len = batch.kv_last_page_len.data();
-        p.n_seqs = batch.n_seqs(), p.page_size = page_size, p.n_heads = n_heads, p.n_kv_heads = n_kv, p.head_dim = hd;
-        p.scale = 1.0f / std::sqrt(float(hd)), p.out = out.data();
+        const AttentionParams p = host_attention_params(batch, q, q_stride, k_pages, v_pages, n_heads, n_kv, hd,
+                                                        1.0f / std::sqrt(float(hd)), out.data());
         ref::attention(p);
         AttentionPlan plan;
         std::vector<PrefillTile> tiles;
@@ -402,20 +382,16 @@ class TstKernelsCuda : public QObject {
                              page_size, group, 128, min_q, plan, tiles);
         QVERIFY(!tiles.empty());
         QCOMPARE(plan.items.empty(), min_q == 1);
-        DeviceBuffer<uint16_t> d_q(q), d_k(k_pages), d_v(v_pages), d_out(std::vector<uint16_t>(out.size(), kNanBf16));
-        DeviceBuffer<int32_t> d_qo(batch.qo_indptr), d_kvp(batch.kv_indptr), d_kvi(batch.kv_indices),
-            d_last(batch.kv_last_page_len);
+        DeviceAttention dev(p, batch, q, k_pages, v_pages);
         DeviceBuffer<AttentionWorkItem> d_items(plan.items);
         DeviceBuffer<AttentionMergeGroup> d_groups(plan.groups);
         DeviceBuffer<PrefillTile> d_tiles(tiles);
         DeviceBuffer<float> d_ws(std::max<std::size_t>(attention_workspace_bytes(plan.items.size(), n_kv, hd) / 4, 1));
-        AttentionParams d = p;
-        d.q = d_q.get(), d.k_pages = d_k.get(), d.v_pages = d_v.get(), d.qo_indptr = d_qo.get();
-        d.kv_indptr = d_kvp.get(), d.kv_indices = d_kvi.get(), d.kv_last_page_len = d_last.get(), d.out = d_out.get();
+        const AttentionParams& d = dev.p;
         sync_check(loradesk::kernels::attention(d, d_items.get(), int(plan.items.size()), d_groups.get(),
                                                 int(plan.groups.size()), d_ws.get(), nullptr));
         sync_check(loradesk::kernels::attention_prefill(d, d_tiles.get(), int(tiles.size()), nullptr));
-        auto got = d_out.download();
+        auto got = dev.out.download();
         double err = rel_l2(to_f32(got), to_f32(out));
         QVERIFY2(err < kBf16Tol, qPrintable(QString("prefill attention rel err %1 (%2 tiles, %3 split items): %4")
                                                 .arg(err)
