@@ -207,6 +207,11 @@ async def pick_models(args, server, session):
         names = names[: args.num_adapters]
     if not names:
         raise RuntimeError("the server lists no adapters; use --base-only or load some")
+    ctx = next((m.get("max_model_len") for m in entries if m.get("parent") is None), None)
+    longest = args.input_range[1] - 1 + args.output_range[1] - 1
+    if isinstance(ctx, int) and longest > ctx:
+        log(args, f"serve_bench: warning: the longest request ({longest} tokens) exceeds the server's context "
+                  f"({ctx}); the server clips their max_tokens, so they count as wrong-length outputs")
     return base, names
 
 
