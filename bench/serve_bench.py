@@ -272,19 +272,28 @@ def metrics_delta(before, after):
     return {"counters_delta": dict(sorted(delta.items())), "gauges_after": dict(sorted(a["gauge"].items()))}
 
 
-async def sample_gauges(server, session, t0, stop, interval, out):
-    """Engine gauges (summed over adapters) every `interval` s while the run lasts."""
+async def sample_gauges(server, session, t0, stop, interval, in_flight, out):
+    """Engine gauges (summed over adapters) every `interval` s while the run lasts, beside the client's count of
+    requests in flight: requests the server holds but the engine does not list (running or waiting) are queued
+    in the HTTP server, e.g. behind its worker threads."""
     while not stop.is_set():
         ts = time.perf_counter()
+        sample = {"t": round(ts - t0, 3), "client_in_flight": in_flight()}
+        limit = max(interval, 10)
         try:
-            status, text = await asyncio.wait_for(server.get_text(session, "/metrics"), timeout=max(interval, 10))
+            status, text = await asyncio.wait_for(server.get_text(session, "/metrics"), timeout=limit)
+            sample["scrape_s"] = round(time.perf_counter() - ts, 4)
             if status == 200:
                 g = aggregate(text)["gauge"]
-                out.append({"t": round(ts - t0, 3), "scrape_s": round(time.perf_counter() - ts, 4),
-                            **{k: v for k, v in g.items()
-                               if not k.startswith(("loradesk_adapter_loaded", "loradesk_adapter_pinned"))}})
-        except (asyncio.TimeoutError, aiohttp.ClientError) as e:
-            out.append({"t": round(ts - t0, 3), "error": f"{type(e).__name__}: {e}"})
+                sample.update({k: v for k, v in g.items()
+                               if not k.startswith(("loradesk_adapter_loaded", "loradesk_adapter_pinned"))})
+            else:
+                sample["error"] = f"HTTP {status}"
+        except asyncio.TimeoutError:
+            sample["error"] = f"/metrics did not answer within {limit:g} s"
+        except aiohttp.ClientError as e:
+            sample["error"] = f"{type(e).__name__}: {e}"
+        out.append(sample)
         try:
             await asyncio.wait_for(stop.wait(), timeout=interval)
         except asyncio.TimeoutError:
@@ -404,9 +413,10 @@ async def run(args):
                 pass
 
         t0 = time.perf_counter()
-        sampler = (asyncio.create_task(sample_gauges(server, session, t0, stop_sampling, args.metrics_interval, timeline))
-                   if args.metrics_interval > 0 else None)
         tasks, done_count = [], 0
+        sampler = (asyncio.create_task(sample_gauges(server, session, t0, stop_sampling, args.metrics_interval,
+                                                     lambda: len(tasks) - done_count, timeline))
+                   if args.metrics_interval > 0 else None)
 
         def on_done(_):
             nonlocal done_count
@@ -547,6 +557,19 @@ def build_report(args, r):
         "cancelled_at_drain_timeout": r["n_cancelled"],
         "interrupted": r["interrupted"],
     }
+    tl = r["timeline"]
+
+    def peak(key):
+        vals = [x[key] for x in tl if key in x]
+        return max(vals) if vals else None
+
+    result["timeline_peaks"] = {
+        "samples": len(tl), "failed_scrapes": sum(1 for x in tl if "error" in x),
+        "client_in_flight": peak("client_in_flight"),
+        "engine_running": peak("loradesk_engine_requests_running"),
+        "engine_waiting": peak("loradesk_engine_requests_waiting"),
+        "kv_cache_usage_ratio": peak("loradesk_kv_cache_usage_ratio"),
+    }
     return {
         "tool": "bench/serve_bench.py",
         "label": args.label,
@@ -610,6 +633,13 @@ def print_table(rep, out=sys.stdout):
         ("cached prompt tokens", str(res["cached_prompt_tokens"])),
         ("client send lag mean / max", f"{fmt(lag.get('mean'), ' s', 4)} / {fmt(lag.get('max'), ' s', 4)}"),
     ]
+    pk = res["timeline_peaks"]
+    if pk["samples"]:
+        rows.append(("peaks: client in flight / engine running / waiting",
+                     f"{fmt(pk['client_in_flight'])} / {fmt(pk['engine_running'], '', 0)} / "
+                     f"{fmt(pk['engine_waiting'], '', 0)}  (kv_cache_usage_ratio peak {fmt(pk['kv_cache_usage_ratio'], '', 2)})"))
+        if pk["failed_scrapes"]:
+            rows.append(("/metrics samples that failed", f"{pk['failed_scrapes']} of {pk['samples']}"))
     if res["interrupted"]:
         rows.append(("interrupted", "yes: stopped by a signal, requests not sent count as SLO misses"))
     if res["cancelled_at_drain_timeout"]:
