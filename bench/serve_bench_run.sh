@@ -20,7 +20,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PYTHON="${PYTHON:-python3}"
 LORADESKD="" MODEL="" PRESET="" SETTING="S1" RANKS="" TARGETS="q_proj,k_proj,v_proj,o_proj" DTYPE="bf16"
 NUM="" PREFIX="a" PORT=18231 WORK="/tmp/serve-bench" OUT="" DATA_DIR="" START_TIMEOUT=1800 STOP_TIMEOUT=60
-JOBS="$(nproc 2>/dev/null || echo 4)" SERVE_ARGS_STR=""
+JOBS="$(nproc 2>/dev/null || echo 4)" SERVE_ARGS_STR="" PREPARE_ONLY=0
 
 usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; cat <<'EOF'
 Options:
@@ -41,6 +41,7 @@ Options:
   --start-timeout S       seconds to wait for /health (default 1800)
   --jobs N                parallel synth-adapter processes (default: nproc)
   --ld-library-path P     prepended to LD_LIBRARY_PATH for loradeskd
+  --prepare-only          synthesize the model and the adapter pool, then stop (no server, no bench)
   --                      the rest goes to serve_bench.py (--rate, --duration, --alpha, --cv, ...)
 Environment: PYTHON (default python3) runs serve_bench.py; it needs aiohttp and numpy.
 EOF
@@ -68,6 +69,7 @@ while (($#)); do
         --start-timeout) START_TIMEOUT="$2"; shift 2 ;;
         --jobs) JOBS="$2"; shift 2 ;;
         --ld-library-path) export LD_LIBRARY_PATH="$2${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; shift 2 ;;
+        --prepare-only) PREPARE_ONLY=1; shift ;;
         -h|--help) usage; exit 0 ;;
         --) shift; BENCH_ARGS=("$@"); break ;;
         *) die "unknown option '$1' (--help lists them; serve_bench options go after --)" ;;
@@ -98,13 +100,7 @@ if [[ ! -f "$MODEL/config.json" ]]; then
 fi
 MODEL="$(cd "$MODEL" && pwd)"
 
-# ---- the run folder and the adapters ---------------------------------------------------------------------------
-[[ -n "$OUT" ]] || OUT="$WORK/runs/$(date +%Y%m%d-%H%M%S)-${SETTING}-n${NUM}"
-[[ ! -e "$OUT/result.json" ]] || die "$OUT already holds a result; give another --out"
-mkdir -p "$OUT"
-OUT="$(cd "$OUT" && pwd)"
-[[ -n "$DATA_DIR" ]] || DATA_DIR="$OUT/data"
-
+# ---- the adapters (a pool under --work) and the run folder ----------------------------------------------------
 # Pool folder per model (name + config digest) and adapter shape, so runs with other N or settings reuse adapters.
 model_key="$(basename "$MODEL")-$(sha256sum "$MODEL/config.json" | cut -c1-12)"
 pool_dir() { echo "$WORK/pool/$model_key/r$1-${TARGETS//,/+}-$DTYPE/$2"; }
@@ -117,9 +113,7 @@ synth_one() {  # rank seed dest: written to a temporary folder and renamed, so a
     mv "$tmp" "$3"
 }
 
-ADAPTERS_DIR="$OUT/adapters"
 if ((NUM > 0)); then
-    mkdir -p "$ADAPTERS_DIR"
     t_synth=$(date +%s)
     running=0 made=0
     for ((i = 0; i < NUM; i++)); do
@@ -131,17 +125,20 @@ if ((NUM > 0)); then
             running=$((running + 1)) made=$((made + 1))
             if ((running >= JOBS)); then wait -n; running=$((running - 1)); fi
         fi
-        ln -sfn "$src" "$ADAPTERS_DIR/$PREFIX$i"
     done
     wait
     for ((i = 0; i < NUM; i++)); do
-        [[ -f "$ADAPTERS_DIR/$PREFIX$i/adapter_model.safetensors" ]] || die "adapter $PREFIX$i was not synthesized"
+        src="$(pool_dir "${RANK_LIST[i % ${#RANK_LIST[@]}]}" "$i")"
+        [[ -f "$src/adapter_model.safetensors" ]] || die "adapter $i ($src) was not synthesized"
     done
-    echo "serve_bench_run: $NUM adapters (ranks $RANKS on $TARGETS, $DTYPE) in $ADAPTERS_DIR," \
+    echo "serve_bench_run: $NUM adapters (ranks $RANKS on $TARGETS, $DTYPE) under $WORK/pool/$model_key," \
          "$made synthesized in $(($(date +%s) - t_synth)) s"
 fi
+if ((PREPARE_ONLY)); then
+    exit 0
+fi
 
-# ---- the server ------------------------------------------------------------------------------------------------
+# ---- the port must be free -------------------------------------------------------------------------------------
 health() {  # prints the HTTP status of /health (000 when nothing answers)
     if command -v curl > /dev/null; then
         curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$PORT/health" || true
@@ -160,6 +157,22 @@ EOF
 
 [[ "$(health)" == "000" ]] || die "something already answers on 127.0.0.1:$PORT; give another --port"
 
+[[ -n "$OUT" ]] || OUT="$WORK/runs/$(date +%Y%m%d-%H%M%S)-${SETTING}-n${NUM}"
+[[ ! -e "$OUT/result.json" ]] || die "$OUT already holds a result; give another --out"
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+[[ -n "$DATA_DIR" ]] || DATA_DIR="$OUT/data"
+# The server sees exactly these N folders: links into the pool, named PREFIX0 .. PREFIX{N-1}.
+ADAPTERS_DIR="$OUT/adapters"
+if ((NUM > 0)); then
+    mkdir -p "$ADAPTERS_DIR"
+    find "$ADAPTERS_DIR" -maxdepth 1 -type l -delete  # links left by an earlier, failed run into this --out
+    for ((i = 0; i < NUM; i++)); do
+        ln -sfn "$(pool_dir "${RANK_LIST[i % ${#RANK_LIST[@]}]}" "$i")" "$ADAPTERS_DIR/$PREFIX$i"
+    done
+fi
+
+# ---- the server ------------------------------------------------------------------------------------------------
 SERVER_PID=""
 stop_server() {
     [[ -n "$SERVER_PID" ]] || return 0
