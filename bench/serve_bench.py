@@ -66,8 +66,9 @@ def parse_args(argv=None):
     g.add_argument("--max-requests", type=int, default=20000, help="refuse traces with more requests than this")
     g = p.add_argument_group("limits")
     g.add_argument("--timeout", type=float, default=900.0, help="seconds one request may take in all")
-    g.add_argument("--read-timeout", type=float, default=120.0,
-                   help="seconds of silence on a stream before it counts as failed (the server sends keep-alives every 5 s)")
+    g.add_argument("--read-timeout", type=float, default=300.0,
+                   help="seconds of silence (headers included) before a request counts as failed; the server sends "
+                        "keep-alives every 5 s on a started stream, none while a request waits for an HTTP thread")
     g.add_argument("--connect-timeout", type=float, default=30.0, help="seconds to connect")
     g.add_argument("--drain-timeout", type=float, default=600.0,
                    help="after the last send, seconds to wait for running requests before cancelling them")
