@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,12 @@ class PreparedLora {
     virtual std::size_t bytes() const = 0;  // host memory it holds (counted against the LoRA host budget)
 };
 
+// A device's memory as its driver reports it now (bytes).
+struct DeviceMemory {
+    std::size_t total = 0;
+    std::size_t free = 0;
+};
+
 struct MemoryReport {
     std::size_t weight_bytes = 0;
     std::size_t kv_bytes = 0;
@@ -39,6 +47,11 @@ class ModelRunner {
     virtual const model::ModelConfig& config() const = 0;
     virtual std::string device_name() const = 0;  // "cpu (2 threads)", "NVIDIA H100 80GB HBM3"
     virtual MemoryReport memory() const = 0;
+    // Total and free memory of the device the runner computes on; nullopt for host runners, whose memory
+    // the engine does not plan.
+    virtual std::optional<DeviceMemory> device_memory() const { return std::nullopt; }
+    // Device bytes configure_lora_slots(n, max_rank) takes per slot (the memory planner's unit).
+    virtual std::size_t lora_slot_bytes(int max_rank) const;
 
     // Bytes one KV page (all layers, K and V) takes on this device.
     virtual std::size_t kv_page_bytes(int page_size) const = 0;
@@ -70,6 +83,14 @@ class ModelRunner {
 
     // Runs one step; logits gets [logits_indices.size(), vocab_size] in f32, row-major.
     virtual void forward(const ForwardBatch& batch, std::vector<float>& logits) = 0;
+
+    // Runs one step for a sampler that needs whole rows only for some of them: argmax gets every logits
+    // row's greedy token (first maximum on ties, NaN never wins), logits gets the rows flagged in
+    // want_logits (one flag per logits row), packed in row order. A device runner computes the argmax
+    // where the logits are and moves only the flagged rows: at batch 128 and a 32 k vocabulary, copying
+    // every row and scanning it on the host costs about as much as the decode step itself.
+    virtual void forward_sampled(const ForwardBatch& batch, std::span<const uint8_t> want_logits,
+                                 std::vector<int32_t>& argmax, std::vector<float>& logits);
 };
 
 }  // namespace loradesk::runtime

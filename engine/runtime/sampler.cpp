@@ -73,55 +73,81 @@ void Sampler::apply_processors(std::vector<float>& logits) const {
     }
 }
 
+bool Sampler::needs_logits() const {
+    const SamplingParams& p = m_params;
+    return p.temperature > kGreedyTemperature || !p.logit_bias.empty() || p.repetition_penalty != 1.0f ||
+           p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f || p.top_logprobs >= 0;
+}
+
+int Sampler::draw(int vocab_size) {
+    // Candidates in descending processed-logit order (index breaks ties), sorted only as far as the walks
+    // below look: top-p, min-p and the draw all stop early on a peaked distribution, so a 150 k vocabulary
+    // costs one exp pass and a short partial sort instead of a full sort per row.
+    std::vector<float>& logits = m_logits;
+    std::vector<int>& order = m_order;
+    order.resize(std::size_t(vocab_size));
+    std::iota(order.begin(), order.end(), 0);
+    auto by_logit = [&](int a, int b) {
+        return logits[std::size_t(a)] != logits[std::size_t(b)] ? logits[std::size_t(a)] > logits[std::size_t(b)] : a < b;
+    };
+    int keep = vocab_size;
+    if (m_params.top_k > 0 && m_params.top_k < vocab_size) {
+        keep = m_params.top_k;
+        std::nth_element(order.begin(), order.begin() + keep - 1, order.end(), by_logit);
+    }
+    int sorted = 0;  // order[0, sorted) is in final order
+    auto sort_upto = [&](int k) {
+        k = std::min(k, keep);
+        if (k <= sorted) return;
+        k = std::max(k, std::min(keep, sorted * 4 + 64));  // grow geometrically
+        std::partial_sort(order.begin() + sorted, order.begin() + k, order.begin() + keep, by_logit);
+        sorted = k;
+    };
+    sort_upto(1);
+    const double inv_t = 1.0 / double(m_params.temperature);
+    const double mx = double(logits[std::size_t(order[0])]);
+    auto weight = [&](int i) { return std::exp((double(logits[std::size_t(order[std::size_t(i)])]) - mx) * inv_t); };
+    double z = 0;
+    for (int i = 0; i < keep; ++i) z += weight(i);
+    auto prob = [&](int i) {
+        sort_upto(i + 1);
+        return weight(i) / z;
+    };
+    const int kept = keep;
+    if (m_params.top_p < 1.0f) {  // keep the smallest prefix whose mass reaches top_p
+        double cum = 0;
+        int k = 0;
+        while (k < keep && cum < double(m_params.top_p)) cum += prob(k++);
+        keep = std::max(k, 1);
+    }
+    if (m_params.min_p > 0.0f) {  // relative to the most likely token, so renormalising is irrelevant
+        const double floor = double(m_params.min_p) * prob(0);
+        int k = 1;
+        while (k < keep && prob(k) >= floor) ++k;
+        keep = k;
+    }
+    double mass = 1.0;  // z already sums the top-k set
+    if (keep < kept) {
+        mass = 0;
+        for (int i = 0; i < keep; ++i) mass += prob(i);
+    }
+    double u = next_uniform() * mass;
+    for (int i = 0; i < keep; ++i) {
+        u -= prob(i);
+        if (u < 0) return order[std::size_t(i)];
+    }
+    sort_upto(keep);
+    return order[std::size_t(keep - 1)];
+}
+
 SampleResult Sampler::sample(const float* raw, int vocab_size) {
     SampleResult r;
-    std::vector<float> logits(raw, raw + vocab_size);
-    apply_processors(logits);
-    if (m_params.temperature <= 1e-5f) {
-        r.token = int(std::max_element(logits.begin(), logits.end()) - logits.begin());  // first maximum wins ties
+    m_logits.assign(raw, raw + vocab_size);
+    apply_processors(m_logits);
+    if (m_params.temperature <= kGreedyTemperature) {
+        r.token = int(std::max_element(m_logits.begin(), m_logits.end()) - m_logits.begin());  // first maximum wins ties
     } else {
-        // Candidates sorted by processed logit (descending; index breaks ties for determinism).
-        std::vector<int> order(static_cast<std::size_t>(vocab_size));
-        std::iota(order.begin(), order.end(), 0);
-        auto by_logit = [&](int a, int b) {
-            return logits[std::size_t(a)] != logits[std::size_t(b)] ? logits[std::size_t(a)] > logits[std::size_t(b)] : a < b;
-        };
-        int keep = vocab_size;
-        if (m_params.top_k > 0 && m_params.top_k < vocab_size) {
-            keep = m_params.top_k;
-            std::partial_sort(order.begin(), order.begin() + keep, order.end(), by_logit);
-        } else {
-            std::sort(order.begin(), order.end(), by_logit);
-        }
-        const double inv_t = 1.0 / double(m_params.temperature);
-        const double mx = double(logits[std::size_t(order[0])]);
-        std::vector<double> p(static_cast<std::size_t>(keep));
-        double z = 0;
-        for (int i = 0; i < keep; ++i) z += (p[std::size_t(i)] = std::exp((double(logits[std::size_t(order[std::size_t(i)])]) - mx) * inv_t));
-        for (double& v : p) v /= z;
-        if (m_params.top_p < 1.0f) {  // keep the smallest prefix whose mass reaches top_p
-            double cum = 0;
-            int k = 0;
-            while (k < keep && cum < double(m_params.top_p)) cum += p[std::size_t(k++)];
-            keep = std::max(k, 1);
-        }
-        if (m_params.min_p > 0.0f) {  // relative to the most likely token, so renormalising is irrelevant
-            const double floor = double(m_params.min_p) * p[0];
-            int k = 1;
-            while (k < keep && p[std::size_t(k)] >= floor) ++k;
-            keep = k;
-        }
-        double mass = 0;
-        for (int i = 0; i < keep; ++i) mass += p[std::size_t(i)];
-        double u = next_uniform() * mass;
-        r.token = order[std::size_t(keep - 1)];
-        for (int i = 0; i < keep; ++i) {
-            u -= p[std::size_t(i)];
-            if (u < 0) {
-                r.token = order[std::size_t(i)];
-                break;
-            }
-        }
+        r.token = draw(vocab_size);
     }
     if (m_params.top_logprobs >= 0) {
         std::vector<float> lp;

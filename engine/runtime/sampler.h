@@ -49,6 +49,9 @@ public:
 
     // Picks the next token from one row of logits [vocab_size]. Does not record it: call accept().
     SampleResult sample(const float* logits, int vocab_size);
+    // False when the choice is the row's plain argmax (greedy, no processors, no logprobs): then the caller
+    // may take the argmax from the device and skip the row (ModelRunner::forward_sampled).
+    bool needs_logits() const;
     // Records an emitted token (for penalties).
     void accept(int token);
 
@@ -57,12 +60,16 @@ public:
     void apply_processors(std::vector<float>& logits) const;
 
 private:
+    static constexpr float kGreedyTemperature = 1e-5f;  // at or below: greedy
     double next_uniform();  // [0, 1) from the request's own RNG
+    int draw(int vocab_size);  // temperature / top-k / top-p / min-p draw over m_logits
 
     SamplingParams m_params;
     std::mt19937_64 m_rng;
     std::vector<int> m_prompt_unique;                 // distinct prompt tokens (repetition penalty)
     std::unordered_map<int, int> m_output_counts;     // emitted token -> count
+    std::vector<float> m_logits;                      // scratch: the processed row
+    std::vector<int> m_order;                         // scratch: candidates by processed logit
 };
 
 // log_softmax of logits into out (same length).

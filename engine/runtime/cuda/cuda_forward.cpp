@@ -297,6 +297,34 @@ void CudaRunner::forward(const ForwardBatch& batch, std::vector<float>& out) {
     std::memcpy(out.data(), m->h_out.data(), count * 4);
 }
 
+void CudaRunner::forward_sampled(const ForwardBatch& batch, std::span<const uint8_t> want_logits,
+                                 std::vector<int32_t>& argmax, std::vector<float>& logits) {
+    m->run_step(batch);
+    const int n = int(batch.logits_indices.size());
+    const std::size_t vocab = std::size_t(m->cfg.vocab_size), row_bytes = vocab * 4;
+    launch_check(kernels::argmax(m->logits, n, m->cfg.vocab_size, m->greedy, m->stream), "argmax");
+    std::size_t n_rows = 0;
+    uint8_t* host = reinterpret_cast<uint8_t*>(m->h_out.data());
+    for (int r = 0; r < n; ++r) {
+        if (std::size_t(r) >= want_logits.size() || !want_logits[std::size_t(r)]) continue;
+        // Adjacent wanted rows merge into one copy.
+        std::size_t first = std::size_t(r);
+        while (r + 1 < n && std::size_t(r + 1) < want_logits.size() && want_logits[std::size_t(r + 1)]) ++r;
+        const std::size_t count = std::size_t(r) + 1 - first;
+        cuda_check(cudaMemcpyAsync(host + n_rows * row_bytes, m->logits + first * vocab, count * row_bytes,
+                                   cudaMemcpyDeviceToHost, m->stream),
+                   "logits download");
+        n_rows += count;
+    }
+    argmax.resize(std::size_t(n));
+    cuda_check(cudaMemcpyAsync(m->h_ids.data(), m->greedy, std::size_t(n) * 4, cudaMemcpyDeviceToHost, m->stream),
+               "token download");
+    cuda_check(cudaStreamSynchronize(m->stream), "forward");
+    std::memcpy(argmax.data(), m->h_ids.data(), std::size_t(n) * 4);
+    logits.resize(n_rows * vocab);
+    if (n_rows) std::memcpy(logits.data(), host, n_rows * row_bytes);
+}
+
 void CudaRunner::forward_greedy(const ForwardBatch& batch, std::vector<int32_t>& tokens) {
     m->run_step(batch);
     const int n = int(batch.logits_indices.size());

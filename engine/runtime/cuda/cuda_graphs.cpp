@@ -91,6 +91,7 @@ void CudaRunner::Impl::allocate_workspace(int n_tokens, int n_logits, int n_item
     // A fixed cuBLAS workspace: stream capture must not allocate, and eager steps then use the same one.
     cublas_check(cublasSetWorkspace(cublas, cublas_ws, cublas_ws_bytes), "cublasSetWorkspace");
     h_out.reserve(std::size_t(ws_logits) * cfg.vocab_size * 4);
+    h_ids.reserve(std::size_t(ws_logits) * 4);
 }
 
 void CudaRunner::Impl::plan_workspace() {

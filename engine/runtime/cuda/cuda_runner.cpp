@@ -226,6 +226,13 @@ MemoryReport CudaRunner::memory() const {
     return r;
 }
 
+std::optional<DeviceMemory> CudaRunner::device_memory() const {
+    cuda_check(cudaSetDevice(m->device), "cudaSetDevice");
+    DeviceMemory d;
+    cuda_check(cudaMemGetInfo(&d.free, &d.total), "cudaMemGetInfo");
+    return d;
+}
+
 std::size_t CudaRunner::kv_page_bytes(int page_size) const {
     return std::size_t(m->cfg.n_layers) * 2 * std::size_t(page_size) * std::size_t(m->cfg.kv_dim()) * 2;
 }

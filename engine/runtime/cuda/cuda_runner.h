@@ -59,6 +59,7 @@ class CudaRunner final : public ModelRunner {
     const model::ModelConfig& config() const override;
     std::string device_name() const override;
     MemoryReport memory() const override;
+    std::optional<DeviceMemory> device_memory() const override;
 
     std::size_t kv_page_bytes(int page_size) const override;
     void allocate_kv(int n_pages, int page_size) override;
@@ -80,6 +81,9 @@ class CudaRunner final : public ModelRunner {
     int64_t lora_upload_waits() const;
 
     void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
+    // Argmax of every row on the device; only the flagged rows' logits are copied back.
+    void forward_sampled(const ForwardBatch& batch, std::span<const uint8_t> want_logits, std::vector<int32_t>& argmax,
+                         std::vector<float>& logits) override;
 
     // Greedy path: runs the step and returns argmax token ids of the logits rows (argmax on the device,
     // only n_logits ints copied back).

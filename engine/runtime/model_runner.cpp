@@ -1,0 +1,36 @@
+// ModelRunner's default implementations: what a runner without a faster path of its own does.
+#include "runtime/model_runner.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace loradesk::runtime {
+
+std::size_t ModelRunner::lora_slot_bytes(int max_rank) const {
+    const model::ModelConfig& c = config();
+    // Every module adapted at max_rank, A [r, in] and B [out, r] in bf16: the slot layout of the device runner.
+    const std::size_t per_layer = std::size_t(c.hidden_size + c.q_dim()) + 2 * std::size_t(c.hidden_size + c.kv_dim()) +
+                                  std::size_t(c.q_dim() + c.hidden_size) +
+                                  3 * std::size_t(c.hidden_size + c.intermediate_size);
+    return std::size_t(c.n_layers) * per_layer * std::size_t(std::max(max_rank, 0)) * 2;
+}
+
+void ModelRunner::forward_sampled(const ForwardBatch& batch, std::span<const uint8_t> want_logits,
+                                  std::vector<int32_t>& argmax, std::vector<float>& logits) {
+    std::vector<float> all;
+    forward(batch, all);
+    const std::size_t vocab = std::size_t(config().vocab_size), rows = batch.logits_indices.size();
+    argmax.resize(rows);
+    logits.clear();
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float* row = all.data() + r * vocab;
+        std::size_t best = 0;
+        float best_v = -std::numeric_limits<float>::max();
+        for (std::size_t i = 0; i < vocab; ++i)
+            if (row[i] > best_v) best_v = row[i], best = i;  // NaN compares false: it never wins, as on the device
+        argmax[r] = int32_t(best);
+        if (r < want_logits.size() && want_logits[r]) logits.insert(logits.end(), row, row + vocab);
+    }
+}
+
+}  // namespace loradesk::runtime
