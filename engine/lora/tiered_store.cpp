@@ -4,6 +4,7 @@
 #include "lora/tiered_store.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <optional>
 
@@ -56,7 +57,12 @@ void TieredStore::start_load_locked(std::unique_lock<std::mutex>& lock, const st
     e.generation = ++m_generation;
     e.last_use = ++m_tick;
     uint64_t generation = e.generation;
-    auto task = [this, digest, generation] { finish_load(digest, generation, read_and_prepare(digest)); };
+    auto task = [this, digest, generation] {
+        const auto t0 = std::chrono::steady_clock::now();
+        Loaded loaded = read_and_prepare(digest);
+        loaded.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        finish_load(digest, generation, std::move(loaded));
+    };
     if (m_pool) {
         m_pool->submit(std::move(task));
     } else {
@@ -107,11 +113,13 @@ void TieredStore::finish_load(const std::string& digest, uint64_t generation, Lo
     if (it == m_host.end() || it->second.generation != generation) return;  // forgotten meanwhile
     HostEntry& e = it->second;
     if (!loaded.error.empty()) {
+        ++m_metrics.load_failures;
         e.state = HostState::failed;
         e.error = std::move(loaded.error);
         log::warn("adapter {} failed to load: {}", short_digest(digest), e.error);
         return;
     }
+    m_metrics.disk_to_host_seconds.observe(loaded.seconds);
     e.state = HostState::ready;
     e.bytes = loaded.prepared ? loaded.prepared->bytes() : loaded.weights->bytes();
     e.weights = std::move(loaded.weights);
@@ -159,6 +167,7 @@ void TieredStore::enforce_host_limits_locked(const std::string& keep) {
         }
         log::debug("adapter {} evicted from host memory", short_digest(*victim));
         m_host.erase(*victim);
+        ++m_metrics.host_evictions;
     }
 }
 
@@ -269,6 +278,7 @@ SlotGrant TieredStore::place(const std::string& digest, const std::vector<std::s
                     " LoRA slots hold pinned adapters; unpin one or restart with a larger --max-loras"};
     Slot& slot = m_slots[std::size_t(s)];
     std::string evicted = slot.digest;
+    const auto t0 = std::chrono::steady_clock::now();
     try {
         if (!evicted.empty()) m_runner.clear_lora_slot(s);
         slot = Slot{};
@@ -284,6 +294,8 @@ SlotGrant TieredStore::place(const std::string& digest, const std::vector<std::s
     mark_on_device(evicted, false);
     mark_on_device(digest, true);
     std::lock_guard lock(m_mutex);
+    m_metrics.host_to_device_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (!evicted.empty()) ++m_metrics.device_evictions;
     slot = Slot{digest, m_tick};
     return {Residency::ready, s, {}};
 }
@@ -384,6 +396,11 @@ int TieredStore::slots_in_use() const {
     int n = 0;
     for (auto& [digest, e] : m_host) n += e.on_device ? 1 : 0;
     return n;
+}
+
+TieredStore::Metrics TieredStore::metrics() const {
+    std::lock_guard lock(m_mutex);
+    return m_metrics;
 }
 
 int TieredStore::host_count() const {

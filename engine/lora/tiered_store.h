@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/histogram.h"
 #include "core/thread_pool.h"
 #include "lora/adapter_registry.h"
 #include "lora/adapter_residency.h"
@@ -81,6 +82,17 @@ class TieredStore final : public AdapterResidency {
     int slots_in_use() const;  // adapters resident in a device slot
     int host_count() const;    // ready host copies
 
+    // Adapter movements since start: disk -> host reads (with the runner's preparation) and host -> device
+    // slot uploads (the time to issue them on the loop thread), evictions and failures.
+    struct Metrics {
+        Histogram disk_to_host_seconds{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+        Histogram host_to_device_seconds{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1};
+        uint64_t load_failures = 0;
+        uint64_t host_evictions = 0;
+        uint64_t device_evictions = 0;
+    };
+    Metrics metrics() const;
+
   private:
     struct HostEntry {
         HostState state = HostState::loading;
@@ -102,6 +114,7 @@ class TieredStore final : public AdapterResidency {
         std::shared_ptr<const runtime::LoraWeights> weights;
         std::shared_ptr<const runtime::PreparedLora> prepared;
         std::string error;
+        double seconds = 0;  // read + preparation
     };
     Loaded read_and_prepare(const std::string& digest);  // on a loader thread
     void finish_load(const std::string& digest, uint64_t generation, Loaded loaded);
@@ -122,6 +135,7 @@ class TieredStore final : public AdapterResidency {
     std::vector<std::string> m_forgotten;
     uint64_t m_tick = 0;
     uint64_t m_generation = 0;
+    Metrics m_metrics;
 
     std::vector<Slot> m_slots;  // engine loop only; [0] unused
 

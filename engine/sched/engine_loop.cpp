@@ -74,27 +74,21 @@ void EngineLoop::stop() {
     if (m_thread.joinable() && m_thread.get_id() != std::this_thread::get_id()) m_thread.join();
 }
 
-std::shared_ptr<RequestChannel> EngineLoop::submit(LoopRequest r) {
-    const int n_prompt = int(r.prompt.size());
-    const int ctx = m_cfg.sched.max_context, vocab = m_runner.config().vocab_size;
+std::shared_ptr<RequestChannel> EngineLoop::submit(SubmitSpec r) {
+    const int vocab = m_runner.config().vocab_size;
     {
         std::lock_guard lock(m_mutex);
         if (m_stop) throw_expected(ErrorCode::unavailable, "the engine is shutting down");
     }
-    if (n_prompt == 0) throw_expected(ErrorCode::invalid_argument, "the prompt is empty; send at least one token");
+    m_sched->check_submit(r);
     for (int32_t t : r.prompt)
         if (t < 0 || t >= vocab)
             throw_expected(ErrorCode::invalid_argument, "prompt token id " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(vocab));
-    if (r.stop.max_tokens <= 0) throw_expected(ErrorCode::invalid_argument, "max_tokens must be at least 1");
     try {
         r.sampling.params.validate(vocab);
     } catch (const Error& e) {
         throw_expected(ErrorCode::invalid_argument, e.what());
     }
-    if (n_prompt >= ctx) throw_expected(ErrorCode::context_too_long, context_too_long_message(ctx, n_prompt, r.stop.max_tokens));
-    if (m_pool->pages_for_tokens(n_prompt + 1) > m_n_pages)
-        throw_expected(ErrorCode::capacity, "the prompt of " + std::to_string(n_prompt) + " tokens does not fit the KV cache of " +
-                                                std::to_string(m_n_pages * m_cfg.page_size) + " tokens; raise --kv-memory");
     if (!r.ns.empty() && m_n_slots == 0)
         throw_expected(ErrorCode::unavailable, "adapters cannot be served: this engine has no LoRA slots (start it with --max-loras 1 or more)");
     if (m_queued.load() >= m_cfg.sched.max_waiting + m_cfg.sched.capacity.max_running)
@@ -131,7 +125,7 @@ LoopStats EngineLoop::stats() const {
 }
 
 void EngineLoop::drain_inbox() {
-    std::vector<std::pair<LoopRequest, std::shared_ptr<RequestChannel>>> submits;
+    std::vector<std::pair<SubmitSpec, std::shared_ptr<RequestChannel>>> submits;
     std::vector<Cancel> cancels;
     std::vector<std::string> evictions;
     {
@@ -159,6 +153,9 @@ void EngineLoop::drain_inbox() {
 }
 
 void EngineLoop::step() {
+    using Clock = std::chrono::steady_clock;
+    auto seconds = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+    const auto t0 = Clock::now();
     try {
         if (!m_sched->plan(m_plan)) return;
     } catch (const std::exception& e) {
@@ -170,35 +167,101 @@ void EngineLoop::step() {
         for (uint64_t id : ids) m_sched->finish(id, FinishReason::error, std::string("the engine failed to plan a step: ") + e.what());
         return;
     }
+    const auto t1 = Clock::now();
     std::vector<int32_t> sampled;
     std::vector<TokenOut> outs;
+    Clock::time_point t2;
     try {
-        m_runner.forward(m_plan.batch, m_logits);
-        const std::size_t vocab = std::size_t(m_runner.config().vocab_size);
-        for (std::size_t i = 0; i < m_plan.sampling.size(); ++i) {
-            runtime::Sampler& sampler = *m_samplers.at(m_plan.sampling[i]->id);
-            runtime::SampleResult r = sampler.sample(m_logits.data() + i * vocab, int(vocab));
-            sampler.accept(r.token);
-            TokenOut out;
-            out.token_id = r.token;
-            out.logprob = r.logprob;
-            for (auto& t : r.top) out.top.emplace_back(t.token, t.logprob);
-            outs.push_back(std::move(out));
-            sampled.push_back(r.token);
-        }
+        // Only rows whose sampler needs the whole distribution come back to the host; the rest take the
+        // argmax computed where the logits are.
+        m_want_logits.resize(m_plan.sampling.size());
+        for (std::size_t i = 0; i < m_plan.sampling.size(); ++i)
+            m_want_logits[i] = m_samplers.at(m_plan.sampling[i]->id)->needs_logits();
+        m_runner.forward_sampled(m_plan.batch, m_want_logits, m_argmax, m_logits);
+        t2 = Clock::now();
+        sample_rows(sampled, outs);
     } catch (const std::exception& e) {
         log::error("engine step failed: {}", e.what());
         for (Sequence* s : m_plan.seqs) m_sched->finish(s->id, FinishReason::error, std::string("the model step failed: ") + e.what());
         return;
     }
+    const auto t3 = Clock::now();
     for (std::size_t i = 0; i < outs.size(); ++i) m_pending.emplace_back(m_plan.sampling[i]->id, std::move(outs[i]));
+    int prefill = 0, decode = 0;
+    for (std::size_t i = 0; i < m_plan.seqs.size(); ++i) (m_plan.seqs[i]->is_decode() ? decode : prefill) += m_plan.n_tokens[i];
     m_sched->commit(m_plan, sampled);  // may end sequences: m_pending keeps their ids
+    const auto t4 = Clock::now();
+
+    LoopMetrics& m = m_metrics;
+    m.plan_seconds += seconds(t0, t1);
+    m.forward_seconds += seconds(t1, t2);
+    m.sample_seconds += seconds(t2, t3);
+    m.commit_seconds += seconds(t3, t4);
+    m.step_seconds.observe(seconds(t0, t4));
+    m.batch_size.observe(double(m_plan.seqs.size()));
+    m.prefill_tokens.observe(prefill);
+    m.decode_tokens.observe(decode);
+    m.sampled_rows += int64_t(m_plan.sampling.size());
+}
+
+void EngineLoop::sample_rows(std::vector<int32_t>& sampled, std::vector<TokenOut>& outs) {
+    const std::size_t vocab = std::size_t(m_runner.config().vocab_size), n = m_plan.sampling.size();
+    std::vector<runtime::Sampler*> samplers(n);
+    std::vector<std::size_t> host_rows;  // rows sampled on the host, in the packed order of m_logits
+    for (std::size_t i = 0; i < n; ++i) {
+        samplers[i] = m_samplers.at(m_plan.sampling[i]->id).get();
+        if (m_want_logits[i]) host_rows.push_back(i);
+    }
+    // Each request has its own sampler and RNG, so rows are independent: a 150 k vocabulary costs about a
+    // millisecond per sampled row, which a pool spreads over cores.
+    std::vector<runtime::SampleResult> results(n);
+    auto sample = [&](std::size_t begin, std::size_t end) {
+        for (std::size_t k = begin; k < end; ++k)
+            results[host_rows[k]] = samplers[host_rows[k]]->sample(m_logits.data() + k * vocab, int(vocab));
+    };
+    if (host_rows.size() >= 4) {
+        if (!m_sample_pool) m_sample_pool = std::make_unique<ThreadPool>(std::clamp(int(std::thread::hardware_concurrency()) / 2, 1, 8));
+        m_sample_pool->parallel_for(host_rows.size(), sample);
+    } else {
+        sample(0, host_rows.size());
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        TokenOut out;
+        if (m_want_logits[i]) {
+            out.token_id = results[i].token;
+            out.logprob = results[i].logprob;
+            for (auto& t : results[i].top) out.top.emplace_back(t.token, t.logprob);
+        } else {
+            out.token_id = m_argmax[i];
+        }
+        samplers[i]->accept(out.token_id);
+        sampled.push_back(out.token_id);
+        outs.push_back(std::move(out));
+    }
+    m_metrics.host_sampled_rows += int64_t(host_rows.size());
 }
 
 void EngineLoop::publish_stats() {
+    // Per-adapter counts walk every sequence: often enough for gauges, not on every step.
+    const auto now = std::chrono::steady_clock::now();
+    const bool idle = m_sched->n_running() == 0 && m_sched->n_waiting() == 0;  // never leave stale counts behind
+    const bool by_adapter = idle || now - m_by_adapter_at >= std::chrono::milliseconds(100);
+    std::vector<std::pair<std::string, int>> running, waiting;
+    if (by_adapter) {
+        m_by_adapter_at = now;
+        running = m_sched->count_by_adapter(SeqStatus::running);
+        waiting = m_sched->count_by_adapter(SeqStatus::waiting);
+    }
     std::lock_guard lock(m_mutex);
+    if (by_adapter) {
+        m_stats.running_by_adapter = std::move(running);
+        m_stats.waiting_by_adapter = std::move(waiting);
+    }
     m_stats.running = m_sched->n_running();
     m_stats.waiting = m_sched->n_waiting();
+    m_stats.swapped = m_sched->n_swapped();
+    m_stats.waiting_for_adapter = m_sched->n_waiting_for_adapter();
+    m_stats.metrics = m_metrics;
     m_stats.pages_free = m_pool->n_free();
     m_stats.pages_cached = m_cache->n_cached_pages();
     m_stats.counters = m_sched->counters();

@@ -18,18 +18,13 @@
 #include <variant>
 #include <vector>
 
+#include "core/histogram.h"
+#include "core/thread_pool.h"
 #include "lora/adapter_residency.h"
 #include "runtime/model_runner.h"
 #include "sched/scheduler.h"
 
 namespace loradesk::sched {
-
-struct LoopRequest {
-    std::string ns;  // adapter digest, "" = base
-    std::vector<int32_t> prompt;
-    SamplingConfig sampling;
-    StopConfig stop;
-};
 
 struct TokenOut {
     int32_t token_id = 0;
@@ -73,13 +68,31 @@ struct EngineLoopConfig {
     int max_lora_rank = 64;
 };
 
+// What the loop's steps looked like since start: where a step's time goes (planning, the model, sampling,
+// committing), how large batches were, how many prompt (prefill) and decode tokens each step ran, and how
+// many logits rows had to come back whole for host sampling. Read with stats(); engine loop writes.
+struct LoopMetrics {
+    Histogram step_seconds{0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.25, 0.5, 1};
+    Histogram batch_size{1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 160, 192, 256, 384, 512};
+    Histogram prefill_tokens{0, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192};
+    Histogram decode_tokens{0, 1, 4, 8, 16, 32, 64, 96, 128, 192, 256, 512};
+    double plan_seconds = 0, forward_seconds = 0, sample_seconds = 0, commit_seconds = 0;
+    int64_t sampled_rows = 0;       // logits rows sampled
+    int64_t host_sampled_rows = 0;  // of those, rows copied whole to the host (non-greedy, processors, logprobs)
+};
+
 struct LoopStats {
     int running = 0;
     int waiting = 0;
+    int swapped = 0;             // waiting after a preemption
+    int waiting_for_adapter = 0; // waiting only for an adapter slot (cap reached or loading)
     int pages_total = 0;
     int pages_free = 0;
     int pages_cached = 0;
     SchedulerCounters counters;
+    LoopMetrics metrics;
+    // Running and waiting sequences per adapter digest ("" = base), refreshed at most every 100 ms.
+    std::vector<std::pair<std::string, int>> running_by_adapter, waiting_by_adapter;
 };
 
 class EngineLoop {
@@ -90,9 +103,10 @@ public:
     EngineLoop(const EngineLoop&) = delete;
     EngineLoop& operator=(const EngineLoop&) = delete;
 
-    // Validates now (throws ExpectedError: empty prompt, token out of range, context too long, queue
-    // full, adapters unavailable) and queues the request. Any thread.
-    std::shared_ptr<RequestChannel> submit(LoopRequest request);
+    // Validates now (Scheduler::check_submit, then what only the loop knows: token ids against the
+    // vocabulary, sampling settings, LoRA slots, queue capacity; throws ExpectedError) and queues the
+    // request. Any thread.
+    std::shared_ptr<RequestChannel> submit(SubmitSpec request);
     // Ends a request at once (client gone: cancelled; stop string found: stop + the string). Any thread.
     void cancel(uint64_t id, FinishReason reason = FinishReason::cancelled, std::string detail = {});
     // Adapter unloaded or changed: drops its prefix-cache namespace at once (locked pages follow when
@@ -113,6 +127,7 @@ private:
     void run();
     void drain_inbox();
     void step();
+    void sample_rows(std::vector<int32_t>& sampled, std::vector<TokenOut>& outs);
     void emit_tokens();
     void emit_finished();
     void publish_stats();
@@ -128,7 +143,7 @@ private:
 
     mutable std::mutex m_mutex;  // guards the inbox, m_stop and m_stats
     std::condition_variable m_cv;
-    std::vector<std::pair<LoopRequest, std::shared_ptr<RequestChannel>>> m_submits;
+    std::vector<std::pair<SubmitSpec, std::shared_ptr<RequestChannel>>> m_submits;
     std::vector<Cancel> m_cancels;
     std::vector<std::string> m_evictions;
     bool m_stop = false;
@@ -140,7 +155,12 @@ private:
     std::unordered_map<uint64_t, std::unique_ptr<runtime::Sampler>> m_samplers;  // loop thread only
     StepPlan m_plan;
     std::vector<std::pair<uint64_t, TokenOut>> m_pending;  // this step's tokens, sent after stats
-    std::vector<float> m_logits;
+    std::vector<float> m_logits;       // rows the host samplers need, packed
+    std::vector<int32_t> m_argmax;     // every row's greedy token, from the runner
+    std::vector<uint8_t> m_want_logits;
+    LoopMetrics m_metrics;             // loop thread; copied into m_stats under m_mutex
+    std::chrono::steady_clock::time_point m_by_adapter_at{};
+    std::unique_ptr<ThreadPool> m_sample_pool;  // host sampling of many rows; made on first need
     std::thread m_thread;
 };
 

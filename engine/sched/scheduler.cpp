@@ -38,7 +38,7 @@ Scheduler::~Scheduler() {
     for (auto& [id, s] : m_seqs) release_kv(*s);
 }
 
-uint64_t Scheduler::submit(SubmitSpec spec, uint64_t id) {
+void Scheduler::check_submit(const SubmitSpec& spec) const {
     const int n_prompt = int(spec.prompt.size());
     if (n_prompt == 0) throw_expected(ErrorCode::invalid_argument, "the prompt is empty; send at least one token");
     if (spec.stop.max_tokens <= 0) throw_expected(ErrorCode::invalid_argument, "max_tokens must be at least 1");
@@ -47,6 +47,11 @@ uint64_t Scheduler::submit(SubmitSpec spec, uint64_t id) {
     if (m_pool.pages_for_tokens(n_prompt + 1) > m_pool.n_pages())
         throw_expected(ErrorCode::capacity, "the prompt of " + std::to_string(n_prompt) + " tokens does not fit the KV cache of " +
                                                 std::to_string(m_pool.n_pages() * m_pool.page_size()) + " tokens; raise --kv-memory");
+}
+
+uint64_t Scheduler::submit(SubmitSpec spec, uint64_t id) {
+    check_submit(spec);
+    const int n_prompt = int(spec.prompt.size());
     if (int(m_waiting.size()) >= m_cfg.max_waiting)
         throw_expected(ErrorCode::capacity, "the request queue is full (" + std::to_string(m_cfg.max_waiting) + " waiting); retry later");
     if (id == 0) id = m_next_id;
@@ -76,6 +81,22 @@ uint64_t Scheduler::submit(SubmitSpec spec, uint64_t id) {
     m_waiting.push_back(s.get());
     m_seqs.emplace(id, std::move(s));
     return id;
+}
+
+int Scheduler::n_swapped() const {
+    int n = 0;
+    for (const Sequence* s : m_waiting) n += s->n_preemptions > 0;
+    return n;
+}
+
+std::vector<std::pair<std::string, int>> Scheduler::count_by_adapter(SeqStatus status) const {
+    std::vector<int> n(m_adapter_ids.size() + 1, 0);
+    for (const Sequence* s : status == SeqStatus::running ? m_running : m_waiting) ++n[std::size_t(s->adapter)];
+    std::vector<std::pair<std::string, int>> out;
+    if (n[0]) out.emplace_back("", n[0]);
+    for (auto& [digest, id] : m_adapter_ids)
+        if (n[std::size_t(id)]) out.emplace_back(digest, n[std::size_t(id)]);
+    return out;
 }
 
 const Sequence* Scheduler::find(uint64_t id) const {

@@ -57,8 +57,13 @@ public:
     Scheduler(SchedulerConfig cfg, kv::PagePool& pool, kv::PrefixCache& cache, lora::AdapterResidency& residency);
     ~Scheduler();
 
-    // Queues a request (and prefetches its adapter). Throws ExpectedError(context_too_long) when the prompt
-    // alone does not fit the context, ExpectedError(capacity) when the queue is full. Clips max_tokens.
+    // The request-level admission rules, owned here and nowhere else: a prompt, max_tokens >= 1, the
+    // prompt within the context (ExpectedError(context_too_long)) and within the KV cache (capacity).
+    // Reads only what is fixed at construction, so the engine loop's submit calls it on the caller's
+    // thread to fail early.
+    void check_submit(const SubmitSpec& spec) const;
+    // Queues a request (and prefetches its adapter): check_submit, then ExpectedError(capacity) when the
+    // queue is full. Clips max_tokens to the context.
     uint64_t submit(SubmitSpec spec, uint64_t id = 0);
     // Ends a request now from any state (cancel, stop string, error): its computed pages go to the prefix
     // cache in its namespace, everything else back to the pool. Unknown or finished ids are ignored.
@@ -75,6 +80,13 @@ public:
     const Sequence* find(uint64_t id) const;
     int n_running() const { return int(m_running.size()); }
     int n_waiting() const { return int(m_waiting.size()); }
+    // Waiting sequences that were preempted (their KV was given back and is recomputed on re-admission).
+    int n_swapped() const;
+    // (adapter digest, sequences) for the running or the waiting ones; "" = base model.
+    std::vector<std::pair<std::string, int>> count_by_adapter(SeqStatus status) const;
+    // Waiting requests the last plan() could have admitted but for their adapter: the adapter cap was
+    // reached or its slot was still loading.
+    int n_waiting_for_adapter() const { return m_waiting_for_adapter; }
     const SchedulerCounters& counters() const { return m_counters; }
     const SchedulerConfig& config() const { return m_cfg; }
     kv::PagePool& pool() { return m_pool; }
@@ -88,6 +100,8 @@ private:
     bool grow(Sequence& s, int n_tokens);
     void cache_full_pages(Sequence& s);
     bool check_stop(Sequence& s);
+    // Pages the next reserve_tokens of growth add to a sequence whose KV will hold kv_after_step tokens.
+    int reserve_pages(const Sequence& s, int kv_after_step) const;
     // Fills the capacity step's inputs; returns the pages available (free + evictable).
     int gather_candidates(std::vector<CapacityCandidate>& running, std::vector<CapacityCandidate>& waiting);
     // Grants slots for the step's adapters; drops not-ready adapters' sequences from the step and ends
@@ -109,6 +123,7 @@ private:
     uint64_t m_next_id = 1;
     uint64_t m_next_arrival = 0;
     int64_t m_step = 0;
+    int m_waiting_for_adapter = 0;
     SchedulerCounters m_counters;
 };
 

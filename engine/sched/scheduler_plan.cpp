@@ -15,6 +15,14 @@ int waiting_scan_limit(const CapacityConfig& c, int n_running) { return std::max
 
 }  // namespace
 
+int Scheduler::reserve_pages(const Sequence& s, int kv_after_step) const {
+    const int reserve = m_cfg.capacity.reserve_tokens;
+    if (reserve <= 0) return 0;
+    // A sequence ends at n_prompt + max_tokens: growth beyond that is never needed.
+    const int end = std::min(s.n_prompt + s.stop.max_tokens, kv_after_step + reserve);
+    return std::max(0, m_pool.pages_for_tokens(end) - m_pool.pages_for_tokens(kv_after_step));
+}
+
 int Scheduler::gather_candidates(std::vector<CapacityCandidate>& run_c, std::vector<CapacityCandidate>& wait_c) {
     const CapacityConfig& cc = m_cfg.capacity;
     run_c.reserve(m_running.size());
@@ -24,7 +32,8 @@ int Scheduler::gather_candidates(std::vector<CapacityCandidate>& run_c, std::vec
         int chunk = std::min(s.n_pending(), cc.max_batch_tokens);
         int pages = std::max(0, m_pool.pages_for_tokens(s.n_computed + chunk) - int(s.pages.size()));
         need += pages;
-        run_c.push_back({int(i), s.ns, s.adapter, pages, chunk, s.arrival, 0, 0});
+        run_c.push_back({int(i), s.ns, s.adapter, pages, chunk, s.arrival, 0, 0,
+                         reserve_pages(s, s.n_computed + chunk)});
     }
     if (need > available)  // only then is preemption on the table: pages nobody else holds come back
         for (auto& c : run_c)
@@ -36,7 +45,8 @@ int Scheduler::gather_candidates(std::vector<CapacityCandidate>& run_c, std::vec
             int hit = m_cache.match_length(s.ns, std::span<const int32_t>(s.tokens.data(), s.tokens.size() - 1));
             int chunk = std::min(int(s.tokens.size()) - hit, cc.max_batch_tokens);
             int pages = m_pool.pages_for_tokens(hit + chunk) - hit / m_pool.page_size();
-            wait_c.push_back({i, s.ns, s.adapter, pages, chunk, s.arrival, m_step - s.enqueued_step, 0});
+            wait_c.push_back({i, s.ns, s.adapter, pages, chunk, s.arrival, m_step - s.enqueued_step, 0,
+                              reserve_pages(s, hit + chunk)});
         }
     }
 
@@ -65,10 +75,10 @@ void Scheduler::apply_residency(const std::vector<std::string>& adapters, std::v
         }
     }
     auto drop = [&](std::vector<Sequence*>& v) {
-        std::erase_if(v, [&](Sequence* s) { return not_ready.count(s->adapter) > 0; });
+        return std::erase_if(v, [&](Sequence* s) { return not_ready.count(s->adapter) > 0; });
     };
     drop(go);
-    drop(admit_list);
+    m_waiting_for_adapter += int(drop(admit_list));
 }
 
 bool Scheduler::plan(StepPlan& out) {
@@ -89,6 +99,7 @@ bool Scheduler::plan(StepPlan& out) {
 
     // 2. Capacity step, then residency for the adapters it chose.
     CapacityPlan cap = plan_capacity(cc, run_c, wait_c, available);
+    m_waiting_for_adapter = cap.deferred_for_adapter;
     std::vector<Sequence*> go, admit_list;
     for (int i : cap.running) go.push_back(m_running[std::size_t(i)]);
     for (int i : cap.admitted) admit_list.push_back(m_waiting[std::size_t(i)]);

@@ -69,7 +69,7 @@ CapacityPlan plan_capacity(const CapacityConfig& cfg, std::span<const CapacityCa
     std::vector<const CapacityCandidate*> run;
     for (auto& r : running) run.push_back(&r);
     std::sort(run.begin(), run.end(), [](auto* a, auto* b) { return a->arrival < b->arrival; });
-    int need = 0, tokens = 0;
+    int need = 0, tokens = 0, reserve = 0;
     std::vector<const CapacityCandidate*> going;
     for (auto* r : run) {
         if (!adapters.fits(*r)) {
@@ -93,6 +93,7 @@ CapacityPlan plan_capacity(const CapacityConfig& cfg, std::span<const CapacityCa
         adapters.add(*r);
         plan.running.push_back(r->id);
         tokens += r->tokens;
+        reserve += r->reserve_pages;
     }
     if (!plan.preempted.empty()) {
         for (auto& w : waiting) plan.deferred.push_back(w.id);
@@ -106,16 +107,20 @@ CapacityPlan plan_capacity(const CapacityConfig& cfg, std::span<const CapacityCa
     bool blocked = false;
     for (const CapacityCandidate* w : waiting_order(cfg, waiting, adapters)) {
         bool aged = w->waited_steps >= cfg.max_wait_steps;
-        bool fits = !blocked && n_running < cfg.max_running && tokens < cfg.max_batch_tokens &&
-                    adapters.fits(*w) && need + w->pages_needed <= available_pages;
-        if (!fits) {
+        const bool room = !blocked && n_running < cfg.max_running && tokens < cfg.max_batch_tokens &&
+                          need + w->pages_needed <= available_pages &&
+                          // Nothing running: the reserve cannot be what keeps the first request out.
+                          (n_running == 0 || need + reserve + w->pages_needed + w->reserve_pages <= available_pages);
+        if (!room || !adapters.fits(*w)) {
             plan.deferred.push_back(w->id);
+            plan.deferred_for_adapter += room;
             if (aged) blocked = true;
             continue;
         }
         adapters.add(*w);
         plan.admitted.push_back(w->id);
         need += w->pages_needed;
+        reserve += w->reserve_pages;
         tokens += w->tokens;
         ++n_running;
     }

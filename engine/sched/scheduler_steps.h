@@ -25,6 +25,11 @@ struct CapacityConfig {
     int max_batch_tokens = 2048; // used to stop admitting once the step's token budget is spoken for
     Policy policy = Policy::fcfs;
     int64_t max_wait_steps = 64; // a request waiting longer than this is served before anyone new
+    // Admission headroom: a newcomer is admitted only if, besides every admitted sequence's next chunk,
+    // the pages for the next `reserve_tokens` tokens of growth of each sequence (capped by what its
+    // max_tokens can still add) stay available. 0 admits on the next chunk alone, which fills the pool and
+    // then preempts by recompute as sequences grow; a large value never preempts when max_tokens is exact.
+    int reserve_tokens = 0;
 };
 
 struct CapacityCandidate {
@@ -36,6 +41,7 @@ struct CapacityCandidate {
     uint64_t arrival = 0;
     int64_t waited_steps = 0; // waiting candidates only
     int reclaimable = 0;      // running only: pages that become available if it is preempted
+    int reserve_pages = 0;    // pages its next CapacityConfig::reserve_tokens of growth would add
 };
 
 struct CapacityPlan {
@@ -44,6 +50,7 @@ struct CapacityPlan {
     std::vector<int> preempted; // running candidates to preempt (newest first)
     std::vector<int> deferred;  // running or waiting candidates that wait for a later step
     std::vector<std::string> adapters;  // distinct non-base adapters of running + admitted
+    int deferred_for_adapter = 0;       // waiting candidates that fit but for the adapter cap
 };
 
 // `running` and `waiting` may be in any order; `available_pages` = free + evictable pages.

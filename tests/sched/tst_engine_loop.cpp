@@ -61,7 +61,7 @@ private slots:
         std::vector<std::shared_ptr<RequestChannel>> chans;
         std::vector<std::vector<int32_t>> prompts;
         for (int i = 0; i < 6; ++i) {
-            LoopRequest r;
+            SubmitSpec r;
             r.ns = i % 3 == 0 ? "" : "ad" + std::to_string(i % 3);
             r.prompt = ramp(6 + i, 2);
             r.stop.max_tokens = 5;
@@ -93,7 +93,7 @@ private slots:
         NullRunner runner(null_model());
         BaseOnlyResidency residency;
         EngineLoop loop(runner, residency, loop_config());
-        LoopRequest r;
+        SubmitSpec r;
         r.prompt = ramp(13, 4);
         r.stop.max_tokens = 2;
         r.sampling.params.top_logprobs = 3;
@@ -111,7 +111,7 @@ private slots:
         NullRunner runner(null_model());
         ScriptedResidency residency(2);
         EngineLoop loop(runner, residency, loop_config());
-        LoopRequest r;
+        SubmitSpec r;
         r.ns = "ad1";
         r.prompt = ramp(17, 3);
         r.stop.max_tokens = 3;
@@ -131,7 +131,7 @@ private slots:
         NullRunner runner(null_model(97, 64));
         BaseOnlyResidency residency;
         EngineLoop loop(runner, residency, loop_config());
-        LoopRequest r;
+        SubmitSpec r;
         r.prompt = ramp(64);
         try {
             loop.submit(r);
@@ -171,7 +171,7 @@ private slots:
         EngineLoopConfig cfg = loop_config();
         cfg.kv_bytes *= 4;
         EngineLoop loop(runner, residency, cfg);
-        LoopRequest r;
+        SubmitSpec r;
         r.prompt = ramp(5, 1);
         r.stop.max_tokens = 400;
         auto a = loop.submit(r);
@@ -200,7 +200,7 @@ private slots:
         std::shared_ptr<RequestChannel> ch;
         {
             EngineLoop loop(runner, residency, loop_config());
-            LoopRequest r;
+            SubmitSpec r;
             r.prompt = ramp(5, 1);
             r.stop.max_tokens = 500;
             ch = loop.submit(r);

@@ -33,8 +33,8 @@ std::vector<int32_t> run(RequestChannel& ch, FinishOut* finish = nullptr) {
     }
 }
 
-LoopRequest request(const Req& r) {
-    LoopRequest l;
+SubmitSpec request(const Req& r) {
+    SubmitSpec l;
     l.prompt = r.prompt;
     l.stop.max_tokens = r.max_tokens;
     l.stop.ignore_eos = true;

@@ -110,6 +110,42 @@ private slots:
         // Aged after 6 steps, then the running "a" requests (max_tokens 4) drain within ~5 steps.
         QVERIFY2(served_at <= 1 + 6 + 6, qPrintable(QString("served at step %1").arg(served_at)));
     }
+    // KV pressure as under the S-LoRA workload: many requests whose prompts fit at admission but whose
+    // completions together outgrow the pool. Every request finishes with the tokens it would produce alone,
+    // none starves, and preemptions stay bounded; with an admission reserve covering max_tokens, none at all.
+    void kv_pressure_data() {
+        QTest::addColumn<int>("reserve");
+        QTest::newRow("reserve 0") << 0;
+        QTest::newRow("reserve 16") << 16;
+        QTest::newRow("reserve covers max_tokens") << 24;
+    }
+    void kv_pressure() {
+        QFETCH(int, reserve);
+        SchedulerConfig c = config(4, 64, 32);
+        c.capacity.reserve_tokens = reserve;
+        Sim sim(48, 4, c);  // 192 tokens of KV for 24 requests of up to 12 + 24 tokens
+        std::mt19937 rng(7);
+        std::map<uint64_t, std::pair<std::vector<int32_t>, int>> asked;
+        for (int i = 0; i < 24; ++i) {
+            auto prompt = ramp(4 + int(rng() % 9), int32_t(i * 3));
+            const int max_tokens = 8 + int(rng() % 17);
+            asked[sim.sched.submit(spec(i % 3 ? "ad" + std::to_string(i % 3) : "", prompt, max_tokens))] = {prompt, max_tokens};
+            if (i % 4 == 3) sim.step();  // arrivals spread over steps
+        }
+        const int steps = sim.run_to_end(5000);
+        QVERIFY2(steps < 5000, "the simulation did not drain");
+        QCOMPARE(int(sim.done.size()), 24);
+        for (auto& [id, want] : asked) {
+            const Sequence& s = *sim.done.at(id);
+            QCOMPARE(s.finish_reason, FinishReason::length);
+            QCOMPARE(std::vector<int32_t>(s.generated().begin(), s.generated().end()), sim.alone(want.first, want.second));
+        }
+        const int64_t preemptions = sim.sched.counters().preemptions;
+        QVERIFY2(preemptions <= 24 * 4, qPrintable(QString("%1 preemptions").arg(preemptions)));
+        if (reserve >= 24) QCOMPARE(preemptions, qint64(0));
+        QCOMPARE(sim.pool.n_free() + sim.cache.n_cached_pages(), sim.pool.n_pages());
+    }
+
     void preemption_and_recompute() {
         // 8 pages of 4 tokens: two requests of 12 prompt + 16 generated cannot both finish together.
         Sim sim(8, 4, config());
