@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/histogram.h"
 #include "core/result.h"
 
 namespace loradesk::api {
@@ -27,14 +28,22 @@ struct EngineOptions {
     std::vector<std::pair<std::string, std::string>> named_adapters;  // (name, dir) registered as given
     std::string device = "auto";            // auto | cpu | cuda
     std::string data_dir;                   // catalog, logs; empty = no catalog (tests)
-    int max_loras = 4;                      // distinct adapters in one batch = device slots
-    int max_loras_cpu = 32;                 // adapters kept parsed in host memory
-    std::size_t max_cpu_lora_bytes = std::size_t(8) << 30;
+    // Distinct adapters in one batch = device slots; <= 0: planned from GPU memory (up to 8), 4 on the CPU.
+    int max_loras = 0;
+    int max_loras_cpu = 4096;               // adapters kept in host memory (max_cpu_lora_bytes bounds them first)
+    std::size_t max_cpu_lora_bytes = std::size_t(8) << 30;  // host-tier budget (--host-lora-memory)
     int max_lora_rank = 64;
-    double kv_memory_gb = 0.5;              // KV page pool budget
+    // KV page pool budget in GB; <= 0: on a GPU, everything the plan leaves (gpu_memory_utilization), on the
+    // CPU runner 0.5 GB.
+    double kv_memory_gb = 0;
+    double gpu_memory_utilization = 0.9;    // fraction of the GPU the engine may take in all
+    std::string chat_template_file;         // overrides the model's chat template (a Jinja file)
     int page_size = 16;
     int max_batch_tokens = 2048;            // token budget per step (prefill chunks + decodes)
     int max_running = 256;                  // sequences decoding at once
+    // Admission headroom: tokens of growth per running sequence that must still fit the KV cache before a
+    // new request is admitted (see sched::CapacityConfig::reserve_tokens).
+    int kv_reserve_tokens = 0;
     int max_waiting = 4096;                 // queued requests before submit() answers capacity
     std::string policy = "fcfs";            // fcfs | pack
     int cpu_threads = 0;                    // 0 = all cores
@@ -205,6 +214,23 @@ struct EngineStats {
     double tokens_per_second = 0;  // generated, over the last few seconds
     int gpu_slots_used = 0;
     int cpu_adapters = 0;
+    int max_loras = 0;  // adapter slots = distinct adapters per step
+
+    // Scheduler state and history (engine loop; see docs/scheduler.md).
+    int swapped = 0;              // waiting after a preemption (their KV is recomputed on re-admission)
+    int waiting_for_adapter = 0;  // waiting only for an adapter slot (cap reached or still loading)
+    uint64_t preemptions_total = 0;       // by recompute, when running sequences outgrow the KV cache
+    uint64_t computed_tokens_total = 0;   // tokens run through the model (prefill + decode + recompute)
+    uint64_t finished_total = 0;
+    Histogram step_seconds, batch_size, prefill_tokens_per_step, decode_tokens_per_step;
+    double plan_seconds_total = 0, forward_seconds_total = 0, sample_seconds_total = 0, commit_seconds_total = 0;
+    uint64_t sampled_rows_total = 0, host_sampled_rows_total = 0;
+    // Running / waiting sequences per adapter name (the base model is not listed), refreshed every 100 ms.
+    std::vector<std::pair<std::string, int>> running_by_adapter, waiting_by_adapter;
+
+    // Adapter movements: disk -> host reads, host -> device slot uploads.
+    Histogram adapter_disk_to_host_seconds, adapter_host_to_device_seconds;
+    uint64_t adapter_load_failures = 0, adapter_host_evictions = 0, adapter_device_evictions = 0;
 };
 
 // One minute of an adapter's traffic, from the catalog's history.

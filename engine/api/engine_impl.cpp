@@ -92,8 +92,10 @@ std::vector<int32_t> EngineImpl::build_prompt(const GenerateRequest& r) const {
         ids = m_core->tokenizer->encode(*r.prompt, true);  // as vLLM: BOS per the tokenizer, specials parsed
     } else {
         if (!m_core->chat_template)
-            throw_expected(ErrorCode::invalid_argument, "the model '" + m_core->model_id +
-                                                            "' has no chat template; use /v1/completions with a prompt");
+            throw_expected(ErrorCode::invalid_argument,
+                           "the model '" + m_core->model_id +
+                               "' has no chat template, so it cannot answer chat requests: use /v1/completions with "
+                               "a prompt, or restart the server with --chat-template FILE (a Jinja chat template)");
         std::string text = m_core->chat_template->render(*r.messages, r.tools, r.add_generation_prompt,
                                                          r.chat_template_kwargs);
         ids = m_core->tokenizer->encode(text, false);  // the template already wrote BOS if the model wants it
@@ -122,7 +124,7 @@ std::shared_ptr<RequestStream> EngineImpl::submit_or_throw(GenerateRequest& r) {
 
     std::vector<int32_t> prompt = build_prompt(r);
 
-    sched::LoopRequest lr;
+    sched::SubmitSpec lr;
     lr.ns = digest;
     lr.prompt = prompt;
     lr.sampling = to_loop_sampling(r);
@@ -139,7 +141,6 @@ std::shared_ptr<RequestStream> EngineImpl::submit_or_throw(GenerateRequest& r) {
     info.tier = digest.empty() ? "base" : tier_of(*m_core->store, digest);
     info.prompt_tokens = int(prompt.size());
     info.max_tokens = std::min(r.stop.max_tokens, m_core->max_context - int(prompt.size()));
-    if (!digest.empty()) m_core->store->prefetch(digest);  // disk read overlaps the wait for a slot
 
     auto channel = m_core->loop->submit(std::move(lr));  // context length, queue capacity, ids
     {
@@ -218,9 +219,22 @@ AdapterInfo EngineImpl::describe(const lora::RegisteredAdapter& a) const {
     return info;
 }
 
+void EngineImpl::apply_queue_counts(std::vector<AdapterInfo>& infos) const {
+    const sched::LoopStats l = m_core->loop->stats();
+    std::map<std::string_view, std::pair<int, int>> by_digest;  // running, waiting
+    for (auto& [d, n] : l.running_by_adapter) by_digest[d].first = n;
+    for (auto& [d, n] : l.waiting_by_adapter) by_digest[d].second = n;
+    for (auto& info : infos) {
+        auto it = by_digest.find(info.digest);
+        info.running = it == by_digest.end() ? 0 : it->second.first;
+        info.waiting = it == by_digest.end() ? 0 : it->second.second;
+    }
+}
+
 std::vector<AdapterInfo> EngineImpl::adapters() const {
     std::vector<AdapterInfo> out;
     for (auto& a : m_core->registry.list()) out.push_back(describe(a));
+    apply_queue_counts(out);
     std::lock_guard lock(m_core->mutex);
     for (auto& r : m_core->rejected) {
         AdapterInfo info;
@@ -237,7 +251,9 @@ std::vector<AdapterInfo> EngineImpl::adapters() const {
 Result<AdapterInfo> EngineImpl::adapter(const std::string& name_or_alias) const {
     auto found = m_core->registry.find(name_or_alias);
     if (!found) return Status::failure(ErrorCode::not_found, "no adapter named '" + name_or_alias + "' is loaded");
-    return describe(*found);
+    std::vector<AdapterInfo> one{describe(*found)};
+    apply_queue_counts(one);
+    return one[0];
 }
 
 Status EngineImpl::import_adapters(const std::string& folder) {
@@ -349,6 +365,40 @@ EngineStats EngineImpl::stats() const {
     }
     s.gpu_slots_used = m_core->store->slots_in_use();
     s.cpu_adapters = m_core->store->host_count();
+    s.max_loras = m_core->store->n_slots();
+    s.swapped = l.swapped;
+    s.waiting_for_adapter = l.waiting_for_adapter;
+    s.preemptions_total = uint64_t(l.counters.preemptions);
+    s.computed_tokens_total = uint64_t(l.counters.computed_tokens);
+    s.finished_total = uint64_t(l.counters.finished);
+    const sched::LoopMetrics& m = l.metrics;
+    s.step_seconds = m.step_seconds;
+    s.batch_size = m.batch_size;
+    s.prefill_tokens_per_step = m.prefill_tokens;
+    s.decode_tokens_per_step = m.decode_tokens;
+    s.plan_seconds_total = m.plan_seconds;
+    s.forward_seconds_total = m.forward_seconds;
+    s.sample_seconds_total = m.sample_seconds;
+    s.commit_seconds_total = m.commit_seconds;
+    s.sampled_rows_total = uint64_t(m.sampled_rows);
+    s.host_sampled_rows_total = uint64_t(m.host_sampled_rows);
+    auto names = [&](const std::vector<std::pair<std::string, int>>& by_digest) {
+        std::vector<std::pair<std::string, int>> out;
+        for (auto& [digest, n] : by_digest)
+            if (!digest.empty()) {
+                auto a = m_core->registry.find_digest(digest);  // unloaded while running: its digest stands in
+                out.emplace_back(a ? a->name : digest.substr(0, 12), n);
+            }
+        return out;
+    };
+    s.running_by_adapter = names(l.running_by_adapter);
+    s.waiting_by_adapter = names(l.waiting_by_adapter);
+    const lora::TieredStore::Metrics sm = m_core->store->metrics();
+    s.adapter_disk_to_host_seconds = sm.disk_to_host_seconds;
+    s.adapter_host_to_device_seconds = sm.host_to_device_seconds;
+    s.adapter_load_failures = sm.load_failures;
+    s.adapter_host_evictions = sm.host_evictions;
+    s.adapter_device_evictions = sm.device_evictions;
     return s;
 }
 

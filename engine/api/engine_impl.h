@@ -46,6 +46,8 @@ private:
     std::shared_ptr<RequestStream> submit_or_throw(GenerateRequest& request);
     std::vector<int32_t> build_prompt(const GenerateRequest& request) const;
     AdapterInfo describe(const lora::RegisteredAdapter& a) const;
+    // Running / waiting sequences per adapter as the engine loop last counted them.
+    void apply_queue_counts(std::vector<AdapterInfo>& infos) const;
 
     std::shared_ptr<EngineCore> m_core;
 };

@@ -29,7 +29,9 @@ bool constant_time_equal(const std::string& given, const std::string& expected) 
 
 }  // namespace
 
-Router::Router(api::Engine& engine, ServerOptions options) : m_engine(engine), m_options(std::move(options)) {}
+Router::Router(api::Engine& engine, ServerOptions options) : m_engine(engine), m_options(std::move(options)) {
+    m_metrics.set_adapter_window(std::chrono::seconds(std::max(0, m_options.metrics_adapter_window_s)));
+}
 
 void Router::set_unavailable(std::string reason) {
     std::lock_guard lock(m_state_mutex);

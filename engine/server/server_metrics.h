@@ -1,30 +1,30 @@
 // Request metrics the HTTP layer records (per adapter: requests by endpoint and status, prompt / cached /
-// generated tokens, TTFT and latency histograms) and their Prometheus text exposition (format 0.0.4),
-// together with the engine's live gauges (running, waiting, residency, KV usage). Thread-safe.
+// generated tokens, TTFT and latency histograms) and the whole Prometheus text exposition (format 0.0.4):
+// these, the engine-wide families (engine_metrics.h) and vLLM's names for the same quantities. Per-adapter
+// series are written only for adapters active within a window, so /metrics stays small with thousands
+// of catalogued adapters. Thread-safe.
 #pragma once
 
-#include <array>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <string>
 #include <tuple>
 
 #include "api/engine.h"
+#include "core/histogram.h"
 
 namespace loradesk::server {
 
-inline constexpr std::array<double, 12> kTtftBuckets = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
-inline constexpr std::array<double, 12> kLatencyBuckets = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
-
-struct Histogram {
-    std::array<uint64_t, 12> counts{};  // per bucket (not cumulative)
-    uint64_t count = 0;
-    double sum = 0;
-    void observe(const std::array<double, 12>& bounds, double value);
-};
+Histogram ttft_histogram();     // the TTFT buckets (seconds), vLLM's
+Histogram latency_histogram();  // the end-to-end latency buckets (seconds)
 
 class ServerMetrics {
 public:
+    // Per-adapter series cover adapters that are running, waiting, on the GPU, pinned, or that served a
+    // request within `window`; 0 = every adapter.
+    void set_adapter_window(std::chrono::seconds window) { m_window = window; }
+
     // `adapter` is the resolved adapter name, "base" for the base model.
     void record_request(const std::string& adapter, const std::string& endpoint, int status);
     void record_finish(const std::string& adapter, const api::FinishEvent& finish);
@@ -33,16 +33,24 @@ public:
     std::string render(const api::Engine& engine) const;
 
 private:
+    using Clock = std::chrono::steady_clock;
     struct PerAdapter {
         uint64_t prompt_tokens = 0;
         uint64_t cached_tokens = 0;
         uint64_t generated_tokens = 0;
-        Histogram ttft;
-        Histogram latency;
+        Histogram ttft = ttft_histogram();
+        Histogram latency = latency_histogram();
+        Clock::time_point last_active{};
     };
+    bool active(const PerAdapter& a, Clock::time_point now) const;
+    void render_requests(std::string& out, const std::map<std::string, bool>& listed) const;
+
+    std::chrono::seconds m_window{600};
     mutable std::mutex m_mutex;
     std::map<std::tuple<std::string, std::string, int>, uint64_t> m_requests;
     std::map<std::string, PerAdapter> m_adapters;
+    Histogram m_ttft_all = ttft_histogram(), m_latency_all = latency_histogram();  // every adapter together
+    uint64_t m_prompt_all = 0, m_generated_all = 0;
 };
 
 // Escapes a label value (\\, \", \n) for the text format.

@@ -25,6 +25,9 @@ struct ServerOptions {
     int max_n = 64;                       // most choices per request (n, and prompts x n)
     int retry_after_s = 1;                // Retry-After on 429 / 503
     std::string owned_by = "loradesk";
+    // /metrics lists per-adapter series only for adapters active within this many seconds (or running,
+    // waiting, on the GPU, pinned); 0 = every adapter, whatever the catalog holds.
+    int metrics_adapter_window_s = 600;
 };
 
 }  // namespace loradesk::server

@@ -81,7 +81,10 @@ bool on_tokens(Job& job, Choice& c, const api::TokenEvent& t, SseWriter& w) {
         for (const api::TokenLogprob& lp : t.logprobs) c.text_offset += lp.chosen.token.size();
     }
     if (!job.chat()) {
-        if (t.text.empty() && logprobs.is_null()) return true;
+        // A generated token whose text is still held back (part of a UTF-8 character, a skipped special
+        // token) still gets its chunk with empty text, as vLLM sends it: clients see progress, and
+        // time-to-first-token measured by clients means the first token, not the first printable byte.
+        if (t.text.empty() && logprobs.is_null() && t.token_ids.empty()) return true;
         return w.chunk(c, t.text, std::move(logprobs), nullptr);
     }
     const ChatDelta d = c.parser.feed(t.text);

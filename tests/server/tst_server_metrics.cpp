@@ -159,13 +159,41 @@ private slots:
         QCOMPARE(value_of(samples, "loradesk_time_to_first_token_seconds_count", {{"adapter", "sql-lora"}}), 3.0);
         QCOMPARE(value_of(samples, "loradesk_e2e_request_latency_seconds_count", {{"adapter", "base"}}), 1.0);
         QCOMPARE(value_of(samples, "loradesk_adapter_loaded", {{"adapter", "sql-lora"}, {"rank", "16"}}), 1.0);
-        QCOMPARE(value_of(samples, "loradesk_adapter_loaded", {{"adapter", "chat-lora"}, {"rank", "8"}}), 0.0);
-        QCOMPARE(value_of(samples, "loradesk_adapter_tier", {{"adapter", "chat-lora"}, {"tier", "disk"}}), 1.0);
+        // chat-lora is on disk and served nothing: outside the default activity window, it has no series.
+        QCOMPARE(value_of(samples, "loradesk_adapter_loaded", {{"adapter", "chat-lora"}, {"rank", "8"}}), -1.0);
         QCOMPARE(value_of(samples, "loradesk_kv_cache_usage_ratio", {}), 0.25);
         QCOMPARE(value_of(samples, "loradesk_requests_running", {{"adapter", "base"}}), 0.0);
         // The user-supplied adapter name is escaped, never breaking the line format.
         const std::string escaped = "adapter=\"we\\\"ird\\\\name\\nx\"";
         QVERIFY(m.body.find(escaped) != std::string::npos);
+        // Engine-wide families and vLLM's names for the same quantities.
+        QCOMPARE(value_of(samples, "loradesk_engine_requests_running", {}), 0.0);
+        QVERIFY(value_of(samples, "loradesk_preemptions_total", {{"reason", "kv_cache_full"}}) >= 0);
+        QVERIFY(value_of(samples, "loradesk_step_duration_seconds_count", {}) >= 0);
+        QVERIFY(value_of(samples, "vllm:num_requests_running", {{"model_name", engine.model().id}}) >= 0);
+        QVERIFY(value_of(samples, "vllm:num_requests_waiting", {{"model_name", engine.model().id}}) >= 0);
+        QVERIFY(value_of(samples, "vllm:kv_cache_usage_perc", {{"model_name", engine.model().id}}) >= 0);
+        QCOMPARE(value_of(samples, "vllm:time_to_first_token_seconds_count", {{"model_name", engine.model().id}}), 5.0);
+        QCOMPARE(value_of(samples, "vllm:e2e_request_latency_seconds_count", {{"model_name", engine.model().id}}), 5.0);
+        bool lora_info = false;
+        for (const Sample& s : samples)
+            if (s.name == "vllm:lora_requests_info")
+                lora_info = s.labels.count("running_lora_adapters") && s.labels.count("waiting_lora_adapters") &&
+                            s.labels.at("max_lora") == std::to_string(engine.stats().max_loras);
+        QVERIFY(lora_info);
+    }
+
+    void adapter_window_zero_lists_every_adapter() {
+        ScriptedEngine engine;
+        ServerOptions options;
+        options.metrics_adapter_window_s = 0;
+        Router router(engine, options);
+        HttpResponse m = router.handle(make_request("GET", "/metrics"));
+        QString error;
+        const std::vector<Sample> samples = parse_exposition(m.body, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QCOMPARE(value_of(samples, "loradesk_adapter_loaded", {{"adapter", "chat-lora"}, {"rank", "8"}}), 0.0);
+        QCOMPARE(value_of(samples, "loradesk_adapter_tier", {{"adapter", "chat-lora"}, {"tier", "disk"}}), 1.0);
     }
 };
 
