@@ -84,6 +84,11 @@ DashboardPage::DashboardPage(QWidget* parent) : QWidget(parent), m_history(new S
     form->addRow(tr("KV cache"), m_kv);
     form->addRow(tr("Adapter slots"), m_gpuSlots);
     form->addRow(tr("Adapters by tier"), m_tiers);
+    m_scheduler = new QLabel(occupancy);
+    m_scheduler->setObjectName("scheduler");
+    m_scheduler->setToolTip(tr("Mean sequences and wall time per engine step since start; preempted requests "
+                               "recompute their KV when readmitted (raise the KV memory or --kv-reserve-tokens)"));
+    form->addRow(tr("Scheduler"), m_scheduler);
     outer->addWidget(occupancy);
 }
 
@@ -131,6 +136,13 @@ void DashboardPage::showSnapshot(const EngineSnapshot& s) {
     int gpu = 0, cpu = 0, disk = 0;
     for (const auto& a : s.adapters) (a.tier == "gpu" ? gpu : a.tier == "cpu" ? cpu : disk)++;
     m_tiers->setText(tr("GPU %1 · CPU %2 · disk %3").arg(gpu).arg(cpu).arg(disk));
+    auto mean = [](const Histogram& h) { return h.count ? h.sum / double(h.count) : 0.0; };
+    m_scheduler->setText(tr("batch %1 · step %2 ms · preempted %3 (now %4) · waiting for an adapter slot %5")
+                             .arg(mean(st.batch_size), 0, 'f', 1)
+                             .arg(1e3 * mean(st.step_seconds), 0, 'f', 1)
+                             .arg(st.preemptions_total)
+                             .arg(st.swapped)
+                             .arg(st.waiting_for_adapter));
 
     const std::pair<QString, std::size_t> parts[] = {
         {tr("weights %1").arg(formatBytes(m.weight_bytes)), m.weight_bytes},

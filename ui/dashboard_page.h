@@ -42,6 +42,7 @@ class DashboardPage : public QWidget {
     QProgressBar* m_kv;
     QProgressBar* m_gpuSlots;
     QLabel* m_tiers;
+    QLabel* m_scheduler;
     QPieSeries* m_memory;
     QLineSeries* m_tokenSeries;
     QValueAxis* m_axisX;

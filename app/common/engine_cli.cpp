@@ -15,10 +15,15 @@ std::vector<OptionSpec> engine_option_specs() {
         {"port", "N", "port to listen on (default 8080)"},
         {"api-key", "KEY", "require this bearer key on every request except /health"},
         {"device", "auto|cpu|cuda", "where to run the model (default auto)"},
-        {"max-loras", "N", "distinct adapters in one batch = GPU adapter slots (default 4)"},
-        {"max-loras-cpu", "N", "adapters kept parsed in host memory (default 32)"},
+        {"max-loras", "N", "distinct adapters in one batch = GPU adapter slots (default: planned from GPU memory, up to 8; 4 on the CPU)"},
+        {"max-loras-cpu", "N", "adapters kept in host memory (default 4096; --host-lora-memory bounds them first)"},
         {"max-lora-rank", "R", "largest adapter rank accepted (default 64)"},
-        {"kv-memory", "GB", "memory for the KV page pool (default 0.5)"},
+        {"kv-memory", "GB", "memory for the KV page pool (default: what the GPU memory plan leaves; 0.5 on the CPU)"},
+        {"gpu-memory-utilization", "F", "fraction of the GPU the engine may use in all: weights, slots, KV (default 0.9)"},
+        {"host-lora-memory", "GB", "host memory for adapters held off the GPU (default 8)"},
+        {"kv-reserve-tokens", "N", "admit a request only if each running one can still grow this many tokens (default 0)"},
+        {"chat-template", "FILE", "Jinja chat template to use instead of the model's (models without one serve completions only)"},
+        {"metrics-adapter-window", "S", "/metrics lists per-adapter series for adapters active in the last S seconds (default 600; 0 = all)"},
         {"max-batch-tokens", "N", "tokens per engine step (default 2048)"},
         {"max-context", "N", "context length cap (default: the model's)"},
         {"policy", "fcfs|pack", "scheduling policy (default fcfs)"},
@@ -64,15 +69,28 @@ ServeOptions serve_options_from_args(const Args& args) {
     if (e.device != "auto" && e.device != "cpu" && e.device != "cuda")
         throw_expected(ErrorCode::invalid_argument, "--device must be auto, cpu or cuda, got '" + e.device + "'");
     e.data_dir = args.get("data-dir", default_data_dir());
-    e.max_loras = bounded_int(args, "max-loras", e.max_loras, 1, 1024);
+    if (args.has("max-loras")) e.max_loras = bounded_int(args, "max-loras", 4, 1, 1024);
     e.max_loras_cpu = bounded_int(args, "max-loras-cpu", e.max_loras_cpu, 1, 100000);
     e.max_lora_rank = bounded_int(args, "max-lora-rank", e.max_lora_rank, 1, 4096);
     e.max_batch_tokens = bounded_int(args, "max-batch-tokens", e.max_batch_tokens, 16, 1 << 20);
     e.max_context = bounded_int(args, "max-context", 0, 0, 1 << 24);
     e.cpu_threads = bounded_int(args, "threads", 0, 0, 1024);
-    e.kv_memory_gb = args.get_double("kv-memory", e.kv_memory_gb);
-    if (!(e.kv_memory_gb > 0 && e.kv_memory_gb <= 4096))
-        throw_expected(ErrorCode::invalid_argument, "--kv-memory must be a positive number of GB");
+    if (args.has("kv-memory")) {
+        e.kv_memory_gb = args.get_double("kv-memory", 0);
+        if (!(e.kv_memory_gb > 0 && e.kv_memory_gb <= 4096))
+            throw_expected(ErrorCode::invalid_argument, "--kv-memory must be a positive number of GB");
+    }
+    e.gpu_memory_utilization = args.get_double("gpu-memory-utilization", e.gpu_memory_utilization);
+    if (!(e.gpu_memory_utilization > 0 && e.gpu_memory_utilization <= 1))
+        throw_expected(ErrorCode::invalid_argument, "--gpu-memory-utilization must be in (0, 1], like 0.9");
+    if (args.has("host-lora-memory")) {
+        const double gb = args.get_double("host-lora-memory", 8);
+        if (!(gb > 0 && gb <= 65536))
+            throw_expected(ErrorCode::invalid_argument, "--host-lora-memory must be a positive number of GB");
+        e.max_cpu_lora_bytes = std::size_t(gb * double(std::size_t(1) << 30));
+    }
+    e.kv_reserve_tokens = bounded_int(args, "kv-reserve-tokens", e.kv_reserve_tokens, 0, 1 << 24);
+    e.chat_template_file = args.get("chat-template");
     e.adapter_watch_interval_ms = bounded_int(args, "watch-interval", e.adapter_watch_interval_ms, 0, 3600 * 1000);
     e.policy = args.get("policy", "fcfs");
     if (e.policy != "fcfs" && e.policy != "pack")
@@ -80,6 +98,7 @@ ServeOptions serve_options_from_args(const Args& args) {
     o.host = args.get("host", o.host);
     o.port = bounded_int(args, "port", o.port, 0, 65535);
     o.api_key = args.get("api-key");
+    o.metrics_adapter_window_s = bounded_int(args, "metrics-adapter-window", o.metrics_adapter_window_s, 0, 365 * 86400);
     return o;
 }
 

@@ -15,6 +15,7 @@ struct ServeOptions {
     std::string host = "127.0.0.1";
     int port = 8080;
     std::string api_key;
+    int metrics_adapter_window_s = 600;  // /metrics per-adapter series: adapters active this recently
     bool demo = false;  // --demo, or no --model given
     std::vector<std::string> extra_adapter_roots;  // folders load_lora_adapter may read besides --adapters
 };

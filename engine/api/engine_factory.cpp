@@ -12,6 +12,7 @@
 #include "lora/adapter_loader.h"
 #include "model/model_weights.h"
 #include "runtime/cpu/runner_factory.h"
+#include "runtime/memory_plan.h"
 
 namespace loradesk::api {
 namespace fs = std::filesystem;
@@ -78,6 +79,34 @@ void register_initial_adapters(EngineCore& core) {
     }
 }
 
+// KV pages and adapter slots: on a GPU, planned from what is free once the weights are loaded (the runner
+// exists by now); on the CPU runner, the fixed defaults. Writes the result into core.options.
+void plan_memory(EngineCore& core) {
+    EngineOptions& o = core.options;
+    const std::optional<runtime::DeviceMemory> dev = core.runner->device_memory();
+    if (!dev) {
+        if (o.max_loras <= 0) o.max_loras = 4;
+        if (o.kv_memory_gb <= 0) o.kv_memory_gb = 0.5;
+        return;
+    }
+    runtime::MemoryPlanInput in;
+    in.device_total = dev->total;
+    in.device_free = dev->free;
+    in.utilization = o.gpu_memory_utilization;
+    // Allocated after the plan and outside it: CUDA graph pools, page-table metadata, the slot staging.
+    in.reserve_bytes = std::size_t(1) << 30;
+    in.kv_page_bytes = core.runner->kv_page_bytes(o.page_size);
+    in.page_size = o.page_size;
+    in.slot_bytes = core.runner->lora_slot_bytes(o.max_lora_rank);
+    in.max_context = core.max_context;
+    in.kv_memory_gb = o.kv_memory_gb;
+    in.max_loras = o.max_loras;
+    const runtime::MemoryPlan plan = runtime::plan_device_memory(in);
+    o.max_loras = plan.max_loras;
+    o.kv_memory_gb = double(plan.kv_bytes) / double(std::size_t(1) << 30);
+    log::info("{}", plan.summary);
+}
+
 std::shared_ptr<EngineCore> build_core(const EngineOptions& options) {
     if (options.model_dir.empty())
         throw_expected(ErrorCode::invalid_argument, "no model given: pass --model DIR (a Hugging Face model folder)");
@@ -94,33 +123,42 @@ std::shared_ptr<EngineCore> build_core(const EngineOptions& options) {
     core->max_context = options.max_context > 0 ? std::min(options.max_context, core->config.max_position_embeddings)
                                                 : core->config.max_position_embeddings;
     core->tokenizer = tokenizer::Tokenizer::load(dir);
-    try {
-        core->chat_template = jinja::ChatTemplate::from_model_dir(dir);
-    } catch (const ExpectedError& e) {
-        if (e.code() != ErrorCode::not_found) throw;
-        log::info("{} has no chat template: chat completions are refused, completions work", core->model_id);
+    if (!options.chat_template_file.empty()) {
+        core->chat_template = jinja::ChatTemplate::from_file(dir, options.chat_template_file);
+    } else {
+        try {
+            core->chat_template = jinja::ChatTemplate::from_model_dir(dir);
+        } catch (const ExpectedError& e) {
+            if (e.code() != ErrorCode::not_found) throw;
+            log::warn("{} has no chat template: completions are served, chat requests are refused (give one with "
+                      "--chat-template FILE)",
+                      core->model_id);
+        }
     }
     core->eos_ids = collect_eos(core->config, dir, *core->tokenizer);
     log::info("loading {} ({}, {:.1f} M parameters) on {}", core->model_id, core->config.architecture_name,
               double(core->parameters) / 1e6, options.device);
     core->runner = runtime::create_runner(options.device, dir, options.cpu_threads);
+    plan_memory(*core);
 
+    const EngineOptions& planned = core->options;
     lora::TieredStoreOptions so;
-    so.max_loras = options.max_loras;
-    so.max_lora_rank = options.max_lora_rank;
-    so.max_loras_cpu = options.max_loras_cpu;
-    so.host_budget_bytes = options.max_cpu_lora_bytes;
+    so.max_loras = planned.max_loras;
+    so.max_lora_rank = planned.max_lora_rank;
+    so.max_loras_cpu = std::max(planned.max_loras_cpu, planned.max_loras);  // every slot's adapter has a host copy
+    so.host_budget_bytes = planned.max_cpu_lora_bytes;
     core->store = std::make_unique<lora::TieredStore>(
         *core->runner, lora::make_disk_loader(core->registry, core->config, options.max_lora_rank), so);
 
     sched::EngineLoopConfig lc;
-    lc.sched.capacity.max_loras = options.max_loras;
+    lc.sched.capacity.max_loras = planned.max_loras;
     lc.sched.capacity.max_running = options.max_running;
     lc.sched.capacity.max_batch_tokens = options.max_batch_tokens;
     lc.sched.capacity.policy = sched::parse_policy(options.policy);
     lc.sched.max_waiting = options.max_waiting;
     lc.sched.max_context = core->max_context;
-    lc.kv_bytes = std::size_t(options.kv_memory_gb * double(std::size_t(1) << 30));
+    lc.sched.capacity.reserve_tokens = options.kv_reserve_tokens;
+    lc.kv_bytes = std::size_t(planned.kv_memory_gb * double(std::size_t(1) << 30));
     lc.page_size = options.page_size;
     lc.max_lora_rank = options.max_lora_rank;
     core->loop = std::make_unique<sched::EngineLoop>(*core->runner, *core->store, lc);

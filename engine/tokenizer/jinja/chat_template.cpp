@@ -49,6 +49,18 @@ std::string describe(std::size_t i, const char* what) { return "messages[" + std
 
 }  // namespace
 
+ChatTemplate ChatTemplate::from_file(const std::string& model_dir, const std::string& template_file) {
+    fs::path file(template_file);
+    std::error_code ec;
+    if (!fs::is_regular_file(file, ec))
+        throw_expected(ErrorCode::not_found, "--chat-template file '" + template_file + "' does not exist");
+    nlohmann::json config = nlohmann::json::object();
+    if (fs::exists(fs::path(model_dir) / "tokenizer_config.json")) config = read_json(fs::path(model_dir) / "tokenizer_config.json");
+    std::string source = read_text(file);
+    if (source.empty()) throw_expected(ErrorCode::invalid_argument, "--chat-template file '" + template_file + "' is empty");
+    return from_config(config, source);
+}
+
 ChatTemplate ChatTemplate::from_model_dir(const std::string& dir) {
     fs::path root(dir);
     if (!fs::is_directory(root)) throw_expected(ErrorCode::not_found, "tokenizer directory '" + dir + "' does not exist");
@@ -83,8 +95,10 @@ ChatTemplate ChatTemplate::from_config(const nlohmann::json& config, const std::
         if (!ct.m_default && !ct.m_tool_use)
             throw_expected(ErrorCode::unsupported, "tokenizer_config.json: chat_template list has neither a 'default' nor a 'tool_use' template");
     }
+    // not_found: a base ("-Base") checkpoint without a template is normal, and the engine serves it
+    // without chat.
     if (!ct.m_default && !ct.m_tool_use)
-        throw_expected(ErrorCode::unsupported,
+        throw_expected(ErrorCode::not_found,
                        "this tokenizer has no chat template (add chat_template to tokenizer_config.json or a "
                        "chat_template.jinja file next to it)");
     if (config.is_object()) {

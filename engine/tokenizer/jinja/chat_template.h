@@ -21,6 +21,9 @@ public:
     // chat_template (string or [{name, template}]), else chat_template.json. Special tokens come from
     // tokenizer_config.json. Throws ExpectedError when there is no template or it does not parse.
     static ChatTemplate from_model_dir(const std::string& dir);
+    // A template from a Jinja file (vLLM's --chat-template), with the special tokens of model_dir's
+    // tokenizer_config.json.
+    static ChatTemplate from_file(const std::string& model_dir, const std::string& template_file);
     // `template_source` overrides the config's chat_template when non-empty.
     static ChatTemplate from_config(const nlohmann::json& tokenizer_config, const std::string& template_source = {});
 

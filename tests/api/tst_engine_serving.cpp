@@ -1,0 +1,149 @@
+// engine/api serving on the CPU runner: a base model without a chat template starts and serves
+// completions while chat answers a clear error naming --chat-template (and --chat-template supplies one);
+// the engine-wide statistics (/metrics' source) count steps, batches, phases and where rows were sampled.
+#include <QtTest>
+
+#include <QTemporaryDir>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "api/engine.h"
+#include "model/synth_model.h"
+
+using namespace loradesk;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Reads a request to the end: its completion tokens, or the failure.
+Result<int> finish(Result<std::shared_ptr<api::RequestStream>> submitted) {
+    if (!submitted.ok()) return submitted.status();
+    auto stream = submitted.value();
+    for (int i = 0; i < 600; ++i) {
+        auto ev = stream->next(std::chrono::milliseconds(100));
+        if (!ev) continue;
+        if (auto* err = std::get_if<api::ErrorEvent>(&*ev)) return err->status;
+        if (auto* fin = std::get_if<api::FinishEvent>(&*ev)) return fin->usage.completion_tokens;
+    }
+    return Status::failure(ErrorCode::unavailable, "request did not finish in 60 s");
+}
+
+api::GenerateRequest chat(float temperature) {
+    api::GenerateRequest r;
+    r.messages = nlohmann::ordered_json::parse(R"([{"role":"user","content":"hello"}])");
+    r.sampling.temperature = temperature;
+    r.stop.max_tokens = 4;
+    r.stop.ignore_eos = true;
+    return r;
+}
+
+}  // namespace
+
+class TstEngineServing : public QObject {
+    Q_OBJECT
+    QTemporaryDir m_tmp;
+    std::string m_model;  // a "-Base" style checkpoint: tokenizer_config.json without chat_template
+
+    std::unique_ptr<api::Engine> make_engine(const std::string& chat_template_file = {}) {
+        api::EngineOptions o;
+        o.model_dir = m_model;
+        o.device = "cpu";
+        o.cpu_threads = 1;
+        o.chat_template_file = chat_template_file;
+        auto made = api::create_engine(o);
+        if (!made.ok()) qFatal("create_engine: %s", made.status().message.c_str());
+        return std::move(made).value();
+    }
+
+private slots:
+    void initTestCase() {
+        QVERIFY(m_tmp.isValid());
+        model::SynthOptions so;
+        so.preset = "tiny";
+        so.out_dir = (fs::path(m_tmp.path().toStdString()) / "tiny-Base").string();
+        model::synth_model(so);
+        m_model = so.out_dir;
+        const fs::path cfg = fs::path(m_model) / "tokenizer_config.json";
+        nlohmann::json j = nlohmann::json::parse(std::ifstream(cfg));
+        j.erase("chat_template");
+        std::ofstream(cfg) << j.dump();
+        fs::remove(fs::path(m_model) / "chat_template.jinja");
+    }
+
+    void model_without_template_serves_completions_only() {
+        auto engine = make_engine();
+        api::GenerateRequest r;
+        r.prompt = "hello there";
+        r.sampling.temperature = 0;
+        r.stop.max_tokens = 5;
+        r.stop.ignore_eos = true;
+        Result<int> done = finish(engine->submit(r));
+        QVERIFY2(done.ok(), done.status().message.c_str());
+        QCOMPARE(done.value(), 5);
+
+        Result<int> refused = finish(engine->submit(chat(0)));
+        QVERIFY(!refused.ok());
+        QCOMPARE(refused.status().code, ErrorCode::invalid_argument);
+        QVERIFY2(refused.status().message.find("--chat-template") != std::string::npos, refused.status().message.c_str());
+        engine->shutdown();
+    }
+
+    void chat_template_file_supplies_one() {
+        const fs::path file = fs::path(m_tmp.path().toStdString()) / "template.jinja";
+        std::ofstream(file) << "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}"
+                               "{% if add_generation_prompt %}<|assistant|>{% endif %}";
+        auto engine = make_engine(file.string());
+        Result<int> done = finish(engine->submit(chat(0)));
+        QVERIFY2(done.ok(), done.status().message.c_str());
+        QCOMPARE(done.value(), 4);
+        engine->shutdown();
+    }
+
+    void missing_template_file_is_a_clear_startup_error() {
+        api::EngineOptions o;
+        o.model_dir = m_model;
+        o.device = "cpu";
+        o.chat_template_file = (fs::path(m_tmp.path().toStdString()) / "nope.jinja").string();
+        auto made = api::create_engine(o);
+        QVERIFY(!made.ok());
+        QCOMPARE(made.status().code, ErrorCode::not_found);
+        QVERIFY(made.status().message.find("--chat-template") != std::string::npos);
+    }
+
+    // Greedy rows take the runner's argmax; sampled rows come back whole to the host sampler. Both are
+    // counted, with the steps, batch sizes and phase times behind them.
+    void stats_count_steps_batches_and_sampling() {
+        auto engine = make_engine();
+        api::GenerateRequest greedy;
+        greedy.prompt_ids = {1, 2, 3, 4, 5};
+        greedy.sampling.temperature = 0;
+        greedy.stop.max_tokens = 6;
+        greedy.stop.ignore_eos = true;
+        api::GenerateRequest sampled = greedy;
+        sampled.sampling.temperature = 0.8f;
+        sampled.sampling.top_p = 0.9f;
+        sampled.sampling.seed = 7;
+        auto a = engine->submit(greedy);
+        auto b = engine->submit(sampled);
+        QVERIFY(finish(std::move(a)).ok());
+        QVERIFY(finish(std::move(b)).ok());
+        const api::EngineStats s = engine->stats();
+        QCOMPARE(engine->model().max_loras, 4);  // the CPU runner's default: no device memory to plan
+        QVERIFY(s.steps_total >= 6);
+        QCOMPARE(s.step_seconds.count, s.steps_total);
+        QCOMPARE(s.batch_size.count, s.steps_total);
+        QCOMPARE(s.sampled_rows_total, uint64_t(12));
+        QCOMPARE(s.host_sampled_rows_total, uint64_t(6));
+        QVERIFY(s.forward_seconds_total > 0);
+        QCOMPARE(s.computed_tokens_total, uint64_t(2 * (5 + 6 - 1)));
+        QCOMPARE(s.preemptions_total, uint64_t(0));
+        QCOMPARE(s.running, 0);
+        QVERIFY(s.running_by_adapter.empty());
+        engine->shutdown();
+    }
+};
+
+QTEST_GUILESS_MAIN(TstEngineServing)
+#include "tst_engine_serving.moc"
