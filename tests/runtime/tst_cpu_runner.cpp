@@ -148,6 +148,30 @@ private slots:
             QVERIFY(max_abs_diff(rows(out, 0, 1), rows(full_a, 0, 1)) <= tol);
         }
     }
+    // The default forward_sampled: argmax of every row (first maximum) and the flagged rows packed in order,
+    // equal to forward()'s rows of the same step.
+    void forward_sampled_default() {
+        CpuRunner a(dir("tiny"), 1), b(dir("tiny"), 1);
+        SequenceDriver da(a, 32, 16), db(b, 32, 16);
+        std::vector<SequenceDriver::Work> w;
+        for (int i = 0; i < 5; ++i) {
+            QCOMPARE(da.add_sequence(0), db.add_sequence(0));
+            w.push_back({i, prompt(3 + i, i, a.config().vocab_size)});
+        }
+        const std::size_t v = std::size_t(a.config().vocab_size);
+        std::vector<float> all, rows;
+        std::vector<int32_t> argmax;
+        const std::vector<uint8_t> want{0, 1, 1, 0, 1};
+        da.step(w, false, all);
+        b.forward_sampled(db.build(w, false), want, argmax, rows);
+        QCOMPARE(rows.size(), 3 * v);
+        std::size_t packed = 0;
+        for (std::size_t i = 0; i < w.size(); ++i) {
+            auto row = all.begin() + std::ptrdiff_t(i * v);
+            QCOMPARE(argmax[i], int32_t(std::max_element(row, row + std::ptrdiff_t(v)) - row));
+            if (want[i]) QVERIFY(std::equal(row, row + std::ptrdiff_t(v), rows.begin() + std::ptrdiff_t(packed++ * v)));
+        }
+    }
     void lora_zero_b_is_base() {
         CpuRunner r(dir("tiny-qwen2"), 2);
         r.configure_lora_slots(2, 8);

@@ -257,6 +257,51 @@ class TstCudaRunner : public QObject {
         QCOMPARE(gs.workspace_grows, 0);
     }
 
+    // forward_sampled (the engine loop's path): the device argmax of every row equals the host argmax of the
+    // same step's forward() logits, and the flagged rows come back packed and equal, on the eager prefill and
+    // on a decode step replayed from a graph.
+    void forward_sampled_matches_forward() {
+        QTemporaryDir dir;
+        model::SynthOptions so;
+        so.preset = "tiny";
+        so.out_dir = dir.path().toStdString();
+        so.seed = 5;
+        const model::ModelConfig c = model::synth_model(so);
+        cuda::CudaRunner full(so.out_dir), sampled(so.out_dir);
+        SequenceDriver df(full, 64, 16), ds(sampled, 64, 16);
+        std::mt19937 rng(9);
+        std::vector<SequenceDriver::Work> w;
+        for (int i = 0; i < 11; ++i) {
+            QCOMPARE(df.add_sequence(0), ds.add_sequence(0));
+            std::vector<int32_t> toks(1 + rng() % 30);
+            for (auto& t : toks) t = int32_t(rng() % uint32_t(c.vocab_size));
+            w.push_back({i, toks});
+        }
+        for (int step = 0; step < 2; ++step) {
+            std::vector<float> logits, rows;
+            std::vector<int32_t> argmax;
+            std::vector<uint8_t> want(w.size());
+            for (std::size_t i = 0; i < want.size(); ++i) want[i] = (i % 3 == 1) || i == want.size() - 1;
+            df.step(w, false, logits);
+            sampled.forward_sampled(ds.build(w, false), want, argmax, rows);
+            QCOMPARE(argmax.size(), w.size());
+            std::size_t packed = 0;
+            for (std::size_t i = 0; i < w.size(); ++i) {
+                auto row = logits.begin() + std::ptrdiff_t(i) * c.vocab_size;
+                QCOMPARE(argmax[i], int32_t(std::max_element(row, row + c.vocab_size) - row));
+                if (!want[i]) continue;
+                std::vector<float> a(row, row + c.vocab_size),
+                    b(rows.begin() + std::ptrdiff_t(packed * c.vocab_size),
+                      rows.begin() + std::ptrdiff_t((packed + 1) * c.vocab_size));
+                QVERIFY(rel_l2(a, b) < 1e-6);
+                ++packed;
+            }
+            QCOMPARE(rows.size(), packed * std::size_t(c.vocab_size));
+            for (std::size_t i = 0; i < w.size(); ++i) w[i].tokens = {argmax[i]};  // then one decode step
+        }
+        QVERIFY(sampled.graph_stats().replays >= 1);
+    }
+
     // A slot loaded from prepare_lora's form (made on another thread, as the tier store's loader does) gives
     // the same logits as one loaded from the f32 weights; and a step waits only for uploads of the slots its
     // batch uses, once per upload (lora_upload_waits counts the waits issued).
