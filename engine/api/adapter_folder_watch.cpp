@@ -5,23 +5,43 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "api/adapter_registration.h"
 #include "api/engine_core.h"
-#include "api/engine_impl.h"
 #include "catalog/adapter_import.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "lora/adapter_name.h"
 
 namespace loradesk::api {
 namespace fs = std::filesystem;
 
+namespace {
+
+// Where the watch serves `dir` from: its real path when that lies inside the roots, `dir` itself when
+// it points outside them (*outside set: it is listed as refused under that path, as startup does), ""
+// when it vanished.
+std::string served_path(const std::string& dir, const std::vector<std::string>& roots, std::string* outside) {
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) return {};
+    try {
+        return confined_folder(dir, roots);
+    } catch (const Error& e) {
+        *outside = e.what();
+        return dir;
+    }
+}
+
+}  // namespace
+
 AdapterFolderWatch::AdapterFolderWatch(EngineCore& core, std::vector<std::string> roots)
     : m_core(core), m_roots(std::move(roots)) {
     std::set<std::string> unlisted;  // the startup check reports missing roots with the --adapters wording
+    m_real_roots = canonical_roots(m_roots);
     for (auto& dir : find_dirs(&unlisted)) {
-        std::error_code ec;
-        auto canonical = fs::canonical(dir, ec);
-        if (ec) continue;  // vanished meanwhile; a later poll sees it if it comes back
-        m_known[dir] = Known{fs::path(dir).filename().string(), canonical.string(), catalog::folder_signature(dir)};
+        std::string outside;
+        std::string path = served_path(dir, m_real_roots, &outside);
+        if (path.empty()) continue;  // vanished meanwhile; a later poll sees it if it comes back
+        m_known[dir] = Known{fs::path(dir).filename().string(), path, catalog::folder_signature(dir)};
     }
 }
 
@@ -50,6 +70,7 @@ bool AdapterFolderWatch::served_from(const std::string& name, const std::string&
 AdapterFolderWatch::PollReport AdapterFolderWatch::poll_once() {
     std::lock_guard lock(m_poll_mutex);
     PollReport report;
+    m_real_roots = canonical_roots(m_roots);
     std::set<std::string> seen;
     for (auto& dir : find_dirs(&m_failed_roots)) {
         if (!seen.insert(dir).second) continue;  // the same folder under two roots
@@ -71,33 +92,43 @@ AdapterFolderWatch::PollReport AdapterFolderWatch::poll_once() {
 
 void AdapterFolderWatch::register_dir(const std::string& dir, const std::string& signature, bool is_new,
                                       PollReport& report) {
-    std::error_code ec;
-    auto canonical = fs::canonical(dir, ec);
-    if (ec) return;  // vanished between the listing and now
+    std::string outside;
+    std::string path = served_path(dir, m_real_roots, &outside);
+    if (path.empty()) return;  // vanished between the listing and now
     Known& k = m_known[dir];
     const bool was_conflict = k.conflict;
-    k = Known{fs::path(dir).filename().string(), canonical.string(), signature};
+    k = Known{fs::path(dir).filename().string(), path, signature};
+    if (!outside.empty()) {  // a symlink out of the roots: refused like the load API refuses it
+        log::warn("adapter folder watch: '{}' not served: {}", lora::printable_text(dir),
+                  lora::printable_text(outside));
+        list_rejected(m_core, k.name, dir, outside);
+        report.failed.push_back(k.name + ": " + outside);
+        return;
+    }
 
     // A name served from another folder (another root, --adapter NAME=DIR, the catalog) keeps it: a
     // folder dropped in later must not silently replace what clients are using. Retried every poll.
     if (auto cur = m_core.registry.find(k.name); cur && cur->summary.path != k.canonical) {
         if (!was_conflict)
             log::warn("adapter folder '{}' not served: the name '{}' is already served from '{}' (rename the folder)",
-                      dir, k.name, cur->summary.path);
+                      lora::printable_text(dir), k.name, cur->summary.path);
         k.conflict = true;
         return;
     }
     {
         // The folder is tried again: its previous rejection (if any) is replaced by this attempt's outcome.
         std::lock_guard core_lock(m_core.mutex);
-        std::erase_if(m_core.rejected, [&](const RejectedAdapter& r) { return r.name == k.name && r.path == k.canonical; });
+        m_core.rejected.erase(k.canonical);
     }
-    const bool was_served = !is_new && served_from(k.name, k.canonical);
+    const bool serving = served_from(k.name, k.canonical);  // re-read in place (also a pending one)
+    const bool was_served = !is_new && serving;
     try {
-        register_adapter_folder(m_core, k.name, k.canonical);
+        register_adapter_folder(m_core, k.name, k.canonical, serving ? lora::OnTaken::replace : lora::OnTaken::refuse,
+                                true);
         (is_new || !was_served ? report.added : report.changed).push_back(k.name);
     } catch (const Error& e) {
-        log::warn("adapter folder watch: '{}' not served: {}", k.name, e.what());
+        log::warn("adapter folder watch: '{}' not served: {}", lora::printable_name(k.name),
+                  lora::printable_text(e.what()));
         report.failed.push_back(k.name + ": " + e.what());
         // The folder no longer holds what is registered under its name: stop serving the old content
         // (the disk loader would read the new files for it). Running requests keep their lease.
@@ -124,10 +155,12 @@ void AdapterFolderWatch::retract(const Known& k, PollReport& report) {
     }
     {
         std::lock_guard lock(m_core.mutex);
-        dropped |= std::erase_if(m_core.rejected,
-                                 [&](const RejectedAdapter& r) { return r.name == k.name && r.path == k.canonical; }) > 0;
+        dropped |= m_core.rejected.erase(k.canonical) > 0;
     }
-    if (m_core.catalog) m_core.catalog->mark_missing(k.name, k.canonical);
+    if (m_core.catalog) {
+        m_core.catalog->mark_missing(k.name, k.canonical);
+        m_core.catalog->forget_folder_digest(k.canonical);  // the cached digest of a folder that is gone
+    }
     if (dropped) {
         log::info("adapter '{}' unloaded: its folder {} is gone", k.name, k.canonical);
         report.removed.push_back(k.name);

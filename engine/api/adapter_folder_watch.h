@@ -3,7 +3,8 @@
 // incompatible ones are listed with their reason), re-registers folders whose files changed (a new
 // digest is a new identity; the registry frees the old one once idle) and unloads adapters whose folder
 // vanished (running requests finish; the catalog marks them missing). Change detection is
-// catalog::folder_signature (sizes and mtimes), so an unchanged folder costs two stat calls per poll.
+// lora::folder_signature (inode, size, mtime, ctime), so an unchanged folder costs two stat calls per
+// poll. A folder that is a symlink out of the roots is refused and listed, as at startup.
 #pragma once
 
 #include <chrono>
@@ -59,6 +60,7 @@ private:
 
     EngineCore& m_core;
     std::vector<std::string> m_roots;
+    std::vector<std::string> m_real_roots;  // canonical_roots(m_roots) as of the last poll
     std::mutex m_poll_mutex;  // one poll at a time; guards the members below
     std::map<std::string, Known> m_known;  // found folder path -> what the last poll saw
     std::set<std::string> m_failed_roots;  // roots that could not be listed (warned once)

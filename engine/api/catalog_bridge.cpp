@@ -34,7 +34,44 @@ CatalogBridge::CatalogBridge(const std::string& data_dir, const std::string& mod
 
 void CatalogBridge::register_adapter(const lora::AdapterSummary& summary, const catalog::Compatibility& compat) {
     std::lock_guard lock(m_mutex);
-    m_catalog->register_adapter(summary, compat, catalog::folder_signature(summary.path));
+    m_catalog->register_adapter(
+        summary, compat, summary.signature.empty() ? catalog::folder_signature(summary.path) : summary.signature);
+}
+
+std::optional<catalog::FolderDigest> CatalogBridge::folder_digest(const std::string& path) {
+    std::lock_guard lock(m_mutex);
+    return m_catalog->folder_digest(path);
+}
+
+void CatalogBridge::put_folder_digest(const catalog::FolderDigest& entry) {
+    std::lock_guard lock(m_mutex);
+    m_catalog->put_folder_digest(entry);
+}
+
+void CatalogBridge::forget_folder_digest(const std::string& path) {
+    std::lock_guard lock(m_mutex);
+    m_catalog->forget_folder_digest(path);
+}
+
+std::map<std::string, catalog::FolderDigest> CatalogBridge::folder_digests() {
+    std::lock_guard lock(m_mutex);
+    return m_catalog->folder_digests();
+}
+
+std::map<std::string, int64_t> CatalogBridge::content_created_times() {
+    std::lock_guard lock(m_mutex);
+    return m_catalog->content_created_times();
+}
+
+void CatalogBridge::register_adapters(const std::vector<catalog::AdapterRegistration>& batch) {
+    if (batch.empty()) return;
+    std::lock_guard lock(m_mutex);
+    m_catalog->register_adapters(batch);
+}
+
+int64_t CatalogBridge::content_created_unix(const std::string& digest) {
+    std::lock_guard lock(m_mutex);
+    return m_catalog->content_created_unix(digest);
 }
 
 catalog::ImportReport CatalogBridge::import_path(const std::string& path, const catalog::CompatibilityCheck& compat) {

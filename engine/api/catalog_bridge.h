@@ -3,8 +3,10 @@
 // whose writer thread batches per-request statistics so the engine loop never waits on SQLite.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,16 @@ public:
                   const std::string& architecture);
 
     void register_adapter(const lora::AdapterSummary& summary, const catalog::Compatibility& compat);
+    // The folder digest cache (catalog::FolderDigest) and when content was first catalogued (0: never).
+    std::optional<catalog::FolderDigest> folder_digest(const std::string& path);
+    void put_folder_digest(const catalog::FolderDigest& entry);
+    void forget_folder_digest(const std::string& path);
+    int64_t content_created_unix(const std::string& digest);
+    // For an engine start: the whole cache and every catalogued digest's time, read once, and many
+    // registrations written in one transaction.
+    std::map<std::string, catalog::FolderDigest> folder_digests();
+    std::map<std::string, int64_t> content_created_times();
+    void register_adapters(const std::vector<catalog::AdapterRegistration>& batch);
     catalog::ImportReport import_path(const std::string& path, const catalog::CompatibilityCheck& compat);
     void remove(const std::string& name);
     // Marks `name` missing when the catalog has it at `path` (its folder vanished); no-op otherwise.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "api/adapter_folder_watch.h"
+#include "api/adapter_hasher.h"
 #include "api/catalog_bridge.h"
 #include "api/engine.h"
 #include "api/rate_meter.h"
@@ -36,7 +37,8 @@ struct AdapterCounters {
     int64_t last_used_unix = 0;
 };
 
-// An adapter folder that was found but could not be registered (another base model, DoRA, ...).
+// An adapter folder that was found but could not be registered (another base model, DoRA, a name
+// that is not allowed, a symlink out of --adapters, ...).
 struct RejectedAdapter {
     std::string name;
     std::string path;
@@ -61,6 +63,9 @@ struct EngineCore {
     std::unique_ptr<lora::TieredStore> store;
     std::unique_ptr<CatalogBridge> catalog;  // null without a data dir
     std::unique_ptr<sched::EngineLoop> loop;
+    // Reads adapter folders whose digest is not cached, after startup (adapter_registration.h). Goes
+    // before the loop, catalog, store and registry, which its jobs use.
+    std::unique_ptr<AdapterHasher> hasher;
     // Polls options.adapter_dirs (null without them). Declared last so it goes first: its thread uses
     // the registry, the catalog and the store (through the registry's on_freed).
     std::unique_ptr<AdapterFolderWatch> watch;
@@ -68,7 +73,7 @@ struct EngineCore {
     std::mutex mutex;  // guards the members below
     std::map<std::string, AdapterCounters> counters;
     std::map<std::string, double> last_load_ms;  // digest -> last cold load time
-    std::vector<RejectedAdapter> rejected;
+    std::map<std::string, RejectedAdapter> rejected;  // by folder path: one entry per folder
     RateMeter generated_rate;
     std::atomic<uint64_t> prompt_tokens_total{0};
     std::atomic<uint64_t> cached_tokens_total{0};

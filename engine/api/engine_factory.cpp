@@ -4,7 +4,9 @@
 #include <chrono>
 #include <filesystem>
 #include <set>
+#include <thread>
 
+#include "api/adapter_registration.h"
 #include "api/engine_impl.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -19,6 +21,7 @@ namespace fs = std::filesystem;
 
 EngineCore::~EngineCore() {
     if (watch) watch->stop();
+    if (hasher) hasher->stop();
     if (loop) loop->stop();
 }
 
@@ -40,43 +43,6 @@ std::vector<int32_t> collect_eos(const model::ModelConfig& c, const std::string&
     std::set<int32_t> all(ids.begin(), ids.end());
     if (auto id = tok.eos_token_id()) all.insert(*id);
     return {all.begin(), all.end()};
-}
-
-std::vector<std::pair<std::string, std::string>> configured_adapters(const EngineOptions& o) {
-    std::vector<std::pair<std::string, std::string>> out = o.named_adapters;
-    for (auto& root : o.adapter_dirs) {
-        std::error_code ec;
-        if (!fs::is_directory(root, ec))
-            throw_expected(ErrorCode::not_found, "--adapters folder '" + root + "' does not exist");
-        for (auto& dir : catalog::find_adapter_dirs(root)) out.emplace_back(fs::path(dir).filename().string(), dir);
-    }
-    return out;
-}
-
-void register_initial_adapters(EngineCore& core) {
-    std::set<std::string> names;
-    for (auto& [name, dir] : configured_adapters(core.options)) {
-        try {
-            register_adapter_folder(core, name, fs::canonical(dir).string());
-            names.insert(name);
-        } catch (const Error& e) {
-            // One bad adapter must not keep the server from starting; it is listed with its reason.
-            log::warn("adapter '{}' not served: {}", name, e.what());
-        }
-    }
-    if (!core.catalog) return;
-    for (auto& rec : core.catalog->servable_adapters()) {
-        if (names.count(rec.name) || rec.compat == catalog::Compat::incompatible) continue;
-        try {
-            auto reg = register_adapter_folder(core, rec.name, rec.path);
-            if (rec.pinned) {
-                core.registry.set_pinned(reg.name, true);
-                core.store->set_pinned(reg.summary.digest, true);
-            }
-        } catch (const Error& e) {
-            log::warn("catalog adapter '{}' not served: {}", rec.name, e.what());
-        }
-    }
 }
 
 // KV pages and adapter slots: on a GPU, planned from what is free once the weights are loaded (the runner
@@ -178,6 +144,8 @@ std::shared_ptr<EngineCore> build_core(const EngineOptions& options) {
     // The watch records the folders' signatures before startup registers them, so a folder that changes
     // while it is being registered is picked up by the first poll rather than missed.
     if (!options.adapter_dirs.empty()) core->watch = std::make_unique<AdapterFolderWatch>(*core, options.adapter_dirs);
+    // Folders whose digest is not cached are read by a few threads while the engine already serves.
+    core->hasher = std::make_unique<AdapterHasher>(std::clamp(int(std::thread::hardware_concurrency()) / 2, 1, 4));
     register_initial_adapters(*core);
     if (core->watch) core->watch->start(std::chrono::milliseconds(std::max(0, options.adapter_watch_interval_ms)));
     return core;

@@ -4,6 +4,7 @@
 #include <random>
 #include <set>
 
+#include "api/adapter_registration.h"
 #include "api/request_stream_impl.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -14,6 +15,10 @@ namespace loradesk::api {
 namespace fs = std::filesystem;
 
 namespace {
+
+// How long a request for an adapter whose folder is still being read waits for it. Reading one folder
+// takes well under a second once the request moves it to the front of the queue.
+constexpr std::chrono::seconds kPendingAdapterWait{30};
 
 std::string new_request_id() {
     static std::atomic<uint64_t> next{1};
@@ -51,35 +56,6 @@ sched::SamplingConfig to_loop_sampling(const GenerateRequest& r) {
 }
 
 }  // namespace
-
-lora::RegisteredAdapter register_adapter_folder(EngineCore& core, const std::string& name, const std::string& dir) {
-    if (name.empty() || name.find_first_of("/\\") != std::string::npos || name == core.model_id)
-        throw_expected(ErrorCode::invalid_argument, "adapter name '" + name + "' is not allowed: use a plain name that "
-                                                    "differs from the base model id '" + core.model_id + "'");
-    lora::AdapterSummary summary = lora::summarize_adapter(dir);  // fails closed on anything not exact
-    summary.name = name;
-    try {
-        // Shapes and ranks against the loaded base: "is it for another base model?"
-        lora::plan_adapter(dir, &core.config, core.options.max_lora_rank);
-    } catch (const ExpectedError& e) {
-        if (core.catalog) core.catalog->register_adapter(summary, {catalog::Compat::incompatible, e.what(), core.model_id});
-        std::lock_guard lock(core.mutex);
-        core.rejected.push_back({name, dir, e.what()});
-        throw;
-    }
-    lora::RegisteredAdapter reg = core.registry.add(name, summary);
-    {
-        std::lock_guard lock(core.mutex);
-        std::erase_if(core.rejected, [&](const RejectedAdapter& r) { return r.name == name; });
-    }
-    if (core.catalog) {
-        core.catalog->register_adapter(summary, {catalog::Compat::compatible, "", core.model_id});
-        core.catalog->event(catalog::EventKind::load, summary.digest, name, summary.path);
-    }
-    log::info("adapter '{}' registered from {} (rank {}, digest {})", name, summary.path, summary.rank,
-              summary.digest.substr(0, 12));
-    return reg;
-}
 
 std::vector<int32_t> EngineImpl::build_prompt(const GenerateRequest& r) const {
     int forms = int(!r.prompt_ids.empty()) + int(r.prompt.has_value()) + int(r.messages.has_value());
@@ -119,7 +95,13 @@ std::shared_ptr<RequestStream> EngineImpl::submit_or_throw(GenerateRequest& r) {
         adapter = adapter.substr(colon + 1);
     }
     lora::AdapterLease lease;
-    if (!adapter.empty()) lease = m_core->registry.acquire(adapter);  // throws not_found with the reason
+    if (!adapter.empty()) {
+        // An adapter still being read after startup is read next, and this request waits for it.
+        auto found = m_core->registry.find(adapter);
+        if (found && found->pending) m_core->hasher->prioritize(found->name);
+        if (!found) throw_if_listed_unservable(adapter);
+        lease = m_core->registry.acquire(adapter, kPendingAdapterWait);  // throws not_found with the reason
+    }
     const std::string digest = lease ? lease.digest() : std::string();
 
     std::vector<int32_t> prompt = build_prompt(r);
@@ -152,16 +134,25 @@ std::shared_ptr<RequestStream> EngineImpl::submit_or_throw(GenerateRequest& r) {
     return std::make_shared<StreamImpl>(m_core, std::move(channel), std::move(info), r, prompt, std::move(lease));
 }
 
+void EngineImpl::throw_if_listed_unservable(const std::string& name) const {
+    std::lock_guard lock(m_core->mutex);
+    for (auto& [path, r] : m_core->rejected)
+        if (r.name == name) throw_expected(ErrorCode::not_found, not_served_message(name, r.reason));
+}
+
 Result<std::shared_ptr<RequestStream>> EngineImpl::submit(GenerateRequest request) {
     return capture_result<std::shared_ptr<RequestStream>>([&] { return submit_or_throw(request); });
 }
 
 Status EngineImpl::load_adapter(const std::string& name, const std::string& path) {
     return capture_status([&] {
+        check_served_name(*m_core, name);
         std::error_code ec;
         if (!fs::is_directory(path, ec))
             throw_expected(ErrorCode::not_found, "adapter folder '" + path + "' does not exist");
-        register_adapter_folder(*m_core, name, fs::canonical(path).string());
+        // A taken name is a conflict (vLLM answers 400 "already loaded"): clients never re-point a served
+        // name. A failure is the caller's to report; it is not listed among the folder rejections.
+        register_adapter_folder(*m_core, name, fs::canonical(path).string(), lora::OnTaken::refuse, false);
     });
 }
 
@@ -178,14 +169,15 @@ Status EngineImpl::pin_adapter(const std::string& name, bool pinned) {
         auto found = m_core->registry.find(name);
         if (!found) throw_expected(ErrorCode::not_found, "no adapter named '" + name + "' is loaded");
         m_core->registry.set_pinned(found->name, pinned);
-        m_core->store->set_pinned(found->summary.digest, pinned);
+        // A pending adapter gets its store pin when its digest is known (record_registered).
+        if (!found->pending) m_core->store->set_pinned(found->summary.digest, pinned);
         if (m_core->catalog) m_core->catalog->set_pinned(found->name, pinned);
     });
 }
 
 Status EngineImpl::set_alias(const std::string& alias, const std::string& name) {
     return capture_status([&] {
-        if (alias == m_core->model_id) throw_expected(ErrorCode::conflict, "'" + alias + "' is the base model's id");
+        check_served_name(*m_core, alias, "alias");
         m_core->registry.add_alias(alias, name);
         if (m_core->catalog) m_core->catalog->set_alias(alias, name);
     });
@@ -206,6 +198,7 @@ AdapterInfo EngineImpl::describe(const lora::RegisteredAdapter& a) const {
     info.size_bytes = s.size_bytes;
     info.tier = tier_of(*m_core->store, s.digest);
     info.pinned = a.pinned;
+    info.created_unix = a.created_unix;
     std::lock_guard lock(m_core->mutex);
     if (auto it = m_core->counters.find(s.digest); it != m_core->counters.end()) {
         info.running = it->second.running;
@@ -233,10 +226,15 @@ void EngineImpl::apply_queue_counts(std::vector<AdapterInfo>& infos) const {
 
 std::vector<AdapterInfo> EngineImpl::adapters() const {
     std::vector<AdapterInfo> out;
-    for (auto& a : m_core->registry.list()) out.push_back(describe(a));
+    std::set<std::string> served;
+    for (auto& a : m_core->registry.list()) {
+        served.insert(a.name);
+        out.push_back(describe(a));
+    }
     apply_queue_counts(out);
     std::lock_guard lock(m_core->mutex);
-    for (auto& r : m_core->rejected) {
+    for (auto& [path, r] : m_core->rejected) {
+        if (served.count(r.name)) continue;  // one entry per name: the served folder wins
         AdapterInfo info;
         info.name = r.name;
         info.path = r.path;
@@ -264,7 +262,12 @@ Status EngineImpl::import_adapters(const std::string& folder) {
         int n_ok = 0;
         for (auto& dir : catalog::find_adapter_dirs(folder)) {
             try {
-                register_adapter_folder(*m_core, fs::path(dir).filename().string(), fs::canonical(dir).string());
+                const std::string name = fs::path(dir).filename().string(), real = fs::canonical(dir).string();
+                // Importing a folder that is served already refreshes it; another folder cannot take its name.
+                auto served = m_core->registry.find(name);
+                const bool same = served && served->name == name && served->summary.path == real;
+                register_adapter_folder(*m_core, name, real, same ? lora::OnTaken::replace : lora::OnTaken::refuse,
+                                        true);
                 ++n_ok;
             } catch (const Error& e) {
                 failures.push_back(fs::path(dir).filename().string() + ": " + e.what());
@@ -289,7 +292,7 @@ Status EngineImpl::remove_adapter(const std::string& name) {
         }
         {
             std::lock_guard lock(m_core->mutex);
-            known |= std::erase_if(m_core->rejected, [&](const RejectedAdapter& r) { return r.name == name; }) > 0;
+            known |= std::erase_if(m_core->rejected, [&](const auto& entry) { return entry.second.name == name; }) > 0;
         }
         if (m_core->catalog) {
             m_core->catalog->remove(name);
@@ -424,6 +427,8 @@ Result<std::string> EngineImpl::render_chat(const nlohmann::ordered_json& messag
     });
 }
 
+void EngineImpl::wait_adapters_read() const { m_core->hasher->wait_idle(); }
+
 AdapterFolderWatch::PollReport EngineImpl::poll_adapter_folders_now() {
     if (!m_core->watch || m_core->shutting_down) return {};
     return m_core->watch->poll_once();
@@ -432,6 +437,7 @@ AdapterFolderWatch::PollReport EngineImpl::poll_adapter_folders_now() {
 void EngineImpl::shutdown() {
     if (m_core->shutting_down.exchange(true)) return;
     if (m_core->watch) m_core->watch->stop();  // no registration races the loop's stop
+    m_core->hasher->stop();                    // pending adapters fail: their waiting requests return
     m_core->loop->stop();  // cancels running requests (their streams see cancelled) and joins the thread
     if (m_core->catalog) m_core->catalog->stats().flush();
 }

@@ -41,19 +41,19 @@ public:
     // One adapter folder poll now, on the caller's thread (tests, a UI "rescan"); an empty report when
     // the engine has no adapter_dirs or is shutting down. The background poll runs regardless.
     AdapterFolderWatch::PollReport poll_adapter_folders_now();
+    // Waits until every adapter folder queued for reading (after startup) has been read (tests, bench).
+    void wait_adapters_read() const;
 
-private:
+  private:
     std::shared_ptr<RequestStream> submit_or_throw(GenerateRequest& request);
     std::vector<int32_t> build_prompt(const GenerateRequest& request) const;
     AdapterInfo describe(const lora::RegisteredAdapter& a) const;
     // Running / waiting sequences per adapter as the engine loop last counted them.
     void apply_queue_counts(std::vector<AdapterInfo>& infos) const;
+    // not_found with the reason when `name` is listed as an adapter folder that cannot be served.
+    void throw_if_listed_unservable(const std::string& name) const;
 
     std::shared_ptr<EngineCore> m_core;
 };
-
-// Registers one adapter folder under `name` after checking it against the base model; the catalog
-// records it (with the reason when it does not fit). Throws ExpectedError with what to do.
-lora::RegisteredAdapter register_adapter_folder(EngineCore& core, const std::string& name, const std::string& dir);
 
 }  // namespace loradesk::api

@@ -56,22 +56,6 @@ bool is_adapter_dir(const std::string& dir) {
     return fs::is_regular_file(fs::path(dir) / "adapter_config.json", ec);
 }
 
-std::string folder_signature(const std::string& dir) {
-    std::string sig;
-    for (const char* file : {"adapter_config.json", "adapter_model.safetensors"}) {
-        std::error_code ec;
-        fs::path p = fs::path(dir) / file;
-        auto size = fs::file_size(p, ec);
-        if (ec) {
-            sig += std::string(file) + ":-;";
-            continue;
-        }
-        auto mtime = fs::last_write_time(p, ec).time_since_epoch().count();
-        sig += fmt::format("{}:{}:{};", file, size, mtime);
-    }
-    return sig;
-}
-
 std::vector<std::string> find_adapter_dirs(const std::string& path) {
     std::string root = absolute_path(path);
     std::error_code ec;

@@ -43,8 +43,8 @@ struct ImportReport {
 };
 
 bool is_adapter_dir(const std::string& dir);  // holds adapter_config.json
-// Changes whenever adapter_config.json or adapter_model.safetensors changes (size and mtime).
-std::string folder_signature(const std::string& dir);
+// Changes whenever adapter_config.json or adapter_model.safetensors changes (inode, size, mtime, ctime).
+using lora::folder_signature;
 // Adapter folders under `path`: the folder itself when it is one, else its direct subfolders that are.
 std::vector<std::string> find_adapter_dirs(const std::string& path);
 

@@ -1,6 +1,7 @@
 // Catalog: opening (paths, damaged files, start fresh) and every write. Reads are in catalog_query.cpp.
 #include "catalog/catalog.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,11 +11,11 @@
 #include <ctime>
 #include <filesystem>
 
-#include <fmt/format.h>
-
 #include "catalog/catalog_schema.h"
+#include "catalog/catalog_text.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "lora/adapter_name.h"
 
 namespace loradesk::catalog {
 namespace fs = std::filesystem;
@@ -28,16 +29,6 @@ int64_t now_unix() {
 int64_t now_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
-}
-
-template <class T>
-std::string join(const std::vector<T>& items) {
-    std::string out;
-    for (auto& x : items) {
-        if (!out.empty()) out += ',';
-        out += fmt::format("{}", x);
-    }
-    return out;
 }
 
 void insert_event(Database& db, EventKind kind, std::optional<int64_t> adapter_id, const std::string& name,
@@ -161,13 +152,39 @@ int64_t Catalog::head_adapter_id(const std::string& name) {
     return st.step() ? st.column_int(0) : 0;
 }
 
-RegisterResult Catalog::register_adapter(const lora::AdapterSummary& s, const Compatibility& compat,
-                                         const std::string& signature) {
+namespace {
+
+void check_registrable(const lora::AdapterSummary& s, const Compatibility& compat) {
     if (s.digest.empty() || s.name.empty())
         throw_expected(ErrorCode::invalid_argument,
                        fmt::format("cannot register adapter at '{}': it has no {} (summarize the folder first)", s.path,
                                    s.digest.empty() ? "digest" : "name"));
+    lora::check_adapter_name(s.name, compat.base_model);
+}
+
+}  // namespace
+
+RegisterResult Catalog::register_adapter(const lora::AdapterSummary& s, const Compatibility& compat,
+                                         const std::string& signature) {
+    check_registrable(s, compat);
     Transaction tx(*m_db);
+    RegisterResult result = register_in_transaction(s, compat, signature);
+    tx.commit();
+    return result;
+}
+
+std::vector<RegisterResult> Catalog::register_adapters(const std::vector<AdapterRegistration>& batch) {
+    for (auto& r : batch) check_registrable(r.summary, r.compat);  // before any write: all or nothing
+    std::vector<RegisterResult> out;
+    out.reserve(batch.size());
+    Transaction tx(*m_db);
+    for (auto& r : batch) out.push_back(register_in_transaction(r.summary, r.compat, r.summary.signature));
+    tx.commit();
+    return out;
+}
+
+RegisterResult Catalog::register_in_transaction(const lora::AdapterSummary& s, const Compatibility& compat,
+                                                const std::string& signature) {
     std::optional<int64_t> base_id;
     if (!compat.base_model.empty()) {
         auto& st = m_db->cached("SELECT id FROM base_models WHERE name = ?");
@@ -184,7 +201,7 @@ RegisterResult Catalog::register_adapter(const lora::AdapterSummary& s, const Co
     if (base_id) up.bind(4, *base_id);
     else up.bind_null(4);
     up.bind(5, compat_name(compat.state)).bind(6, compat.reason).bind(7, s.rank).bind(8, double(s.alpha));
-    up.bind(9, s.rslora).bind(10, join(s.targets)).bind(11, join(s.layers)).bind(12, int64_t(s.size_bytes));
+    up.bind(9, s.rslora).bind(10, join_list(s.targets)).bind(11, join_list(s.layers)).bind(12, int64_t(s.size_bytes));
     up.bind(13, s.dtype).bind(14, signature).bind(15, now_unix()).run();
     auto& idq = m_db->cached("SELECT id FROM adapters WHERE digest = ?");
     idq.bind(1, s.digest);
@@ -200,7 +217,10 @@ RegisterResult Catalog::register_adapter(const lora::AdapterSummary& s, const Co
     int last_version = int(vq.column_int(0));
     if (head == id) {
         result.version = last_version;
-        tx.commit();
+        // Same content under the same name, possibly from another folder now: the name's path follows it.
+        m_db->cached("UPDATE versions SET path = ? WHERE name = ? AND version = ? AND path <> ?")
+            .bind_all(s.path, s.name, last_version, s.path)
+            .run();
         return result;
     }
     result.version = last_version + 1;
@@ -227,16 +247,16 @@ RegisterResult Catalog::register_adapter(const lora::AdapterSummary& s, const Co
                      fmt::format("v{} {} replaces an earlier version ({})", result.version, s.digest.substr(0, 12),
                                  s.path));
     }
-    tx.commit();
     return result;
 }
 
 void Catalog::remove_adapter(const std::string& name_or_alias) {
     Transaction tx(*m_db);
     std::string name = require_name(name_or_alias);
-    int64_t head = head_adapter_id(name);
-    m_db->cached("INSERT OR REPLACE INTO ignored_paths(path, digest) SELECT path, digest FROM adapters WHERE id = ?")
-        .bind(1, head)
+    m_db->cached(
+            "INSERT OR REPLACE INTO ignored_paths(path, digest) SELECT v.path, a.digest FROM names n JOIN versions "
+            "v ON v.name = n.name AND v.version = n.version JOIN adapters a ON a.id = n.adapter_id WHERE n.name = ?")
+        .bind(1, name)
         .run();
     // Collect this name's adapters before forgetting the name; drop those no other name still uses.
     std::vector<int64_t> ids;
@@ -267,7 +287,7 @@ void Catalog::set_pinned(const std::string& name_or_alias, bool pinned) {
 }
 
 void Catalog::set_alias(const std::string& alias, const std::string& name_or_alias) {
-    if (alias.empty()) throw_expected(ErrorCode::invalid_argument, "an alias cannot be empty");
+    lora::check_adapter_name(alias, {}, "alias");
     Transaction tx(*m_db);
     std::string name = require_name(name_or_alias);
     if (head_adapter_id(alias) != 0)

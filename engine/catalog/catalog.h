@@ -5,6 +5,7 @@
 // Removing an adapter from the catalog never touches the user's files.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,6 +50,9 @@ public:
     // or a refresh of the current one. Carries pin and notes over to a new version.
     RegisterResult register_adapter(const lora::AdapterSummary& summary, const Compatibility& compat = {},
                                     const std::string& signature = "");
+    // Many at once in one transaction (an engine start with thousands of folders); each summary's own
+    // signature is stored. All or nothing: a name that is not allowed fails the batch before any write.
+    std::vector<RegisterResult> register_adapters(const std::vector<AdapterRegistration>& batch);
     // Forgets the name, its versions and aliases (and adapters no other name uses, with their stats).
     // The folder is remembered as ignored so that a folder watcher does not bring it back.
     void remove_adapter(const std::string& name_or_alias);
@@ -78,9 +82,20 @@ public:
     // The whole range merged into one point (minute = from_minute), with quantiles over all of it.
     StatsPoint stats_total(const std::string& digest, int64_t from_minute, int64_t to_minute);
     std::string integrity_check();  // "ok" or SQLite's first complaint
+    // When content (a digest) was first catalogued; 0 when it never was.
+    int64_t content_created_unix(const std::string& digest);
+    std::map<std::string, int64_t> content_created_times();  // every catalogued digest (one query)
 
-private:
+    // ---- folder digest cache (folder_digests.cpp) ----
+    std::optional<FolderDigest> folder_digest(const std::string& path);
+    std::map<std::string, FolderDigest> folder_digests();  // every row, by path (one query)
+    void put_folder_digest(const FolderDigest& entry);     // insert or replace
+    void forget_folder_digest(const std::string& path);
+
+  private:
     int64_t head_adapter_id(const std::string& name);
+    RegisterResult register_in_transaction(const lora::AdapterSummary& summary, const Compatibility& compat,
+                                           const std::string& signature);
     void open(CatalogOptions options);
 
     std::string m_path;

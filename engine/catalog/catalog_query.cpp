@@ -1,39 +1,25 @@
 // Catalog reads: name resolution, filtered/sorted listing, one adapter's detail, statistics series.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 
-#include <fmt/format.h>
-
 #include "catalog/catalog.h"
+#include "catalog/catalog_text.h"
 #include "catalog/latency_histogram.h"
 #include "core/error.h"
 
 namespace loradesk::catalog {
 namespace {
 
-std::vector<std::string> split_strings(const std::string& text) {
-    std::vector<std::string> out;
-    std::size_t i = 0;
-    while (i < text.size()) {
-        std::size_t j = text.find(',', i);
-        if (j == std::string::npos) j = text.size();
-        if (j > i) out.push_back(text.substr(i, j - i));
-        i = j + 1;
-    }
-    return out;
-}
-
-std::vector<int> split_ints(const std::string& text) {
-    std::vector<int> out;
-    for (auto& s : split_strings(text)) out.push_back(std::atoi(s.c_str()));
-    return out;
-}
-
 constexpr const char* kRecordColumns =
-    "n.name, a.digest, a.path, a.declared_base, COALESCE(b.name, ''), a.compat, a.compat_reason, a.rank, a.alpha, "
+    "n.name, a.digest, COALESCE(v.path, a.path), a.declared_base, COALESCE(b.name, ''), a.compat, a.compat_reason, "
+    "a.rank, a.alpha, "
     "a.rslora, a.targets, a.layers, a.size_bytes, a.dtype, a.created_unix, a.last_used_unix, a.pinned, a.notes, "
     "a.tier, a.missing, a.requests_total, n.version "
-    "FROM names n JOIN adapters a ON a.id = n.adapter_id LEFT JOIN base_models b ON b.id = a.base_model_id ";
+    "FROM names n JOIN adapters a ON a.id = n.adapter_id LEFT JOIN base_models b ON b.id = a.base_model_id "
+    // The name's own folder: two names may share content (one adapters row) from different folders.
+    "LEFT JOIN versions v ON v.name = n.name AND v.version = n.version ";
 
 AdapterRecord read_record(const Statement& st) {
     AdapterRecord r;
@@ -42,15 +28,13 @@ AdapterRecord read_record(const Statement& st) {
     r.path = st.column_text(2);
     r.declared_base = st.column_text(3);
     r.checked_base = st.column_text(4);
-    std::string compat = st.column_text(5);
-    r.compat = compat == "compatible" ? Compat::compatible : compat == "incompatible" ? Compat::incompatible
-                                                                                       : Compat::unknown;
+    r.compat = parse_compat(st.column_text(5));
     r.compat_reason = st.column_text(6);
     r.rank = int(st.column_int(7));
     r.alpha = st.column_double(8);
     r.rslora = st.column_int(9) != 0;
-    r.targets = split_strings(st.column_text(10));
-    r.layers = split_ints(st.column_text(11));
+    r.targets = split_list(st.column_text(10));
+    r.layers = split_int_list(st.column_text(11));
     r.size_bytes = st.column_int(12);
     r.dtype = st.column_text(13);
     r.created_unix = st.column_int(14);

@@ -1,4 +1,4 @@
-// Catalog schema v1 and the migration runner.
+// Catalog schema (v1 tables, v2 folder digest cache) and the migration runner.
 #include "catalog/catalog_schema.h"
 
 #include <fmt/format.h>
@@ -99,6 +99,28 @@ CREATE TABLE stats_minute (
     ttft_hist          BLOB,
     e2e_hist           BLOB,
     PRIMARY KEY (digest, minute)
+) WITHOUT ROWID;
+)sql",
+    // v2: the digest of every adapter folder seen, by path and the signature of its files (inode, size,
+    // mtime, ctime), with the summary and the compatibility verdict, so a restart hashes only new or
+    // changed folders. A cache: rows may be dropped at any time; nothing references them.
+    R"sql(
+CREATE TABLE folder_digests (
+    path           TEXT PRIMARY KEY,
+    signature      TEXT NOT NULL,
+    digest         TEXT NOT NULL,
+    declared_base  TEXT NOT NULL DEFAULT '',
+    rank           INTEGER NOT NULL DEFAULT 0,
+    alpha          REAL NOT NULL DEFAULT 0,
+    rslora         INTEGER NOT NULL DEFAULT 0,
+    targets        TEXT NOT NULL DEFAULT '',
+    layers         TEXT NOT NULL DEFAULT '',
+    size_bytes     INTEGER NOT NULL DEFAULT 0,
+    dtype          TEXT NOT NULL DEFAULT '',
+    compat_key     TEXT NOT NULL DEFAULT '',  -- the base model and limits the verdict was reached against
+    compat         TEXT NOT NULL DEFAULT 'unknown' CHECK (compat IN ('compatible', 'incompatible', 'unknown')),
+    compat_reason  TEXT NOT NULL DEFAULT '',
+    hashed_unix    INTEGER NOT NULL
 ) WITHOUT ROWID;
 )sql",
 };

@@ -7,7 +7,7 @@ namespace loradesk::catalog {
 
 class Database;
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 // Sets the connection pragmas (WAL, foreign keys, synchronous=NORMAL) and brings the schema up to
 // kSchemaVersion. Throws Error(unsupported) for a database written by a newer build, and

@@ -47,6 +47,12 @@ std::string_view compat_name(Compat c) {
     return "unknown";
 }
 
+Compat parse_compat(std::string_view name) {
+    if (name == "compatible") return Compat::compatible;
+    if (name == "incompatible") return Compat::incompatible;
+    return Compat::unknown;
+}
+
 std::string_view tier_name(Tier t) {
     switch (t) {
         case Tier::gpu: return "gpu";

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "lora/adapter_summary.h"
+
 namespace loradesk::catalog {
 
 enum class EventKind { import, load, unload, evict, pin, unpin, error, remove, missing, alias, version };
@@ -17,6 +19,7 @@ bool parse_event_kind(std::string_view name, EventKind* out);
 
 enum class Compat { compatible, incompatible, unknown };
 std::string_view compat_name(Compat c);
+Compat parse_compat(std::string_view name);  // unknown for anything else
 
 // Whether an adapter fits the loaded base model, decided by the caller (see adapter_import.h).
 struct Compatibility {
@@ -107,6 +110,24 @@ struct StatsPoint {
     double load_ms_total = 0;
     double ttft_p50_ms = 0, ttft_p95_ms = 0;
     double e2e_p50_ms = 0, e2e_p95_ms = 0;
+};
+
+// One adapter folder's cached digest: valid while the folder's files still have `signature`.
+struct FolderDigest {
+    std::string path;
+    std::string signature;         // lora::folder_signature when it was hashed
+    lora::AdapterSummary summary;  // digest and config summary (name left empty: folders have no name here)
+    std::string compat_key;        // what the verdict below was reached against ("" = none)
+    Compat compat = Compat::unknown;
+    std::string compat_reason;
+    int64_t hashed_unix = 0;
+};
+
+// One adapter to register (Catalog::register_adapters): its summary (name, path, signature set) and
+// how it fits the loaded base.
+struct AdapterRegistration {
+    lora::AdapterSummary summary;
+    Compatibility compat;
 };
 
 enum class RegisterOutcome { added, new_version, unchanged };

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cinttypes>
 #include <compare>
 #include <cstdio>
@@ -207,7 +208,14 @@ AdapterPlan plan_adapter(const std::string& dir, const model::ModelConfig* base,
     return plan;
 }
 
+namespace {
+std::atomic<uint64_t> g_digests_computed{0};
+}  // namespace
+
+uint64_t adapter_digests_computed() { return g_digests_computed.load(std::memory_order_relaxed); }
+
 std::string adapter_digest(const AdapterPlan& plan) {
+    g_digests_computed.fetch_add(1, std::memory_order_relaxed);
     Sha256 h;
     h.update(std::string_view("loradesk-lora-digest-v1\n"));
     std::vector<const AdapterModule*> mods;

@@ -4,6 +4,7 @@
 // agree with them. Everything we cannot apply exactly fails closed with an ExpectedError.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,9 @@ AdapterPlan plan_adapter(const std::string& dir, const model::ModelConfig* base,
 // fields that change the math, already resolved, so equivalent configs agree), then every tensor by
 // sorted name with dtype, shape and bytes. The folder name and path are not part of it.
 std::string adapter_digest(const AdapterPlan& plan);
+// How many times adapter_digest ran in this process (a statistic for tests and benchmarks that check
+// that a warm digest cache hashes nothing). Thread-safe.
+uint64_t adapter_digests_computed();
 
 // Converts a plan's tensors to f32 runtime weights for a base with `n_layers` layers. With a pool,
 // modules convert in parallel (do not pass the pool whose worker runs this call: parallel_for would

@@ -2,15 +2,37 @@
 // validation pass that does not need the base model (shapes are checked again when it is loaded).
 #include "lora/adapter_summary.h"
 
+#include <fmt/format.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <set>
 
+#include "core/error.h"
 #include "lora/adapter_loader.h"
 
 namespace loradesk::lora {
 
-AdapterSummary summarize_adapter(const std::string& dir) {
+std::string folder_signature(const std::string& dir) {
+    std::string sig;
+    for (const char* file : {"adapter_config.json", "adapter_model.safetensors"}) {
+        struct stat st {};
+        const std::string p = (std::filesystem::path(dir) / file).string();
+        if (::stat(p.c_str(), &st) != 0) {
+            sig += fmt::format("{}:-;", file);
+            continue;
+        }
+        sig += fmt::format("{}:{}:{}:{}.{:09}:{}.{:09};", file, uint64_t(st.st_ino), int64_t(st.st_size),
+                           int64_t(st.st_mtim.tv_sec), int64_t(st.st_mtim.tv_nsec), int64_t(st.st_ctim.tv_sec),
+                           int64_t(st.st_ctim.tv_nsec));
+    }
+    return sig;
+}
+
+namespace {
+
+AdapterSummary summarize_once(const std::string& dir) {
     AdapterPlan plan = plan_adapter(dir, nullptr, 0);
     AdapterSummary s;
     s.digest = adapter_digest(plan);
@@ -33,6 +55,21 @@ AdapterSummary summarize_adapter(const std::string& dir) {
     for (auto& d : dtypes) s.dtype += (s.dtype.empty() ? "" : "+") + d;
     s.size_bytes = std::size_t(std::filesystem::file_size(plan.file->path()));
     return s;
+}
+
+}  // namespace
+
+AdapterSummary summarize_adapter(const std::string& dir) {
+    constexpr int kAttempts = 3;
+    for (int attempt = 0; attempt < kAttempts; ++attempt) {
+        std::string before = folder_signature(dir);
+        AdapterSummary s = summarize_once(dir);
+        s.signature = folder_signature(dir);
+        if (s.signature == before) return s;
+    }
+    throw_expected(ErrorCode::unavailable, "adapter folder '" + dir + "' kept changing while it was read (" +
+                                               std::to_string(kAttempts) +
+                                               " attempts); try again once it is completely written");
 }
 
 }  // namespace loradesk::lora

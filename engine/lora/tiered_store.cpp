@@ -350,17 +350,27 @@ std::vector<std::string> TieredStore::host_lru() const {
 
 AdapterLoadFn make_disk_loader(const AdapterRegistry& registry, const model::ModelConfig& base, int max_rank) {
     return [&registry, base, max_rank](const std::string& digest, runtime::LoraWeights* reuse) {
-        auto entry = registry.find_digest(digest);
-        if (!entry)
+        std::vector<AdapterSummary> sources = registry.sources(digest);
+        if (sources.empty())
             throw_expected(ErrorCode::not_found, "adapter " + short_digest(digest) + " is no longer registered");
-        const AdapterSummary& s = entry->summary;
-        AdapterPlan plan = plan_adapter(s.path, &base, max_rank);
-        // The digest was taken when the adapter was registered; a file rewritten since then is other
-        // content under the old identity. The size check is the cheap guard; reloading re-hashes.
-        if (std::size_t(std::filesystem::file_size(plan.file->path())) != s.size_bytes)
-            throw_expected(ErrorCode::conflict,
-                           "adapter '" + s.name + "' changed on disk since it was loaded; reload it");
-        return convert_adapter(plan, base.n_layers, nullptr, reuse);
+        // The digest was taken from the files as their signature describes them; a folder whose files
+        // changed since holds other content under the old identity. Any folder registered with this
+        // content that is unchanged will do; the signature is checked again after the read, so a
+        // rewrite during it is caught too. (Summaries without a signature fall back to the size.)
+        auto unchanged = [](const AdapterSummary& s, const AdapterPlan& plan) {
+            if (!s.signature.empty()) return folder_signature(s.path) == s.signature;
+            return std::size_t(std::filesystem::file_size(plan.file->path())) == s.size_bytes;
+        };
+        for (const AdapterSummary& s : sources) {
+            if (!s.signature.empty() && folder_signature(s.path) != s.signature) continue;
+            AdapterPlan plan = plan_adapter(s.path, &base, max_rank);
+            if (!unchanged(s, plan)) continue;
+            runtime::LoraWeights w = convert_adapter(plan, base.n_layers, nullptr, reuse);
+            if (unchanged(s, plan)) return w;
+            reuse = nullptr;  // its buffers now hold the discarded read
+        }
+        throw_expected(ErrorCode::conflict,
+                       "adapter '" + sources.front().name + "' changed on disk since it was loaded; reload it");
     };
 }
 

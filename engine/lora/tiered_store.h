@@ -44,8 +44,9 @@ struct TieredStoreOptions {
 // (convert_adapter's `reuse`): writing into its buffers avoids faulting in fresh host pages.
 using AdapterLoadFn = std::function<runtime::LoraWeights(const std::string& digest, runtime::LoraWeights* reuse)>;
 
-// The production loader: looks the digest up in the registry, then plan_adapter + convert_adapter
-// against `base` (fails if the file changed size since registration). `registry` must outlive it.
+// The production loader: reads the digest from any folder registered with it (registry.sources)
+// whose files still match the signature they were hashed with: plan_adapter + convert_adapter
+// against `base`. Fails with conflict when every such folder changed since. `registry` must outlive it.
 AdapterLoadFn make_disk_loader(const AdapterRegistry& registry, const model::ModelConfig& base, int max_rank);
 
 class TieredStore final : public AdapterResidency {

@@ -28,7 +28,7 @@ ojson adapter_json(const api::AdapterInfo& a) {
     ojson j;
     j["name"] = a.name;
     j["aliases"] = a.aliases;
-    j["digest"] = a.digest;
+    j["digest"] = a.digest.empty() ? ojson(nullptr) : ojson(a.digest);  // null while its folder is being read
     j["path"] = a.path;
     j["base_model"] = a.base_model;
     j["rank"] = a.rank;
@@ -52,6 +52,21 @@ ojson adapter_json(const api::AdapterInfo& a) {
     return j;
 }
 
+// /v1/models entries: the base model (created = now, as vLLM) and an adapter under `id` (its name,
+// an alias or BASE:ADAPTER), created when its content was registered or first catalogued.
+ojson model_json(const std::string& id, int64_t created, const std::string& owned_by, const std::string& root,
+                 const ojson& parent, int max_model_len) {
+    ojson m;
+    m["id"] = id;
+    m["object"] = "model";
+    m["created"] = created;
+    m["owned_by"] = owned_by;
+    m["root"] = root;
+    m["parent"] = parent;
+    m["max_model_len"] = max_model_len;
+    return m;
+}
+
 std::string require_string(const nlohmann::json& body, const char* name) {
     auto it = body.find(name);
     if (it == body.end() || !it->is_string() || it->get<std::string>().empty())
@@ -71,41 +86,27 @@ bool optional_bool(const nlohmann::json& body, const char* name, bool fallback) 
 HttpResponse Router::list_models() const {
     const api::ModelInfo model = m_engine.model();
     ojson data = ojson::array();
-    ojson base;
-    base["id"] = model.id;
-    base["object"] = "model";
-    base["created"] = unix_now();
-    base["owned_by"] = m_options.owned_by;
-    base["root"] = model.path;
-    base["parent"] = nullptr;
-    base["max_model_len"] = model.max_context;
-    data.push_back(std::move(base));
+    data.push_back(model_json(model.id, unix_now(), m_options.owned_by, model.path, nullptr, model.max_context));
     for (const api::AdapterInfo& a : m_engine.adapters()) {
         if (!a.compatible) continue;  // listed by /v1/adapters with the reason; not servable
-        ojson m;
-        m["id"] = a.name;
-        m["object"] = "model";
-        m["created"] = a.created_unix;
-        m["owned_by"] = m_options.owned_by;
-        m["root"] = a.path;
-        m["parent"] = model.id;
-        m["max_model_len"] = model.max_context;
-        data.push_back(std::move(m));
+        data.push_back(model_json(a.name, a.created_unix, m_options.owned_by, a.path, model.id, model.max_context));
     }
     return json_response(ojson{{"object", "list"}, {"data", std::move(data)}});
 }
 
 HttpResponse Router::get_model(const std::string& id) const {
-    const ojson list = nlohmann::ordered_json::parse(list_models().body);
-    for (const ojson& m : list["data"])
-        if (m["id"] == id) return json_response(m);
-    if (auto a = m_engine.adapter(id); a.ok() && a->compatible) {  // an alias answers as itself
-        for (ojson m : list["data"]) {
-            if (m["id"] != a->name) continue;
-            m["id"] = id;
-            return json_response(m);
-        }
+    const api::ModelInfo model = m_engine.model();
+    if (id == model.id)
+        return json_response(
+            model_json(model.id, unix_now(), m_options.owned_by, model.path, nullptr, model.max_context));
+    // As generation resolves `model`: a name or alias, else BASE:ADAPTER. Answers under the id asked for.
+    auto a = m_engine.adapter(id);
+    if (const auto colon = id.find(':'); !a.ok() && colon != std::string::npos) {
+        const std::string prefix = id.substr(0, colon);
+        if (prefix == model.id || prefix == "base") a = m_engine.adapter(id.substr(colon + 1));
     }
+    if (a.ok() && a->compatible)
+        return json_response(model_json(id, a->created_unix, m_options.owned_by, a->path, model.id, model.max_context));
     throw ApiError(404, "invalid_request_error",
                    fmt::format("The model `{}` does not exist; GET /v1/models lists the base model and adapters", id),
                    "model", "model_not_found");

@@ -1,58 +1,18 @@
 // engine/api adapter folder watch: folders dropped into, changed in or removed from an --adapters root
 // while the engine runs are served, re-registered under a new digest, or unloaded (with and without a
 // catalog), on explicit polls and on the background thread.
-#include <QtTest>
-
 #include <QTemporaryDir>
+#include <QtTest>
 #include <filesystem>
 
-#include "api/engine_impl.h"
-#include "lora/adapter_synth.h"
-#include "model/synth_model.h"
+#include "engine_test_util.h"
 
 using namespace loradesk;
 namespace fs = std::filesystem;
 
-namespace {
-
-// Submits a short greedy request and reads it to the end: the digest it ran with, or its failure.
-Result<std::string> run_request(api::Engine& engine, const std::string& model) {
-    api::GenerateRequest r;
-    r.model = model;
-    r.prompt_ids = {1, 2, 3, 4};
-    r.sampling.temperature = 0;
-    r.stop.max_tokens = 3;
-    r.stop.ignore_eos = true;
-    auto submitted = engine.submit(r);
-    if (!submitted.ok()) return submitted.status();
-    auto stream = submitted.value();
-    for (int i = 0; i < 600; ++i) {
-        auto ev = stream->next(std::chrono::milliseconds(100));
-        if (!ev) continue;
-        if (auto* err = std::get_if<api::ErrorEvent>(&*ev)) return err->status;
-        if (auto* fin = std::get_if<api::FinishEvent>(&*ev)) {
-            if (fin->reason != api::FinishReason::length || fin->usage.completion_tokens != 3)
-                return Status::failure(ErrorCode::io, "request ended early");
-            return stream->info().adapter_digest;
-        }
-    }
-    return Status::failure(ErrorCode::unavailable, "request did not finish in 60 s");
-}
-
-std::optional<api::AdapterInfo> listed(const api::Engine& engine, const std::string& name) {
-    for (auto& a : engine.adapters())
-        if (a.name == name) return a;
-    return std::nullopt;
-}
-
-// Rewrites an adapter folder's files and moves their mtimes forward, so the signature changes even
-// on filesystems with coarse timestamps.
-void touch_forward(const fs::path& dir, int seconds) {
-    for (const char* f : {"adapter_config.json", "adapter_model.safetensors"})
-        fs::last_write_time(dir / f, fs::last_write_time(dir / f) + std::chrono::seconds(seconds));
-}
-
-}  // namespace
+using test::listed;
+using test::run_request;
+using test::touch_forward;
 
 class TstAdapterWatch : public QObject {
     Q_OBJECT
@@ -62,12 +22,7 @@ class TstAdapterWatch : public QObject {
     std::string m_roots;  // per test: a fresh adapters root
     int m_case = 0;
 
-    void synth(const fs::path& dir, uint64_t seed) {
-        lora::SynthAdapterSpec spec;
-        spec.rank = 4;
-        spec.seed = seed;
-        lora::synthesize_adapter(m_config, spec, dir.string());
-    }
+    void synth(const fs::path& dir, uint64_t seed) { test::synth_adapter(m_config, dir, seed); }
 
     std::unique_ptr<api::Engine> make_engine(bool with_catalog, int interval_ms,
                                              std::vector<std::pair<std::string, std::string>> named = {}) {
@@ -82,21 +37,18 @@ class TstAdapterWatch : public QObject {
         if (with_catalog) o.data_dir = (fs::path(m_tmp.path().toStdString()) / ("data" + std::to_string(m_case))).string();
         auto made = api::create_engine(o);
         if (!made.ok()) qFatal("create_engine: %s", made.status().message.c_str());
+        // Startup reads folders in the background; these tests start from a fully read set.
+        test::impl(*made.value()).wait_adapters_read();
         return std::move(made).value();
     }
 
-    static api::AdapterFolderWatch::PollReport poll(api::Engine& e) {
-        return dynamic_cast<api::EngineImpl&>(e).poll_adapter_folders_now();
-    }
+    static api::AdapterFolderWatch::PollReport poll(api::Engine& e) { return test::impl(e).poll_adapter_folders_now(); }
 
-private slots:
+  private slots:
     void initTestCase() {
         QVERIFY(m_tmp.isValid());
-        model::SynthOptions so;
-        so.preset = "tiny";
-        so.out_dir = (fs::path(m_tmp.path().toStdString()) / "tiny-base").string();
-        m_config = model::synth_model(so);
-        m_model = so.out_dir;
+        m_model = (fs::path(m_tmp.path().toStdString()) / "tiny-base").string();
+        m_config = test::synth_tiny_model(m_model);
     }
 
     void init() {

@@ -281,6 +281,91 @@ private slots:
             QVERIFY2(QString(e.what()).contains("--data-dir"), e.what());
         }
     }
+
+    void names_are_checked() {
+        QTemporaryDir dir;
+        Catalog c(db_path(dir));
+        for (const std::string& bad :
+             {std::string("a\nb"), std::string("x\0y", 3), std::string("base"), std::string(200, 'n')}) {
+            try {
+                c.register_adapter(make_summary(bad, "v1"));
+                QFAIL("registered a name that is not allowed");
+            } catch (const ExpectedError& e) {
+                QCOMPARE(e.code(), ErrorCode::invalid_argument);
+            }
+        }
+        c.register_adapter(make_summary("sql", "v1"));
+        QVERIFY_THROWS_EXCEPTION(ExpectedError, c.set_alias("bad alias", "sql"));
+        QCOMPARE(int(c.list().size()), 1);
+    }
+
+    void same_content_keeps_each_names_folder() {
+        QTemporaryDir dir;
+        Catalog c(db_path(dir));
+        c.register_adapter(make_summary("de", "same", 8, "/a"));
+        c.register_adapter(make_summary("de-copy", "same", 8, "/b"));
+        QCOMPARE(QString::fromStdString(c.find("de")->path), QString("/a/de"));
+        QCOMPARE(QString::fromStdString(c.find("de-copy")->path), QString("/b/de-copy"));
+        // The same name and content from a moved folder: the name's path follows.
+        c.register_adapter(make_summary("de", "same", 8, "/moved"));
+        QCOMPARE(QString::fromStdString(c.find("de")->path), QString("/moved/de"));
+        QCOMPARE(QString::fromStdString(c.find("de-copy")->path), QString("/b/de-copy"));
+    }
+
+    void folder_digest_cache() {
+        QTemporaryDir dir;
+        {
+            Catalog c(db_path(dir));
+            QVERIFY(!c.folder_digest("/a/de"));
+            FolderDigest f;
+            f.path = "/a/de";
+            f.signature = "sig-1";
+            f.summary = make_summary("", "content", 16, "/a");
+            f.compat_key = "tiny|layers 3";
+            f.compat = Compat::incompatible;
+            f.compat_reason = "targets o_proj with in_features 4096";
+            f.hashed_unix = 1700000000;
+            c.put_folder_digest(f);
+            f.path = "/a/es";
+            f.compat = Compat::compatible;
+            c.put_folder_digest(f);
+            QCOMPARE(int(c.folder_digests().size()), 2);
+            c.forget_folder_digest("/a/es");
+            QCOMPARE(c.content_created_unix(f.summary.digest), int64_t(0));  // cached is not catalogued
+        }
+        Catalog c(db_path(dir));  // persists
+        auto got = c.folder_digest("/a/de");
+        QVERIFY(got);
+        QCOMPARE(QString::fromStdString(got->signature), QString("sig-1"));
+        QCOMPARE(QString::fromStdString(got->summary.digest), QString::fromStdString(sha256_hex("content")));
+        QCOMPARE(got->summary.rank, 16);
+        QCOMPARE(got->summary.targets, (std::vector<std::string>{"q_proj", "v_proj"}));
+        QCOMPARE(got->summary.layers, (std::vector<int>{0, 1, 2}));
+        QCOMPARE(QString::fromStdString(got->summary.path), QString("/a/de"));
+        QCOMPARE(int(got->compat), int(Compat::incompatible));
+        QCOMPARE(QString::fromStdString(got->compat_reason), QString("targets o_proj with in_features 4096"));
+        QCOMPARE(got->hashed_unix, int64_t(1700000000));
+        QVERIFY(!c.folder_digest("/a/es"));
+        c.register_adapter(make_summary("de", "content"));
+        QVERIFY(c.content_created_unix(got->summary.digest) > 0);
+    }
+
+    void version_1_database_is_migrated() {
+        QTemporaryDir dir;
+        {
+            Catalog c(db_path(dir));
+            c.register_adapter(make_summary("sql", "v1"));
+            c.db().exec("DROP TABLE folder_digests; PRAGMA user_version=1");  // as a v1 build left it
+        }
+        Catalog c(db_path(dir));
+        QCOMPARE(c.db().query_int("PRAGMA user_version").value(), int64_t(2));
+        QVERIFY(c.find("sql"));
+        FolderDigest f;
+        f.path = "/x";
+        f.summary = make_summary("", "v1");
+        c.put_folder_digest(f);
+        QVERIFY(c.folder_digest("/x"));
+    }
 };
 
 QTEST_GUILESS_MAIN(TstCatalogStore)

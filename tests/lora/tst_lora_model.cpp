@@ -231,9 +231,36 @@ private slots:
         }
         QVERIFY_THROWS_EXCEPTION(ExpectedError, load(std::string(64, '0'), nullptr));
         // Reloading re-hashes: new content, new digest, and it loads.
-        const std::string fresh = registry.add_folder("stale", d).summary.digest;
+        const std::string fresh = registry.add_folder("stale", d, OnTaken::replace).summary.digest;
         QVERIFY(fresh != digest);
         QCOMPARE(load(fresh, nullptr).layers[0][int(LoraModule::v)].rank, 4);
+    }
+
+    void disk_loader_reads_an_unchanged_copy() {
+        // Two folders with the same content share a digest. Rewriting one in place with other weights of
+        // the same size must never serve those weights under the old digest: the loader reads the
+        // folder whose files still match the signature they were hashed with.
+        const std::string base = dir("tiny");
+        CpuRunner r(base, 2);
+        AdapterRegistry registry;
+        SynthAdapterSpec s;
+        s.rank = 4, s.targets = {LoraModule::q}, s.seed = 7;
+        const std::string a = dir("orig"), b = dir("copy");
+        synthesize_adapter(r.config(), s, a);
+        std::filesystem::copy(a, b, std::filesystem::copy_options::recursive);
+        const std::string digest = registry.add_folder("orig", a).summary.digest;
+        QCOMPARE(registry.add_folder("copy", b).summary.digest, digest);
+        AdapterLoadFn load = make_disk_loader(registry, r.config(), 8);
+        const auto expected = load(digest, nullptr).layers[0][int(LoraModule::q)].a;
+
+        s.seed = 8;  // same shapes, other weights
+        synthesize_adapter(r.config(), s, a);
+        QCOMPARE(load(digest, nullptr).layers[0][int(LoraModule::q)].a, expected);  // read from the copy
+        synthesize_adapter(r.config(), s, b);
+        QVERIFY_THROWS_EXCEPTION(ExpectedError, load(digest, nullptr));  // no folder holds it any more
+        const std::string fresh = registry.add_folder("copy", b, OnTaken::replace).summary.digest;
+        QVERIFY(fresh != digest);
+        QVERIFY(load(fresh, nullptr).layers[0][int(LoraModule::q)].a != expected);
     }
 };
 

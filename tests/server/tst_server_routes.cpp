@@ -42,6 +42,7 @@ private slots:
         QCOMPARE(b["data"][2]["parent"].get<std::string>(), std::string("tiny-base"));
         QCOMPARE(b["data"][2]["root"].get<std::string>(), std::string("/adapters/sql-lora"));
         QCOMPARE(b["data"][2]["max_model_len"].get<int>(), 4096);
+        QCOMPARE(b["data"][2]["created"].get<int64_t>(), int64_t(1700000000));  // the adapter's registration time
         const std::string head = "{\"object\":\"list\",\"data\":[{\"id\":\"tiny-bas";
         QCOMPARE(r.body.substr(0, 40), head);
         QCOMPARE(m_router.handle(make_request("GET", "/models")).body.size(), r.body.size());
@@ -49,6 +50,16 @@ private slots:
     void model_by_id_and_alias() {
         QCOMPARE(body_of(m_router.handle(make_request("GET", "/v1/models/sql-lora")))["id"], json("sql-lora"));
         QCOMPARE(body_of(m_router.handle(make_request("GET", "/v1/models/sql")))["id"], json("sql"));
+        // As generation accepts it: BASE:ADAPTER (and base:ADAPTER), answered under the id asked for.
+        for (const char* id : {"tiny-base:sql-lora", "base:sql-lora", "tiny-base:sql"}) {
+            const json m = body_of(m_router.handle(make_request("GET", std::string("/v1/models/") + id)));
+            QCOMPARE(m["id"], json(id));
+            QCOMPARE(m["root"], json("/adapters/sql-lora"));
+            QCOMPARE(m["parent"], json("tiny-base"));
+        }
+        QCOMPARE(body_of(m_router.handle(make_request("GET", "/v1/models/tiny-base")))["parent"], json(nullptr));
+        for (const char* id : {"other-base:sql-lora", "tiny-base:nope", "tiny-base:dora-lora", "dora-lora"})
+            QCOMPARE(m_router.handle(make_request("GET", std::string("/v1/models/") + id)).status, 404);
         HttpResponse r = m_router.handle(make_request("GET", "/v1/models/nope"));
         QCOMPARE(r.status, 404);
         QCOMPARE(error_code(r), std::string("model_not_found"));

@@ -1,0 +1,79 @@
+// Helpers shared by the engine facade tests (tests/api): a tiny synthetic base model, adapter folders,
+// running one short request to the end, finding an adapter in the engine's list.
+#pragma once
+
+#include <QtTest>
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/engine_impl.h"
+#include "lora/adapter_synth.h"
+#include "model/synth_model.h"
+
+namespace loradesk::test {
+
+// Submits a short greedy request and reads it to the end: the digest it ran with, or its failure.
+inline Result<std::string> run_request(api::Engine& engine, const std::string& model, int max_tokens = 3) {
+    api::GenerateRequest r;
+    r.model = model;
+    r.prompt_ids = {1, 2, 3, 4};
+    r.sampling.temperature = 0;
+    r.stop.max_tokens = max_tokens;
+    r.stop.ignore_eos = true;
+    auto submitted = engine.submit(r);
+    if (!submitted.ok()) return submitted.status();
+    auto stream = submitted.value();
+    for (int i = 0; i < 600; ++i) {
+        auto ev = stream->next(std::chrono::milliseconds(100));
+        if (!ev) continue;
+        if (auto* err = std::get_if<api::ErrorEvent>(&*ev)) return err->status;
+        if (auto* fin = std::get_if<api::FinishEvent>(&*ev)) {
+            if (fin->reason != api::FinishReason::length || fin->usage.completion_tokens != max_tokens)
+                return Status::failure(ErrorCode::io, "request ended early");
+            return stream->info().adapter_digest;
+        }
+    }
+    return Status::failure(ErrorCode::unavailable, "request did not finish in 60 s");
+}
+
+inline std::optional<api::AdapterInfo> listed(const api::Engine& engine, const std::string& name) {
+    for (auto& a : engine.adapters())
+        if (a.name == name) return a;
+    return std::nullopt;
+}
+
+inline int count_listed(const api::Engine& engine, const std::string& name) {
+    int n = 0;
+    for (auto& a : engine.adapters()) n += a.name == name;
+    return n;
+}
+
+// Moves an adapter folder's file times forward, so its signature changes even on filesystems with
+// coarse timestamps.
+inline void touch_forward(const std::filesystem::path& dir, int seconds) {
+    namespace fs = std::filesystem;
+    for (const char* f : {"adapter_config.json", "adapter_model.safetensors"})
+        fs::last_write_time(dir / f, fs::last_write_time(dir / f) + std::chrono::seconds(seconds));
+}
+
+inline model::ModelConfig synth_tiny_model(const std::string& dir) {
+    model::SynthOptions so;
+    so.preset = "tiny";
+    so.out_dir = dir;
+    return model::synth_model(so);
+}
+
+inline void synth_adapter(const model::ModelConfig& config, const std::filesystem::path& dir, uint64_t seed,
+                          int rank = 4) {
+    lora::SynthAdapterSpec spec;
+    spec.rank = rank;
+    spec.seed = seed;
+    lora::synthesize_adapter(config, spec, dir.string());
+}
+
+inline api::EngineImpl& impl(api::Engine& engine) { return dynamic_cast<api::EngineImpl&>(engine); }
+
+}  // namespace loradesk::test
