@@ -47,7 +47,13 @@ void submit_all(Job& job) {
     ParsedGeneration& p = job.parsed;
     for (std::size_t pi = 0; pi < p.prompts.size(); ++pi) {
         for (int k = 0; k < p.n; ++k) {
-            auto result = job.engine->submit(p.prompts[pi]);
+            // With a seed, choice k samples with seed + k (as vLLM): n identical choices would be useless.
+            std::optional<api::GenerateRequest> reseeded;
+            if (k > 0 && p.prompts[pi].sampling.seed) {
+                reseeded = p.prompts[pi];
+                reseeded->sampling.seed = *reseeded->sampling.seed + uint64_t(k);
+            }
+            auto result = job.engine->submit(reseeded ? *reseeded : p.prompts[pi]);
             if (!result.ok()) {
                 const Status& s = result.status();
                 ApiError e = api_error_from_status(s, s.code == ErrorCode::not_found ? "model" : job.error_param(),

@@ -129,6 +129,15 @@ private slots:
         QCOMPARE(b["usage"]["completion_tokens"], json(4));
         QCOMPARE(int(m_engine.requests().back().logprobs), 2);
     }
+    // n choices with a seed sample with seed, seed + 1, ... (as vLLM), not n times the same seed.
+    void seeded_choices_get_their_own_seeds() {
+        const std::size_t before = m_engine.requests().size();
+        HttpResponse r = m_router.handle(post_json("/v1/completions", {{"prompt", "a b"}, {"n", 3}, {"seed", 41}}));
+        QCOMPARE(r.status, 200);
+        const auto reqs = m_engine.requests();
+        QCOMPARE(reqs.size(), before + 3);
+        for (std::size_t k = 0; k < 3; ++k) QCOMPARE(*reqs[before + k].sampling.seed, uint64_t(41 + k));
+    }
     void chat_tool_calls_and_reasoning() {
         json req = {{"messages", {{{"role", "user"}, {"content", "weather? #tool"}}}},
                     {"tools", {{{"type", "function"}, {"function", {{"name", "get_weather"}}}}}}};
