@@ -126,10 +126,13 @@ void record_registered(EngineCore& core, const lora::RegisteredAdapter& reg, Sta
     if (reg.pinned) core.store->set_pinned(s.digest, true);
     if (core.catalog) {
         catalog::Compatibility compat{catalog::Compat::compatible, "", core.model_id};
-        if (batch)
+        if (batch) {
             batch->to_register.push_back({s, compat});
-        else
+        } else {
             core.catalog->register_adapter(s, compat);
+            // A pin set while the folder was still being read had no catalog row to go to.
+            if (reg.pinned) core.catalog->set_pinned(reg.name, true);
+        }
         core.catalog->event(catalog::EventKind::load, s.digest, reg.name, s.path);
     }
     log::info("adapter '{}' registered from {} (rank {}, digest {})", reg.name, s.path, s.rank, s.digest.substr(0, 12));

@@ -17,6 +17,31 @@ HttpResponse json_response(const ojson& body) {
     return r;
 }
 
+// {"object":"list","data":[...]} written entry by entry, as one JSON dump of the whole list would write
+// it: with thousands of adapters this avoids building one large JSON tree and regrowing a body of
+// several megabytes.
+class ListWriter {
+  public:
+    ListWriter(std::size_t n_items, std::size_t bytes_per_item) {
+        m_body.reserve(32 + n_items * bytes_per_item);
+        m_body = R"({"object":"list","data":[)";
+    }
+    void add(const ojson& item) {
+        if (m_n++ > 0) m_body += ',';
+        m_body += dump_json(item);
+    }
+    HttpResponse finish() {
+        m_body += "]}";
+        HttpResponse r;
+        r.body = std::move(m_body);
+        return r;
+    }
+
+  private:
+    std::string m_body;
+    std::size_t m_n = 0;
+};
+
 HttpResponse text_response(std::string text) {
     HttpResponse r;
     r.content_type = "text/plain; charset=utf-8";
@@ -85,13 +110,14 @@ bool optional_bool(const nlohmann::json& body, const char* name, bool fallback) 
 
 HttpResponse Router::list_models() const {
     const api::ModelInfo model = m_engine.model();
-    ojson data = ojson::array();
-    data.push_back(model_json(model.id, unix_now(), m_options.owned_by, model.path, nullptr, model.max_context));
-    for (const api::AdapterInfo& a : m_engine.adapters()) {
+    const std::vector<api::AdapterInfo> adapters = m_engine.adapters();
+    ListWriter list(adapters.size() + 1, 200);
+    list.add(model_json(model.id, unix_now(), m_options.owned_by, model.path, nullptr, model.max_context));
+    for (const api::AdapterInfo& a : adapters) {
         if (!a.compatible) continue;  // listed by /v1/adapters with the reason; not servable
-        data.push_back(model_json(a.name, a.created_unix, m_options.owned_by, a.path, model.id, model.max_context));
+        list.add(model_json(a.name, a.created_unix, m_options.owned_by, a.path, model.id, model.max_context));
     }
-    return json_response(ojson{{"object", "list"}, {"data", std::move(data)}});
+    return list.finish();
 }
 
 HttpResponse Router::get_model(const std::string& id) const {
@@ -185,9 +211,10 @@ HttpResponse Router::unload_lora(const HttpRequest& request) {
 }
 
 HttpResponse Router::list_adapters() const {
-    ojson data = ojson::array();
-    for (const api::AdapterInfo& a : m_engine.adapters()) data.push_back(adapter_json(a));
-    return json_response(ojson{{"object", "list"}, {"data", std::move(data)}});
+    const std::vector<api::AdapterInfo> adapters = m_engine.adapters();
+    ListWriter list(adapters.size(), 700);
+    for (const api::AdapterInfo& a : adapters) list.add(adapter_json(a));
+    return list.finish();
 }
 
 HttpResponse Router::get_adapter(const std::string& name) const {
