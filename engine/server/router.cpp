@@ -66,8 +66,7 @@ bool Router::host_allowed(const std::string& host_header) const {
     // A web page on another site can resolve its own name to 127.0.0.1 (DNS rebinding) and then talk to a
     // keyless loopback server as "same origin"; its requests still carry the foreign Host name.
     const std::string& bind = m_options.host;
-    const bool loopback = bind == "127.0.0.1" || bind == "localhost" || bind == "::1";
-    if (!m_options.api_key.empty() || !loopback || host_header.empty()) return true;
+    if (!m_options.api_key.empty() || !is_loopback_host(bind) || host_header.empty()) return true;
     std::string name = host_header;
     if (!name.empty() && name[0] == '[') name = name.substr(0, name.find(']') + 1);
     else name = name.substr(0, name.find(':'));
