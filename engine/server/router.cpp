@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/log.h"
 #include "server/api_error.h"
 #include "server/generation.h"
@@ -29,7 +31,10 @@ bool constant_time_equal(const std::string& given, const std::string& expected) 
 
 }  // namespace
 
-Router::Router(api::Engine& engine, ServerOptions options) : m_engine(engine), m_options(std::move(options)) {}
+Router::Router(api::Engine& engine, ServerOptions options) : m_engine(engine), m_options(std::move(options)) {
+    if (m_options.max_prompt_bytes == 0)
+        m_options.max_prompt_bytes = std::size_t(std::max(1, m_engine.model().max_context)) * kPromptBytesPerToken;
+}
 
 void Router::set_unavailable(std::string reason) {
     std::lock_guard lock(m_state_mutex);

@@ -28,6 +28,9 @@ struct ServerOptions {
     int keep_alive_ms = 5000;             // SSE ": keep-alive" comment after this much silence
     int default_max_tokens = 4096;        // when the request gives none (clipped by the context)
     int max_n = 64;                       // most choices per request (n, and prompts x n)
+    // Longer prompts are refused before tokenizing; 0 = the model's context x kPromptBytesPerToken (the Router
+    // fills it in from the engine).
+    std::size_t max_prompt_bytes = 0;
     int retry_after_s = 1;                // Retry-After on 429 / 503
     std::string owned_by = "loradesk";
 };

@@ -37,6 +37,10 @@ std::size_t send_until_answered(int fd, const std::string& piece, std::size_t ma
     return sent;
 }
 
+std::string deep_json(int levels) {
+    return std::string(std::size_t(levels), '[') + std::string(std::size_t(levels), ']');
+}
+
 }  // namespace
 
 class TstHttpLimits : public QObject {
@@ -220,6 +224,48 @@ class TstHttpLimits : public QObject {
         QVERIFY2(second != std::string::npos, r.c_str());
         QVERIFY(r.find(R"({"status":"ok"})") < second);
         QVERIFY(r.find("sql-lora", second) != std::string::npos);
+    }
+
+    void json_bombs_are_400_data() {
+        QTest::addColumn<QString>("path");
+        QTest::addColumn<QString>("body");
+        QTest::addColumn<QString>("expected");  // in the error
+        const QString deep = QString::fromStdString(deep_json(35000));
+        const QString user = R"({"role":"user","content":"hi")";
+        const QString chat = "{\"messages\":[" + user + "}]";
+        QTest::newRow("deep message key") << "/v1/chat/completions"
+                                          << "{\"messages\":[" + user + ",\"x\":" + deep + "}]}"
+                                          << "deeper than 128";
+        QTest::newRow("deep tools") << "/v1/chat/completions" << chat + ",\"tools\":" + deep + "}"
+                                    << "deeper than 128";
+        QTest::newRow("deep response_format") << "/v1/chat/completions" << chat + ",\"response_format\":" + deep + "}"
+                                              << "deeper than 128";
+        QTest::newRow("deep chat_template_kwargs")
+            << "/v1/chat/completions" << chat + ",\"chat_template_kwargs\":{\"a\":" + deep + "}}"
+            << "deeper than 128";
+        QTest::newRow("deep tokenize") << "/tokenize"
+                                       << "{\"messages\":[" + user + ",\"x\":" + deep + "}]}"
+                                       << "deeper than 128";
+        const QString u64 = "18446744073709551615";
+        QTest::newRow("top_k 2^64-1") << "/v1/chat/completions" << chat + ",\"top_k\":" + u64 + "}"
+                                      << R"("top_k")";
+        QTest::newRow("n 2^64-1") << "/v1/chat/completions" << chat + ",\"n\":" + u64 + "}"
+                                  << R"("param":"n")";
+        QTest::newRow("max_tokens 1e20") << "/v1/chat/completions" << chat + ",\"max_tokens\":100000000000000000000}"
+                                         << R"("max_tokens")";
+        QTest::newRow("seed 2^64-1") << "/v1/chat/completions" << chat + ",\"seed\":" + u64 + "}"
+                                     << R"("seed")";
+        QTest::newRow("logprobs 2^64-1") << "/v1/completions"
+                                         << "{\"prompt\":\"a\",\"logprobs\":" + u64 + "}"
+                                         << R"("logprobs")";
+    }
+    void json_bombs_are_400() {
+        QFETCH(QString, path);
+        QFETCH(QString, body);
+        QFETCH(QString, expected);
+        const std::string r = round_trip(m_port, request_text("POST", path.toStdString(), body.toStdString(), kKey));
+        QCOMPARE(status_of(r), 400);
+        QVERIFY2(r.find(expected.toStdString()) != std::string::npos, r.c_str());
     }
 
     void stop_does_not_wait_for_a_slow_body() {
