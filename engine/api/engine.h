@@ -27,6 +27,7 @@ struct EngineOptions {
     std::vector<std::pair<std::string, std::string>> named_adapters;  // (name, dir) registered as given
     std::string device = "auto";            // auto | cpu | cuda
     std::string data_dir;                   // catalog, logs; empty = no catalog (tests)
+    bool catalog_start_fresh = false;       // a damaged catalog is moved aside and a new one started
     int max_loras = 4;                      // distinct adapters in one batch = device slots
     int max_loras_cpu = 32;                 // adapters kept parsed in host memory
     std::size_t max_cpu_lora_bytes = std::size_t(8) << 30;
