@@ -44,12 +44,14 @@ class ChunkSink : public StreamSink {
     bool m_failed = false;
 };
 
+// Takes the body rather than copying it (up to max_body_bytes): httplib hands handlers a const Request, but it is
+// process_request()'s own local, and nothing reads its body after the handler.
 HttpRequest convert(const httplib::Request& req) {
     HttpRequest out;
     out.method = req.method;
     out.path = req.path;
     for (const auto& [name, value] : req.headers) out.headers[to_lower(name)] = value;
-    out.body = req.body;
+    out.body = std::move(const_cast<httplib::Request&>(req).body);
     out.remote_addr = req.remote_addr;
     return out;
 }

@@ -13,15 +13,23 @@ namespace loradesk::server {
 using nlohmann::json;
 
 json parse_json_body(const std::string& body) {
-    // The callback sees each container open with the number of containers around it, before it is built.
-    const json::parser_callback_t limit_depth = [](int depth, json::parse_event_t event, json&) {
-        const bool opens = event == json::parse_event_t::object_start || event == json::parse_event_t::array_start;
+    // The callback sees each container open with the number of containers around it, before it is built, and
+    // each key and value as it is read.
+    std::size_t n_values = 0, n_keys = 0;
+    const json::parser_callback_t limit = [&](int depth, json::parse_event_t event, json&) {
+        using E = json::parse_event_t;
+        const bool opens = event == E::object_start || event == E::array_start;
         if (opens && depth >= kMaxJsonDepth)
             throw_invalid("",
                           fmt::format("the request body nests JSON deeper than {} levels; flatten it", kMaxJsonDepth));
+        if ((opens || event == E::value) && ++n_values > kMaxJsonValues)
+            throw_invalid("", fmt::format("the request body has more than {} JSON values; send less", kMaxJsonValues));
+        if (event == E::key && ++n_keys > kMaxJsonKeys)
+            throw_invalid("",
+                          fmt::format("the request body has more than {} JSON object keys; send fewer", kMaxJsonKeys));
         return true;
     };
-    json parsed = json::parse(body, limit_depth, false);
+    json parsed = json::parse(body, limit, false);
     if (parsed.is_discarded())
         throw_invalid("",
                       "the request body is not valid JSON (send Content-Type: application/json with a JSON object)");

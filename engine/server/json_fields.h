@@ -14,9 +14,14 @@ namespace loradesk::server {
 // Deeper JSON is refused while parsing. nlohmann's parser is iterative, but destroying, copying, dumping and
 // rendering a value recurse once per level: ~35,000 levels (80 KB) overflow a worker's stack.
 constexpr int kMaxJsonDepth = 128;
+// More values or object keys are refused while parsing, so the parsed document stays within a few times the size
+// of the body: a value costs 16 bytes however short its text ("1,"), an object key ~100 (1 M logit_bias keys in
+// 14 MB took 150 MB). 4 M values hold 64 prompts of 64 K token ids; real requests have a few thousand keys.
+constexpr std::size_t kMaxJsonValues = std::size_t(4) << 20;
+constexpr std::size_t kMaxJsonKeys = 100000;
 
-// Parses a request body as a JSON object: 400 when it is not JSON, not an object, or nests deeper than
-// kMaxJsonDepth.
+// Parses a request body as a JSON object: 400 when it is not JSON, not an object, nests deeper than
+// kMaxJsonDepth or has more than kMaxJsonValues values or kMaxJsonKeys keys.
 nlohmann::json parse_json_body(const std::string& body);
 
 // The field, or nullptr when absent or null (clients send explicit nulls for optional fields).

@@ -255,6 +255,24 @@ private slots:
         }
     }
 
+    void documents_too_large_to_hold_are_refused_while_parsing() {
+        // A value costs 16 bytes parsed, an object key ~100: counts, not only bytes, bound the parsed document.
+        std::string values = "{\"a\":[0";
+        for (std::size_t i = 0; i < kMaxJsonValues; ++i) values += ",0";
+        std::string keys = "{\"k\":0";
+        for (std::size_t i = 0; i < kMaxJsonKeys; ++i) keys += ",\"k" + std::to_string(i) + "\":0";
+        for (const auto& [body, what] :
+             {std::pair{values + "]}", "JSON values"}, std::pair{keys + "}", "object keys"}}) {
+            try {
+                parse_json_body(body);
+                QFAIL(what);
+            } catch (const ApiError& e) {
+                QCOMPARE(e.status, 400);
+                QVERIFY2(std::string(e.what()).find(what) != std::string::npos, e.what());
+            }
+        }
+    }
+
     void prompts_over_the_byte_bound_are_refused_before_tokenizing() {
         ServerOptions options;
         options.max_prompt_bytes = 100;
