@@ -41,16 +41,23 @@ std::string deep_json(int levels) {
     return std::string(std::size_t(levels), '[') + std::string(std::size_t(levels), ']');
 }
 
+// A server on the scripted engine, started on an ephemeral port.
+struct Served {
+    explicit Served(const ServerOptions& options) : router(engine, options), server(router), started(server.start()) {}
+    ScriptedEngine engine;
+    Router router;
+    HttpServer server;
+    Status started;
+};
+
 }  // namespace
 
 class TstHttpLimits : public QObject {
     Q_OBJECT
-    ScriptedEngine m_engine;
-    std::unique_ptr<Router> m_router;
-    std::unique_ptr<HttpServer> m_server;
+    std::unique_ptr<Served> m_served;
     int m_port = 0;
 
-    ServerOptions options() const {
+    static ServerOptions options() {
         ServerOptions o;
         o.port = 0;
         o.api_key = "k";
@@ -64,14 +71,12 @@ class TstHttpLimits : public QObject {
 
   private slots:
     void initTestCase() {
-        m_router = std::make_unique<Router>(m_engine, options());
-        m_server = std::make_unique<HttpServer>(*m_router);
-        const Status s = m_server->start();
-        QVERIFY2(s.ok(), s.message.c_str());
-        m_port = m_server->port();
+        m_served = std::make_unique<Served>(options());
+        QVERIFY2(m_served->started.ok(), m_served->started.message.c_str());
+        m_port = m_served->server.port();
     }
     void cleanup() { QVERIFY(health_ms(m_port) >= 0); }  // after every test: alive and answering
-    void cleanupTestCase() { m_server->stop(); }
+    void cleanupTestCase() { m_served.reset(); }
 
     void trickled_heads_hold_no_worker() {
         std::vector<int> slow;
@@ -269,16 +274,14 @@ class TstHttpLimits : public QObject {
     }
 
     void stop_does_not_wait_for_a_slow_body() {
-        ScriptedEngine engine;
-        Router router(engine, options());
-        HttpServer server(router);
-        QVERIFY(server.start().ok());
-        const int fd = connect_to(server.port());
+        Served s(options());
+        QVERIFY(s.started.ok());
+        const int fd = connect_to(s.server.port());
         QVERIFY(send_all(fd, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 200000\r\n\r\n{"));
         std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a worker is now waiting for the body
         QElapsedTimer t;
         t.start();
-        server.stop();
+        s.server.stop();
         QVERIFY2(t.elapsed() < 1000, qPrintable(QString("stop took %1 ms").arg(t.elapsed())));
         ::close(fd);
     }
