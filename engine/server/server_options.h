@@ -23,7 +23,7 @@ struct ServerOptions {
     int max_connections = 1024;           // open sockets (capped at half the open-file limit)
     int header_timeout_s = 10;            // a request head must arrive within this (408 after)
     int idle_timeout_s = 5;               // a kept-alive connection without a new request is closed
-    int read_timeout_s = 60;              // a request body must arrive within this once its head has
+    int read_timeout_s = 60;              // a request body must arrive within this once a worker reads it
     int write_timeout_s = 600;            // a slow reader of a long generation
     int keep_alive_ms = 5000;             // SSE ": keep-alive" comment after this much silence
     int default_max_tokens = 4096;        // when the request gives none (clipped by the context)
