@@ -1,8 +1,9 @@
 // engine/server transport under abuse, on real sockets: every reproduction of issue #16's HTTP half ends in a
 // clean 4xx (or a refusal) with the server alive and /health answering. Slow and idle clients hold no worker
-// (300 trickled heads, slow bodies); bodies are bounded while they are read (chunked, Content-Length) and never
-// inflated (Content-Encoding → 415); heads are capped (431/414/400); a POST without a body answers at once; deep
-// JSON and out-of-range integers are 400s; pipelined requests still work; stop() does not wait for slow clients.
+// (300 trickled heads, idle kept-alive connections, slow bodies); bodies are bounded while they are read (chunked,
+// Content-Length) and never inflated (Content-Encoding → 415); heads are capped (431/414/400); a POST without a body
+// answers at once; deep JSON and out-of-range integers are 400s; pipelined requests still work; stop() does not wait
+// for slow clients.
 #include <QtTest>
 #include <thread>
 
@@ -100,6 +101,26 @@ class TstHttpLimits : public QObject {
         QCOMPARE(status_of(r), 408);
         QVERIFY(r.find("request_timeout") != std::string::npos);
         for (int fd : slow) ::close(fd);
+    }
+
+    void idle_kept_alive_connections_hold_no_worker() {
+        std::vector<int> idle;
+        for (int i = 0; i < 24; ++i) {  // three times the workers, each kept alive after one request
+            const int fd = connect_to(m_port);
+            QVERIFY(send_all(fd, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+            QVERIFY(readable(fd, 2000));
+            char buf[1024];
+            QVERIFY(::recv(fd, buf, sizeof buf, 0) > 0);
+            idle.push_back(fd);
+        }
+        QVERIFY(health_ms(m_port) < 1000);
+        // The idle timeout (1 s) closes them: the next read sees the end of the stream.
+        for (int fd : idle) {
+            QVERIFY(readable(fd, 3000));
+            char byte;
+            QCOMPARE(::recv(fd, &byte, 1, 0), ssize_t(0));
+            ::close(fd);
+        }
     }
 
     void slow_bodies_hold_at_most_half_the_workers() {
