@@ -131,7 +131,7 @@ ParsedGeneration parse_chat_request(const json& body, const ServerOptions& optio
     if (!messages) throw_invalid("messages", "'messages' is required");
     req.messages = normalize_messages(*messages);
     std::size_t text_bytes = 0;
-    for (const json& m : *req.messages)
+    for (const auto& m : *req.messages)
         if (m["content"].is_string()) text_bytes += m["content"].get_ref<const std::string&>().size();
     check_prompt_bytes(text_bytes, options, "messages");
     out.logprobs = get_bool(body, "logprobs", false);
