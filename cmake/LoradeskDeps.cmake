@@ -1,4 +1,4 @@
-# Third-party dependencies, all from Debian packages (see scripts/setup.sh).
+# Third-party dependencies: Debian packages (scripts/dev.sh installs them) and what third_party/ vendors.
 find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
 find_package(fmt REQUIRED)
@@ -7,9 +7,12 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(SQLite3 REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
-# Debian ships cpp-httplib as a compiled library whose pkg-config Cflags carry the defines it was
-# built with; using the header alone with other defines would break the ABI.
-pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# cpp-httplib is vendored (third_party/cpp-httplib/README.md says which release and why not Debian's 0.11)
+# and used header-only by engine/server/http_server.cpp alone. SYSTEM: its warnings are not ours, and its
+# directory comes before /usr/include, where Debian's older httplib.h may also be installed.
+add_library(loradesk_httplib INTERFACE)
+target_include_directories(loradesk_httplib SYSTEM INTERFACE ${PROJECT_SOURCE_DIR}/third_party/cpp-httplib)
+target_link_libraries(loradesk_httplib INTERFACE Threads::Threads)
 
 set(LORADESK_QT_COMPONENTS Core)
 if(LORADESK_BUILD_GUI)

@@ -1,8 +1,12 @@
 #include "engine_cli.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
+#include <fstream>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace loradesk::cli {
 
@@ -13,7 +17,10 @@ std::vector<OptionSpec> engine_option_specs() {
         {"adapter", "NAME=DIR", "register one adapter under NAME", true},
         {"host", "ADDR", "address to listen on (default 127.0.0.1)"},
         {"port", "N", "port to listen on (default 8080)"},
-        {"api-key", "KEY", "require this bearer key on every request except /health"},
+        {"api-key", "KEY",
+         "require this bearer key on every request except /health (shows in ps: prefer --api-key-file or the "
+         "LORADESK_API_KEY environment variable)"},
+        {"api-key-file", "FILE", "read the API key from the first line of FILE (make it readable by you only)"},
         {"device", "auto|cpu|cuda", "where to run the model (default auto)"},
         {"max-loras", "N", "distinct adapters in one batch = GPU adapter slots (default: planned from GPU memory, up to 8; 4 on the CPU)"},
         {"max-loras-cpu", "N", "adapters kept in host memory (default 4096; --host-lora-memory bounds them first)"},
@@ -29,8 +36,10 @@ std::vector<OptionSpec> engine_option_specs() {
         {"policy", "fcfs|pack", "scheduling policy (default fcfs)"},
         {"threads", "N", "CPU runner threads (default: all cores)"},
         {"data-dir", "DIR", "catalog and state (default $XDG_DATA_HOME/loradesk)"},
+        {"start-fresh", "", "if the catalog is damaged, keep it as catalog.sqlite3.corrupt-<time> and start a new one"},
         {"demo", "", "serve the demo model even if --model is given elsewhere"},
-        {"watch-interval", "MS", "poll --adapters folders for new, changed and removed adapters (default 2000; 0 = off)"},
+        {"watch-interval", "MS",
+         "poll --adapters folders for new, changed and removed adapters (default 2000; 0 = off)"},
         {"log-level", "LEVEL", "trace|debug|info|warn|error (default info)"},
     };
 }
@@ -51,6 +60,32 @@ int bounded_int(const Args& args, const std::string& name, long long fallback, l
     return int(v);
 }
 
+// The first line of the key file, without surrounding whitespace (editors add a final newline).
+std::string read_key_file(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw_expected(ErrorCode::not_found, "--api-key-file: cannot read '" + path + "'");
+    std::string key;
+    std::getline(in, key);
+    const auto first = key.find_first_not_of(" \t\r"), last = key.find_last_not_of(" \t\r");
+    key = first == std::string::npos ? std::string() : key.substr(first, last - first + 1);
+    if (key.empty())
+        throw_expected(ErrorCode::invalid_argument, "--api-key-file: '" + path + "' has no key on its first line");
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)))
+        log::warn("the API key file '{}' can be read by other users; chmod 600 it", path);
+    return key;
+}
+
+// --api-key or --api-key-file (not both), else $LORADESK_API_KEY, else none.
+std::string api_key_from(const Args& args) {
+    if (args.has("api-key") && args.has("api-key-file"))
+        throw_expected(ErrorCode::invalid_argument, "give --api-key or --api-key-file, not both");
+    if (args.has("api-key-file")) return read_key_file(args.get("api-key-file"));
+    if (args.has("api-key")) return args.get("api-key");
+    const char* env = std::getenv("LORADESK_API_KEY");
+    return env ? std::string(env) : std::string();
+}
+
 }  // namespace
 
 ServeOptions serve_options_from_args(const Args& args) {
@@ -69,6 +104,7 @@ ServeOptions serve_options_from_args(const Args& args) {
     if (e.device != "auto" && e.device != "cpu" && e.device != "cuda")
         throw_expected(ErrorCode::invalid_argument, "--device must be auto, cpu or cuda, got '" + e.device + "'");
     e.data_dir = args.get("data-dir", default_data_dir());
+    e.catalog_start_fresh = args.flag("start-fresh");
     if (args.has("max-loras")) e.max_loras = bounded_int(args, "max-loras", 4, 1, 1024);
     e.max_loras_cpu = bounded_int(args, "max-loras-cpu", e.max_loras_cpu, 1, 100000);
     e.max_lora_rank = bounded_int(args, "max-lora-rank", e.max_lora_rank, 1, 4096);
@@ -97,7 +133,7 @@ ServeOptions serve_options_from_args(const Args& args) {
         throw_expected(ErrorCode::invalid_argument, "--policy must be fcfs or pack, got '" + e.policy + "'");
     o.host = args.get("host", o.host);
     o.port = bounded_int(args, "port", o.port, 0, 65535);
-    o.api_key = args.get("api-key");
+    o.api_key = api_key_from(args);
     o.metrics_adapter_window_s = bounded_int(args, "metrics-adapter-window", o.metrics_adapter_window_s, 0, 365 * 86400);
     return o;
 }

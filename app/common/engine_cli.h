@@ -14,14 +14,14 @@ struct ServeOptions {
     api::EngineOptions engine;
     std::string host = "127.0.0.1";
     int port = 8080;
-    std::string api_key;
+    std::string api_key;  // --api-key, --api-key-file or $LORADESK_API_KEY
     int metrics_adapter_window_s = 600;  // /metrics per-adapter series: adapters active this recently
     bool demo = false;  // --demo, or no --model given
     std::vector<std::string> extra_adapter_roots;  // folders load_lora_adapter may read besides --adapters
 };
 
 std::vector<OptionSpec> engine_option_specs();
-// Throws Error(invalid_argument) naming the option on bad values.
+// Throws Error(invalid_argument) naming the option on bad values, Error(not_found) for an unreadable key file.
 ServeOptions serve_options_from_args(const Args& args);
 // $XDG_DATA_HOME/loradesk or ~/.local/share/loradesk (the same directory the desktop app uses).
 std::string default_data_dir();

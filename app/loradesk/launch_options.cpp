@@ -23,7 +23,8 @@ LaunchOptions parseLaunchOptions(const cli::Args& args) {
     l.explicitModel = args.has("model") || l.forceDemo;
     for (const char* o : {"device", "max-loras", "max-loras-cpu", "max-lora-rank", "kv-memory"})
         l.explicitLimits = l.explicitLimits || args.has(o);
-    for (const char* o : {"host", "port", "api-key"}) l.explicitServer = l.explicitServer || args.has(o);
+    for (const char* o : {"host", "port", "api-key", "api-key-file"})
+        l.explicitServer = l.explicitServer || args.has(o);
     return l;
 }
 

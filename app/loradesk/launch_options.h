@@ -16,7 +16,7 @@ struct LaunchOptions {
     bool headless = false;
     bool explicitModel = false;   // --model or --demo
     bool explicitLimits = false;  // any of --device/--max-loras*/--max-lora-rank/--kv-memory
-    bool explicitServer = false;  // any of --host/--port/--api-key
+    bool explicitServer = false;  // any of --host/--port/--api-key/--api-key-file
     bool forceDemo = false;
 };
 

@@ -24,10 +24,12 @@ std::string format_time_ms(int64_t ms) {
 }  // namespace
 
 CatalogBridge::CatalogBridge(const std::string& data_dir, const std::string& model_id, const std::string& model_path,
-                             const std::string& architecture)
+                             const std::string& architecture, bool start_fresh)
     : m_model_id(model_id) {
     std::string db = catalog::catalog_path_in(data_dir, true);
-    m_catalog = std::make_unique<catalog::Catalog>(db);
+    catalog::CatalogOptions options;
+    options.start_fresh_if_corrupt = start_fresh;
+    m_catalog = std::make_unique<catalog::Catalog>(db, options);
     m_catalog->register_base_model(model_id, model_path, architecture);
     m_sink = std::make_unique<catalog::StatsSink>(db);
 }

@@ -20,9 +20,10 @@ namespace loradesk::api {
 class CatalogBridge {
 public:
     // Opens (creating) <data_dir>/catalog.sqlite3 and registers the base model. Throws Error with what
-    // to do (read-only directory, damaged database: remove it or start with a fresh one).
+    // to do (read-only directory, damaged database: remove it or start with a fresh one). With start_fresh, a
+    // damaged database is moved aside to catalog.sqlite3.corrupt-<time> and a new one created.
     CatalogBridge(const std::string& data_dir, const std::string& model_id, const std::string& model_path,
-                  const std::string& architecture);
+                  const std::string& architecture, bool start_fresh = false);
 
     void register_adapter(const lora::AdapterSummary& summary, const catalog::Compatibility& compat);
     // The folder digest cache (catalog::FolderDigest) and when content was first catalogued (0: never).

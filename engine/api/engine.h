@@ -28,6 +28,7 @@ struct EngineOptions {
     std::vector<std::pair<std::string, std::string>> named_adapters;  // (name, dir) registered as given
     std::string device = "auto";            // auto | cpu | cuda
     std::string data_dir;                   // catalog, logs; empty = no catalog (tests)
+    bool catalog_start_fresh = false;       // a damaged catalog is moved aside and a new one started
     // Distinct adapters in one batch = device slots; <= 0: planned from GPU memory (up to 8), 4 on the CPU.
     int max_loras = 0;
     int max_loras_cpu = 4096;               // adapters kept in host memory (max_cpu_lora_bytes bounds them first)

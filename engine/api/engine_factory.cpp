@@ -140,7 +140,7 @@ std::shared_ptr<EngineCore> build_core(const EngineOptions& options) {
 
     if (!options.data_dir.empty())
         core->catalog = std::make_unique<CatalogBridge>(options.data_dir, core->model_id, dir,
-                                                        core->config.architecture_name);
+                                                        core->config.architecture_name, options.catalog_start_fresh);
     // The watch records the folders' signatures before startup registers them, so a folder that changes
     // while it is being registered is picked up by the first poll rather than missed.
     if (!options.adapter_dirs.empty()) core->watch = std::make_unique<AdapterFolderWatch>(*core, options.adapter_dirs);

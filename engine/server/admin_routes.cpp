@@ -2,7 +2,10 @@
 // loradesk's adapter list / pin / unpin.
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "server/api_error.h"
+#include "server/json_fields.h"
 #include "server/openai_format.h"
 #include "server/request_parse.h"
 #include "server/router.h"
@@ -92,20 +95,6 @@ ojson model_json(const std::string& id, int64_t created, const std::string& owne
     return m;
 }
 
-std::string require_string(const nlohmann::json& body, const char* name) {
-    auto it = body.find(name);
-    if (it == body.end() || !it->is_string() || it->get<std::string>().empty())
-        throw_invalid(name, fmt::format("'{}' is required and must be a non-empty string", name));
-    return it->get<std::string>();
-}
-
-bool optional_bool(const nlohmann::json& body, const char* name, bool fallback) {
-    auto it = body.find(name);
-    if (it == body.end() || it->is_null()) return fallback;
-    if (!it->is_boolean()) throw_invalid(name, fmt::format("'{}' must be a boolean", name));
-    return it->get<bool>();
-}
-
 }  // namespace
 
 HttpResponse Router::list_models() const {
@@ -149,21 +138,21 @@ HttpResponse Router::tokenize(const HttpRequest& request) const {
         const nlohmann::json tools = body.contains("tools") ? body["tools"] : nlohmann::json();
         const nlohmann::json kwargs = body.contains("chat_template_kwargs") ? body["chat_template_kwargs"]
                                                                              : nlohmann::json();
-        auto rendered = m_engine.render_chat(messages, tools, optional_bool(body, "add_generation_prompt", true), kwargs);
+        auto rendered = m_engine.render_chat(messages, tools, get_bool(body, "add_generation_prompt", true), kwargs);
         if (!rendered.ok()) throw api_error_from_status(rendered.status(), "messages");
         text = rendered.value();
         add_special = false;  // the chat template already emits BOS where the model wants one
     } else {
         text = require_string(body, "prompt");
     }
-    add_special = optional_bool(body, "add_special_tokens", add_special);
+    add_special = get_bool(body, "add_special_tokens", add_special);
     auto ids = m_engine.tokenize(text, add_special);
     if (!ids.ok()) throw api_error_from_status(ids.status(), "prompt");
     ojson out;
     out["count"] = ids->size();
     out["max_model_len"] = m_engine.model().max_context;
     out["tokens"] = ids.value();
-    if (optional_bool(body, "return_token_strs", false)) {
+    if (get_bool(body, "return_token_strs", false)) {
         ojson strs = ojson::array();
         for (int32_t id : ids.value()) {
             auto piece = m_engine.detokenize({id}, false);
@@ -177,15 +166,10 @@ HttpResponse Router::tokenize(const HttpRequest& request) const {
 HttpResponse Router::detokenize(const HttpRequest& request) const {
     require_available();
     const nlohmann::json body = parse_json_body(request.body);
-    auto it = body.find("tokens");
-    if (it == body.end() || !it->is_array()) throw_invalid("tokens", "'tokens' must be an array of token ids");
-    std::vector<int32_t> ids;
-    for (const nlohmann::json& t : *it) {
-        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX)
-            throw_invalid("tokens", "'tokens' must contain non-negative integer token ids");
-        ids.push_back(t.get<int32_t>());
-    }
-    auto text = m_engine.detokenize(ids, optional_bool(body, "skip_special_tokens", false));
+    const nlohmann::json* tokens = field(body, "tokens");
+    if (!tokens) throw_invalid("tokens", "'tokens' must be an array of token ids");
+    const std::vector<int32_t> ids = token_ids(*tokens, "tokens", std::numeric_limits<std::size_t>::max());
+    auto text = m_engine.detokenize(ids, get_bool(body, "skip_special_tokens", false));
     if (!text.ok()) throw api_error_from_status(text.status(), "tokens");
     return json_response(ojson{{"prompt", text.value()}});
 }

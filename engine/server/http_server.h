@@ -1,6 +1,8 @@
-// The socket transport: a cpp-httplib server (hidden behind a pimpl; http_server.cpp is the only file that
-// includes httplib.h) that feeds every request to a Router. Binds 127.0.0.1 by default, refuses to share
-// its port with another process, streams SSE responses chunked and cancels them when the client goes away.
+// The socket transport: a connection gate (epoll, request heads), a worker pool and cpp-httplib (hidden behind a
+// pimpl; http_server.cpp is the only file that includes httplib.h) that feed every request to a Router. Binds
+// 127.0.0.1 by default, refuses to share its port with another process, bounds what a client can make it read or
+// hold (see docs/architecture.md, "The HTTP transport"), streams SSE responses chunked and cancels them when the
+// client goes away.
 #pragma once
 
 #include <memory>

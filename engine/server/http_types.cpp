@@ -1,6 +1,8 @@
 // Small helpers of the HTTP request/response types.
 #include "server/http_types.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 
 namespace loradesk::server {
@@ -9,6 +11,13 @@ std::string to_lower(std::string_view text) {
     std::string out(text);
     std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return char(std::tolower(c)); });
     return out;
+}
+
+bool is_loopback_host(std::string_view host) {
+    const std::string h = to_lower(host);
+    if (h == "localhost" || h == "::1" || h == "[::1]") return true;
+    in_addr v4{};
+    return ::inet_pton(AF_INET, h.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
 }
 
 std::string HttpRequest::header(std::string_view name) const {

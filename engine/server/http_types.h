@@ -46,4 +46,7 @@ struct HttpResponse {
 
 std::string to_lower(std::string_view text);
 
+// Whether a bind address only accepts connections from this machine (127.0.0.0/8, ::1, localhost).
+bool is_loopback_host(std::string_view host);
+
 }  // namespace loradesk::server

@@ -1,13 +1,14 @@
 // Field-by-field validation of OpenAI generation requests (OpenAI + vLLM extension field names).
 #include "server/request_parse.h"
 
-#include <cmath>
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <limits>
 
-#include <fmt/format.h>
-
 #include "server/api_error.h"
+#include "server/json_fields.h"
+#include "server/sampling_parse.h"
 
 namespace loradesk::server {
 
@@ -15,117 +16,16 @@ using nlohmann::json;
 
 namespace {
 
-// A field that is absent or null counts as not given (clients send explicit nulls for optional fields).
-const json* field(const json& body, const char* name) {
-    auto it = body.find(name);
-    if (it == body.end() || it->is_null()) return nullptr;
-    return &*it;
-}
-
-bool get_bool(const json& body, const char* name, bool fallback) {
-    const json* v = field(body, name);
-    if (!v) return fallback;
-    if (!v->is_boolean()) throw_invalid(name, fmt::format("'{}' must be a boolean (true or false)", name));
-    return v->get<bool>();
-}
-
-double get_number(const json& body, const char* name, double fallback, double lo, double hi) {
-    const json* v = field(body, name);
-    if (!v) return fallback;
-    if (!v->is_number()) throw_invalid(name, fmt::format("'{}' must be a number", name));
-    const double x = v->get<double>();
-    if (!std::isfinite(x) || x < lo || x > hi)
-        throw_invalid(name, fmt::format("'{}' must be between {} and {}, got {}", name, lo, hi, x));
-    return x;
-}
-
-int64_t as_integer(const json& v, const std::string& name) {
-    if (v.is_number_integer()) return v.get<int64_t>();
-    if (v.is_number_unsigned()) {
-        if (v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
-            throw_invalid(name, fmt::format("'{}' is too large", name));
-        return int64_t(v.get<uint64_t>());
-    }
-    if (v.is_number_float()) {
-        const double d = v.get<double>();
-        if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) return int64_t(d);
-    }
-    throw_invalid(name, fmt::format("'{}' must be an integer", name));
-}
-
-std::optional<int64_t> get_int(const json& body, const char* name, int64_t lo, int64_t hi) {
-    const json* v = field(body, name);
-    if (!v) return std::nullopt;
-    const int64_t x = as_integer(*v, name);
-    if (x < lo || x > hi) throw_invalid(name, fmt::format("'{}' must be between {} and {}, got {}", name, lo, hi, x));
-    return x;
-}
-
-std::vector<int32_t> token_list(const json& v, const std::string& name) {
-    if (!v.is_array()) throw_invalid(name, fmt::format("'{}' must be an array of token ids", name));
-    std::vector<int32_t> ids;
-    ids.reserve(v.size());
-    for (const json& t : v) {
-        const int64_t id = as_integer(t, name);
-        if (id < 0 || id > std::numeric_limits<int32_t>::max())
-            throw_invalid(name, fmt::format("'{}' contains the token id {}, which is out of range", name, id));
-        ids.push_back(int32_t(id));
-    }
-    return ids;
-}
-
-void parse_stop(const json& body, api::StopParams& stop) {
-    if (const json* v = field(body, "stop")) {
-        if (v->is_string()) {
-            stop.stop.push_back(v->get<std::string>());
-        } else if (v->is_array()) {
-            for (const json& s : *v) {
-                if (!s.is_string()) throw_invalid("stop", "'stop' must be a string or an array of strings");
-                stop.stop.push_back(s.get<std::string>());
-            }
-        } else {
-            throw_invalid("stop", "'stop' must be a string or an array of strings");
-        }
-        for (const std::string& s : stop.stop)
-            if (s.empty()) throw_invalid("stop", "'stop' strings must not be empty");
-    }
-    if (const json* v = field(body, "stop_token_ids")) stop.stop_token_ids = token_list(*v, "stop_token_ids");
-    stop.ignore_eos = get_bool(body, "ignore_eos", false);
-    stop.include_stop_str_in_output = get_bool(body, "include_stop_str_in_output", false);
-}
-
-void parse_sampling(const json& body, api::SamplingParams& s) {
-    s.temperature = float(get_number(body, "temperature", 1.0, 0.0, 2.0));
-    s.top_p = float(get_number(body, "top_p", 1.0, 0.0, 1.0));
-    if (field(body, "top_p") && s.top_p <= 0.0f) throw_invalid("top_p", "'top_p' must be greater than 0 and at most 1");
-    s.top_k = int(get_int(body, "top_k", -1, std::numeric_limits<int32_t>::max()).value_or(0));
-    if (s.top_k < 0) s.top_k = 0;
-    s.min_p = float(get_number(body, "min_p", 0.0, 0.0, 1.0));
-    s.presence_penalty = float(get_number(body, "presence_penalty", 0.0, -2.0, 2.0));
-    s.frequency_penalty = float(get_number(body, "frequency_penalty", 0.0, -2.0, 2.0));
-    s.repetition_penalty = float(get_number(body, "repetition_penalty", 1.0, 0.0, 2.0));
-    if (s.repetition_penalty <= 0.0f)
-        throw_invalid("repetition_penalty", "'repetition_penalty' must be greater than 0 (1 = off)");
-    if (const json* v = field(body, "seed")) s.seed = uint64_t(as_integer(*v, "seed"));
-    if (const json* v = field(body, "logit_bias")) {
-        if (!v->is_object()) throw_invalid("logit_bias", "'logit_bias' must be an object {\"token_id\": bias}");
-        for (const auto& [key, value] : v->items()) {
-            int64_t id = -1;
-            try {
-                std::size_t used = 0;
-                id = std::stoll(key, &used);
-                if (used != key.size()) id = -1;
-            } catch (const std::exception&) {
-                id = -1;
-            }
-            if (id < 0 || id > std::numeric_limits<int32_t>::max())
-                throw_invalid("logit_bias", fmt::format("'logit_bias' key '{}' is not a token id", key));
-            if (!value.is_number() || value.get<double>() < -100.0 || value.get<double>() > 100.0)
-                throw_invalid("logit_bias", fmt::format("'logit_bias' value for token {} must be a number in "
-                                                        "[-100, 100]", key));
-            s.logit_bias[int32_t(id)] = value.get<float>();
-        }
-    }
+// Refuses a prompt that cannot fit the context before it is tokenized (30 MB took 12 s to tokenize only to be
+// refused as too long): no token is longer than kPromptBytesPerToken bytes in practice.
+void check_prompt_bytes(std::size_t bytes, const ServerOptions& options, const std::string& param) {
+    if (options.max_prompt_bytes == 0 || bytes <= options.max_prompt_bytes) return;
+    throw api_error_from_status(
+        Status::failure(ErrorCode::context_too_long,
+                        fmt::format("your prompt has {} bytes, more than any prompt that fits ({} bytes, {} per token "
+                                    "of context).",
+                                    bytes, options.max_prompt_bytes, kPromptBytesPerToken)),
+        param);
 }
 
 // Fields shared by both endpoints; fills the template request and the common flags.
@@ -148,7 +48,7 @@ void parse_common(const json& body, const ServerOptions& options, ParsedGenerati
             throw ApiError(400, "invalid_request_error",
                            fmt::format("response_format '{}' is not supported: loradesk has no constrained decoding; "
                                        "remove response_format or use {{\"type\":\"text\"}}",
-                                       type.empty() ? v->dump() : type),
+                                       type.empty() ? v->dump().substr(0, 80) : type),
                            "response_format", "unsupported");
     }
     out.n = int(get_int(body, "n", 1, options.max_n).value_or(1));
@@ -222,14 +122,6 @@ json normalize_messages(const json& messages) {
 
 }  // namespace
 
-json parse_json_body(const std::string& body) {
-    json parsed = json::parse(body, nullptr, false);
-    if (parsed.is_discarded())
-        throw_invalid("", "the request body is not valid JSON (send Content-Type: application/json with a JSON object)");
-    if (!parsed.is_object()) throw_invalid("", "the request body must be a JSON object");
-    return parsed;
-}
-
 ParsedGeneration parse_chat_request(const json& body, const ServerOptions& options) {
     ParsedGeneration out;
     out.endpoint = Endpoint::chat;
@@ -238,6 +130,10 @@ ParsedGeneration parse_chat_request(const json& body, const ServerOptions& optio
     const json* messages = field(body, "messages");
     if (!messages) throw_invalid("messages", "'messages' is required");
     req.messages = normalize_messages(*messages);
+    std::size_t text_bytes = 0;
+    for (const auto& m : *req.messages)
+        if (m["content"].is_string()) text_bytes += m["content"].get_ref<const std::string&>().size();
+    check_prompt_bytes(text_bytes, options, "messages");
     out.logprobs = get_bool(body, "logprobs", false);
     if (auto top = get_int(body, "top_logprobs", 0, 20)) {
         if (!out.logprobs) throw_invalid("top_logprobs", "when using 'top_logprobs', 'logprobs' must be set to true");
@@ -302,39 +198,35 @@ ParsedGeneration parse_completion_request(const json& body, const ServerOptions&
     if (!prompt) throw_invalid("prompt", "'prompt' is required");
     const char* kForms = "'prompt' must be a string, an array of strings, an array of token ids or an array of arrays "
                          "of token ids";
-    auto add_text = [&](std::string text) {
-        api::GenerateRequest r = req;
-        r.prompt = text;
-        out.echo_texts.push_back(std::move(text));
-        out.prompts.push_back(std::move(r));
-    };
-    auto add_ids = [&](const json& ids) {
-        api::GenerateRequest r = req;
-        r.prompt_ids = token_list(ids, "prompt");
-        if (r.prompt_ids.empty()) throw_invalid("prompt", "'prompt' must not be empty");
-        out.echo_texts.emplace_back();  // filled by the router via detokenize when echo is set
-        out.prompts.push_back(std::move(r));
-    };
-    if (prompt->is_string()) {
-        add_text(prompt->get<std::string>());
+    // The prompts, counted and checked before any is copied: each becomes a request of its own, n times over.
+    std::vector<const json*> items;
+    if (prompt->is_string() || (prompt->is_array() && !prompt->empty() && (*prompt)[0].is_number())) {
+        items.push_back(prompt);
     } else if (prompt->is_array() && !prompt->empty()) {
-        const json& first = (*prompt)[0];
-        if (first.is_number()) {
-            add_ids(*prompt);
-        } else {
-            for (const json& p : *prompt) {
-                if (p.is_string()) add_text(p.get<std::string>());
-                else if (p.is_array()) add_ids(p);
-                else throw_invalid("prompt", kForms);
-            }
-        }
+        for (const json& p : *prompt) items.push_back(&p);
     } else {
         throw_invalid("prompt", kForms);
     }
-    if (out.n_choices() > options.max_n)
-        throw_invalid(out.prompts.size() > 1 ? "prompt" : "n",
-                      fmt::format("{} prompts x n={} is more than the {} choices allowed per request",
-                                  out.prompts.size(), out.n, options.max_n));
+    if (items.size() * std::size_t(out.n) > std::size_t(options.max_n))
+        throw_invalid(items.size() > 1 ? "prompt" : "n",
+                      fmt::format("{} prompts x n={} is more than the {} choices allowed per request", items.size(),
+                                  out.n, options.max_n));
+    for (const json* p : items) {
+        if (!p->is_string() && !p->is_array()) throw_invalid("prompt", kForms);
+        if (p->is_string()) check_prompt_bytes(p->get_ref<const std::string&>().size(), options, "prompt");
+    }
+    for (const json* p : items) {
+        api::GenerateRequest r = req;
+        if (p->is_string()) {
+            r.prompt = p->get<std::string>();
+            out.echo_texts.push_back(*r.prompt);
+        } else {
+            r.prompt_ids = token_ids(*p, "prompt", std::numeric_limits<std::size_t>::max());
+            if (r.prompt_ids.empty()) throw_invalid("prompt", "'prompt' must not be empty");
+            out.echo_texts.emplace_back();  // filled by the router via detokenize when echo is set
+        }
+        out.prompts.push_back(std::move(r));
+    }
     return out;
 }
 

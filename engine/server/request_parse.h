@@ -1,19 +1,26 @@
 // Parsing and validation of /v1/completions and /v1/chat/completions bodies into api::GenerateRequest.
 // Wrong types and out-of-range values throw ApiError 400 naming the parameter; unknown fields are ignored
-// (clients send extensions freely). Pure functions: no engine access, no I/O except lora_path checks.
+// (clients send extensions freely). Sampling and stop fields come from sampling_parse.h, shared by both.
+// Pure functions: no engine access, no I/O except lora_path checks.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "api/engine.h"
+#include "server/json_fields.h"
 #include "server/server_options.h"
 
 namespace loradesk::server {
 
 enum class Endpoint { chat, completion };
+
+// Prompts (completions: each text prompt; chat: the messages' text together) longer than max_context times this
+// many bytes are refused as context_length_exceeded before tokenizing: they cannot fit. English averages ~4 bytes
+// per token; only text made almost entirely of a vocabulary's longest tokens (runs of one character) averages
+// more, and such a prompt would have to be that long as well.
+constexpr std::size_t kPromptBytesPerToken = 64;
 
 struct ParsedGeneration {
     Endpoint endpoint = Endpoint::chat;
@@ -36,9 +43,6 @@ struct ParsedGeneration {
 
 ParsedGeneration parse_chat_request(const nlohmann::json& body, const ServerOptions& options);
 ParsedGeneration parse_completion_request(const nlohmann::json& body, const ServerOptions& options);
-
-// Parses a request body as a JSON object (400 with the parser's position otherwise).
-nlohmann::json parse_json_body(const std::string& body);
 
 // Canonicalises `path` and checks that it lies inside one of `roots` (no traversal, no symlink escape).
 // Throws ApiError 400 naming `param` when it does not, or when no roots are configured.

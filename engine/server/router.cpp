@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/log.h"
 #include "server/api_error.h"
 #include "server/generation.h"
@@ -31,6 +33,8 @@ bool constant_time_equal(const std::string& given, const std::string& expected) 
 
 Router::Router(api::Engine& engine, ServerOptions options) : m_engine(engine), m_options(std::move(options)) {
     m_metrics.set_adapter_window(std::chrono::seconds(std::max(0, m_options.metrics_adapter_window_s)));
+    if (m_options.max_prompt_bytes == 0)
+        m_options.max_prompt_bytes = std::size_t(std::max(1, m_engine.model().max_context)) * kPromptBytesPerToken;
 }
 
 void Router::set_unavailable(std::string reason) {
@@ -68,8 +72,7 @@ bool Router::host_allowed(const std::string& host_header) const {
     // A web page on another site can resolve its own name to 127.0.0.1 (DNS rebinding) and then talk to a
     // keyless loopback server as "same origin"; its requests still carry the foreign Host name.
     const std::string& bind = m_options.host;
-    const bool loopback = bind == "127.0.0.1" || bind == "localhost" || bind == "::1";
-    if (!m_options.api_key.empty() || !loopback || host_header.empty()) return true;
+    if (!m_options.api_key.empty() || !is_loopback_host(bind) || host_header.empty()) return true;
     std::string name = host_header;
     if (!name.empty() && name[0] == '[') name = name.substr(0, name.find(']') + 1);
     else name = name.substr(0, name.find(':'));

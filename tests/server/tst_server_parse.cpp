@@ -1,11 +1,11 @@
 // engine/server request parsing: every parameter's accepted forms land in api::GenerateRequest; wrong types
 // and out-of-range values are 400s naming the parameter; lora_path cannot escape the adapter roots.
 #include <QtTest>
-
 #include <filesystem>
 #include <fstream>
 
 #include "server/api_error.h"
+#include "server/json_fields.h"
 #include "server/request_parse.h"
 
 using namespace loradesk;
@@ -81,6 +81,35 @@ private slots:
         QTest::newRow("completion logprobs bool") << false << R"({"prompt":"a","logprobs":true})" << "logprobs";
         QTest::newRow("suffix") << false << R"({"prompt":"a","suffix":"b"})" << "suffix";
         QTest::newRow("prompts x n") << false << R"({"prompt":["a","b","c"],"n":30})" << "prompt";
+        // Integers out of range never wrap (2^64-1 used to read as -1) and never truncate (1e20).
+        const QString u64 = "18446744073709551615", i63 = "9223372036854775808";
+        chat("top_k 2^64-1", R"("top_k":)" + u64, "top_k");
+        chat("n 2^64-1", R"("n":)" + u64, "n");
+        chat("max_tokens 1e20", R"("max_tokens":1e20)", "max_tokens");
+        chat("max_completion_tokens 2^63", R"("max_completion_tokens":)" + i63, "max_completion_tokens");
+        chat("min_tokens 2^63", R"("min_tokens":)" + i63, "min_tokens");
+        chat("seed 2^64-1", R"("seed":)" + u64, "seed");
+        chat("seed 1e20", R"("seed":1e20)", "seed");
+        chat("top_logprobs 2^63", R"("logprobs":true,"top_logprobs":)" + i63, "top_logprobs");
+        chat("stop_token_ids 2^64-1", R"("stop_token_ids":[)" + u64 + "]", "stop_token_ids");
+        QTest::newRow("prompt id 2^64-1") << false << R"({"prompt":[1,)" + u64 + "]}"
+                                          << "prompt";
+        QTest::newRow("completion logprobs 2^64-1") << false << R"({"prompt":"a","logprobs":)" + u64 + "}"
+                                                    << "logprobs";
+        // Lists every choice copies are capped.
+        QString bias, stops, ids;
+        for (int i = 0; i < 301; ++i) bias += QString(i ? "," : "") + QString("\"%1\":1").arg(i);
+        for (int i = 0; i < 257; ++i) stops += QString(i ? "," : "") + "\"s\"";
+        for (int i = 0; i < 1025; ++i) ids += QString(i ? "," : "") + "2";
+        chat("logit_bias 301 entries", R"("logit_bias":{)" + bias + "}", "logit_bias");
+        chat("logit_bias signed key", R"("logit_bias":{"+5":1})", "logit_bias");
+        chat("stop 257 strings", R"("stop":[)" + stops + "]", "stop");
+        chat("stop over 64 KiB", "\"stop\":\"" + QString(70000, 'x') + "\"", "stop");
+        chat("stop_token_ids 1025", R"("stop_token_ids":[)" + ids + "]", "stop_token_ids");
+        QString many;
+        for (int i = 0; i < 1000; ++i) many += QString(i ? "," : "") + "\"p\"";
+        QTest::newRow("1000 prompts") << false << "{\"prompt\":[" + many + "]}"
+                                      << "prompt";
     }
     void rejects_bad_values() {
         QFETCH(bool, chat);
@@ -206,6 +235,73 @@ private slots:
             }
         }
         QVERIFY_THROWS_EXCEPTION(ApiError, resolve_adapter_path((root / "a").string(), {}, "lora_path"));
+    }
+
+    void deep_json_is_refused_while_parsing() {
+        // {"a": [[...]]}: the object is one level, each bracket one more.
+        auto nested = [](int levels) {
+            return "{\"a\":" + std::string(std::size_t(levels - 1), '[') + std::string(std::size_t(levels - 1), ']') +
+                   "}";
+        };
+        QVERIFY(parse_json_body(nested(kMaxJsonDepth)).is_object());
+        for (int levels : {kMaxJsonDepth + 1, 35000}) {
+            try {
+                parse_json_body(nested(levels));
+                QFAIL(qPrintable(QString("accepted %1 levels").arg(levels)));
+            } catch (const ApiError& e) {
+                QCOMPARE(e.status, 400);
+                QVERIFY2(std::string(e.what()).find("deeper than 128") != std::string::npos, e.what());
+            }
+        }
+    }
+
+    void documents_too_large_to_hold_are_refused_while_parsing() {
+        // A value costs 16 bytes parsed, an object key ~100: counts, not only bytes, bound the parsed document.
+        std::string values = "{\"a\":[0";
+        for (std::size_t i = 0; i < kMaxJsonValues; ++i) values += ",0";
+        std::string keys = "{\"k\":0";
+        for (std::size_t i = 0; i < kMaxJsonKeys; ++i) keys += ",\"k" + std::to_string(i) + "\":0";
+        for (const auto& [body, what] :
+             {std::pair{values + "]}", "JSON values"}, std::pair{keys + "}", "object keys"}}) {
+            try {
+                parse_json_body(body);
+                QFAIL(what);
+            } catch (const ApiError& e) {
+                QCOMPARE(e.status, 400);
+                QVERIFY2(std::string(e.what()).find(what) != std::string::npos, e.what());
+            }
+        }
+    }
+
+    void prompts_over_the_byte_bound_are_refused_before_tokenizing() {
+        ServerOptions options;
+        options.max_prompt_bytes = 100;
+        const std::string fits(100, 'a'), over(101, 'a');
+        QCOMPARE(parse_completion_request(json{{"prompt", fits}}, options).prompts.size(), std::size_t(1));
+        const json chat_over = {
+            {"messages", {{{"role", "system"}, {"content", fits}}, {{"role", "user"}, {"content", "x"}}}}};
+        const std::vector<std::pair<json, std::string>> cases = {
+            {json{{"prompt", over}}, "prompt"}, {json{{"prompt", {"a", over}}}, "prompt"}, {chat_over, "messages"}};
+        for (const auto& [body, param] : cases) {
+            try {
+                param == "messages" ? parse_chat_request(body, options) : parse_completion_request(body, options);
+                QFAIL("accepted a prompt over the byte bound");
+            } catch (const ApiError& e) {
+                QCOMPARE(e.status, 400);
+                QCOMPARE(e.param, param);
+                QCOMPARE(e.code, json("context_length_exceeded"));
+                QVERIFY2(std::string(e.what()).find("maximum context length") != std::string::npos, e.what());
+            }
+        }
+    }
+
+    void integers_at_the_edges_are_accepted() {
+        const json body = json::parse(R"({"messages":[{"role":"user","content":"x"}],"seed":9223372036854775807,
+                                          "top_k":2147483647,"max_tokens":2147483647})");
+        const ParsedGeneration p = parse_chat_request(body, ServerOptions{});
+        QCOMPARE(p.prompts[0].sampling.seed.value(), uint64_t(9223372036854775807ull));
+        QCOMPARE(p.prompts[0].sampling.top_k, 2147483647);
+        QCOMPARE(p.prompts[0].stop.max_tokens, 2147483647);
     }
 
     void body_must_be_a_json_object() {

@@ -1,0 +1,42 @@
+// Reading request bodies: the JSON parser with its nesting limit, and typed access to fields under the API's
+// rules (absent or null = not given; a wrong type or an out-of-range value is a 400 naming the field). Integers
+// are range-checked before any narrowing, so 2^64-1 is "out of range", never -1. Shared by every route.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace loradesk::server {
+
+// Deeper JSON is refused while parsing. nlohmann's parser is iterative, but destroying, copying, dumping and
+// rendering a value recurse once per level: ~35,000 levels (80 KB) overflow a worker's stack.
+constexpr int kMaxJsonDepth = 128;
+// More values or object keys are refused while parsing, so the parsed document stays within a few times the size
+// of the body: a value costs 16 bytes however short its text ("1,"), an object key ~100 (1 M logit_bias keys in
+// 14 MB took 150 MB). 4 M values hold 64 prompts of 64 K token ids; real requests have a few thousand keys.
+constexpr std::size_t kMaxJsonValues = std::size_t(4) << 20;
+constexpr std::size_t kMaxJsonKeys = 100000;
+
+// Parses a request body as a JSON object: 400 when it is not JSON, not an object, nests deeper than
+// kMaxJsonDepth or has more than kMaxJsonValues values or kMaxJsonKeys keys.
+nlohmann::json parse_json_body(const std::string& body);
+
+// The field, or nullptr when absent or null (clients send explicit nulls for optional fields).
+const nlohmann::json* field(const nlohmann::json& body, const char* name);
+
+bool get_bool(const nlohmann::json& body, const char* name, bool fallback);
+// A finite number in [lo, hi].
+double get_number(const nlohmann::json& body, const char* name, double fallback, double lo, double hi);
+// An integer (or a float with an integral value below 2^53) in the int64 range; 400 naming `name` otherwise.
+int64_t as_integer(const nlohmann::json& v, const std::string& name);
+// An integer in [lo, hi].
+std::optional<int64_t> get_int(const nlohmann::json& body, const char* name, int64_t lo, int64_t hi);
+// A non-empty string; 400 when absent, empty or not a string.
+std::string require_string(const nlohmann::json& body, const char* name);
+// An array of at most `max_count` token ids, each in [0, 2^31).
+std::vector<int32_t> token_ids(const nlohmann::json& v, const std::string& name, std::size_t max_count);
+
+}  // namespace loradesk::server
