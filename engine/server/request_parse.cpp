@@ -86,6 +86,8 @@ std::string message_text(const json& content, std::size_t index) {
             throw_invalid(param, fmt::format("messages[{}].content has a part that is not text ({}); only text parts "
                                              "are supported by this model",
                                              index, part.is_object() ? part.value("type", "?") : part.type_name()));
+        // Parts join with a newline, as vLLM and transformers join them (and as /tokenize always did).
+        if (&part != &content.front()) text += '\n';
         text += part["text"].get<std::string>();
     }
     return text;
@@ -111,7 +113,9 @@ json normalize_messages(const json& messages) {
         if (content == m.end() || content->is_null()) {
             if (role != "assistant" || !has_tool_calls)
                 throw_invalid("messages", fmt::format("messages[{}] has no content", i));
-            copy["content"] = nullptr;
+            // An empty string, as vLLM hands it on: templates that concatenate or test `content is string`
+            // (the demo kit's among them) fail on null, and every agent's turn after a tool call has one.
+            copy["content"] = "";
         } else {
             copy["content"] = message_text(*content, i);
         }

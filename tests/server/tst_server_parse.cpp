@@ -146,8 +146,8 @@ private slots:
         const api::GenerateRequest& r = p.prompts[0];
         QCOMPARE(r.model, std::string("sql-lora"));
         QCOMPARE((*r.messages)[0]["role"].get<std::string>(), std::string("system"));
-        QCOMPARE((*r.messages)[1]["content"].get<std::string>(), std::string("ab"));
-        QVERIFY((*r.messages)[2]["content"].is_null());
+        QCOMPARE((*r.messages)[1]["content"].get<std::string>(), std::string("a\nb"));  // parts join with "\n"
+        QCOMPARE((*r.messages)[2]["content"].get<std::string>(), std::string());  // null + tool_calls -> ""
         QCOMPARE(r.stop.max_tokens, 20);  // max_completion_tokens wins
         QCOMPARE(r.sampling.temperature, 0.0f);
         QCOMPARE(r.sampling.top_p, 0.9f);
