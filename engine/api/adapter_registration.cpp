@@ -319,7 +319,12 @@ void register_initial_adapters(EngineCore& core) {
         if (rec.compat == catalog::Compat::incompatible) continue;
         register_at_start(core, cache, rec.name, rec.path, rec.pinned);
     }
-    core.catalog->register_adapters(cache.to_register);
+    try {
+        core.catalog->register_adapters(cache.to_register);
+    } catch (const Error& e) {
+        // The adapters are served regardless; the catalog catches up when they are next registered.
+        log::warn("catalog: could not record {} adapters found at start-up: {}", cache.to_register.size(), e.what());
+    }
 }
 
 }  // namespace loradesk::api

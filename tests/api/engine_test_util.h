@@ -1,5 +1,5 @@
 // Helpers shared by the engine facade tests (tests/api): a tiny synthetic base model, adapter folders,
-// running one short request to the end, finding an adapter in the engine's list.
+// a small CPU engine, running requests to the end, finding an adapter in the engine's list.
 #pragma once
 
 #include <QtTest>
@@ -15,15 +15,43 @@
 
 namespace loradesk::test {
 
-// Submits a short greedy request and reads it to the end: the digest it ran with, or its failure.
-inline Result<std::string> run_request(api::Engine& engine, const std::string& model, int max_tokens = 3) {
+inline api::EngineImpl& impl(api::Engine& engine) { return dynamic_cast<api::EngineImpl&>(engine); }
+
+// A small CPU engine over `model_dir` with these adapter roots; no background folder polls.
+inline api::EngineOptions cpu_options(const std::string& model_dir, std::vector<std::string> adapter_dirs) {
+    api::EngineOptions o;
+    o.model_dir = model_dir;
+    o.device = "cpu";
+    o.cpu_threads = 1;
+    o.kv_memory_gb = 0.02;
+    o.adapter_dirs = std::move(adapter_dirs);
+    o.adapter_watch_interval_ms = 0;
+    return o;
+}
+
+// create_engine or a fatal test failure; with `wait_read`, returns once every adapter folder queued at
+// start-up has been read (most tests start from a fully read set).
+inline std::unique_ptr<api::Engine> start_engine(const api::EngineOptions& o, bool wait_read = true) {
+    auto made = api::create_engine(o);
+    if (!made.ok()) qFatal("create_engine: %s", made.status().message.c_str());
+    if (wait_read) impl(*made.value()).wait_adapters_read();
+    return std::move(made).value();
+}
+
+// Greedy, EOS ignored: exactly max_tokens tokens.
+inline api::GenerateRequest greedy_request(const std::string& model, std::vector<int32_t> prompt, int max_tokens) {
     api::GenerateRequest r;
     r.model = model;
-    r.prompt_ids = {1, 2, 3, 4};
+    r.prompt_ids = std::move(prompt);
     r.sampling.temperature = 0;
     r.stop.max_tokens = max_tokens;
     r.stop.ignore_eos = true;
-    auto submitted = engine.submit(r);
+    return r;
+}
+
+// Submits a short greedy request and reads it to the end: the digest it ran with, or its failure.
+inline Result<std::string> run_request(api::Engine& engine, const std::string& model, int max_tokens = 3) {
+    auto submitted = engine.submit(greedy_request(model, {1, 2, 3, 4}, max_tokens));
     if (!submitted.ok()) return submitted.status();
     auto stream = submitted.value();
     for (int i = 0; i < 600; ++i) {
@@ -73,7 +101,5 @@ inline void synth_adapter(const model::ModelConfig& config, const std::filesyste
     spec.seed = seed;
     lora::synthesize_adapter(config, spec, dir.string());
 }
-
-inline api::EngineImpl& impl(api::Engine& engine) { return dynamic_cast<api::EngineImpl&>(engine); }
 
 }  // namespace loradesk::test

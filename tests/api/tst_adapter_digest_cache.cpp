@@ -52,19 +52,12 @@ class TstAdapterDigestCache : public QObject {
 
     fs::path tmp() const { return fs::path(m_tmp.path().toStdString()); }
 
+    // Returns as soon as the engine serves: folders not in the catalog are still being read.
     std::unique_ptr<api::Engine> start(int max_lora_rank = 64) {
-        api::EngineOptions o;
-        o.model_dir = m_model;
-        o.device = "cpu";
-        o.cpu_threads = 1;
-        o.kv_memory_gb = 0.02;
-        o.adapter_dirs = {m_root.string()};
-        o.adapter_watch_interval_ms = 0;
+        api::EngineOptions o = test::cpu_options(m_model, {m_root.string()});
         o.data_dir = m_data;
         o.max_lora_rank = max_lora_rank;
-        auto made = api::create_engine(o);
-        if (!made.ok()) qFatal("create_engine: %s", made.status().message.c_str());
-        return std::move(made).value();
+        return test::start_engine(o, false);
     }
 
   private slots:
@@ -82,7 +75,7 @@ class TstAdapterDigestCache : public QObject {
         const uint64_t before = lora::adapter_digests_computed();
         auto engine = start();
         const int pending_at_start = pending(*engine);
-        QCOMPARE(int(engine->adapters().size()), kAdapters);  // every name is served from the start
+        QCOMPARE(int(engine->adapters().size()), kAdapters);    // every name is served from the start
         QVERIFY(engine->pin_adapter(name_of(150), true).ok());  // most likely still being read: kept anyway
         // Requests for adapters still being read wait for them alone (moved to the front of the queue).
         for (int i : {kAdapters - 1, kAdapters / 2, 0}) {

@@ -26,18 +26,9 @@ class TstAdapterIdentity : public QObject {
     fs::path tmp() const { return fs::path(m_tmp.path().toStdString()); }
 
     std::unique_ptr<api::Engine> make_engine(bool with_catalog = false) {
-        api::EngineOptions o;
-        o.model_dir = m_model;
-        o.device = "cpu";
-        o.cpu_threads = 1;
-        o.kv_memory_gb = 0.01;
-        o.adapter_dirs = {m_root.string()};
-        o.adapter_watch_interval_ms = 0;
+        api::EngineOptions o = test::cpu_options(m_model, {m_root.string()});
         if (with_catalog) o.data_dir = (tmp() / ("data" + std::to_string(m_case))).string();
-        auto made = api::create_engine(o);
-        if (!made.ok()) qFatal("create_engine: %s", made.status().message.c_str());
-        test::impl(*made.value()).wait_adapters_read();
-        return std::move(made).value();
+        return test::start_engine(o);
     }
 
   private slots:
@@ -110,13 +101,7 @@ class TstAdapterIdentity : public QObject {
     void unloading_a_busy_adapter_lets_its_requests_finish() {
         test::synth_adapter(m_config, m_root / "busy", 6);
         auto engine = make_engine();
-        api::GenerateRequest r;
-        r.model = "busy";
-        r.prompt_ids = {5, 6, 7};
-        r.sampling.temperature = 0;
-        r.stop.max_tokens = 24;
-        r.stop.ignore_eos = true;
-        auto submitted = engine->submit(r);
+        auto submitted = engine->submit(test::greedy_request("busy", {5, 6, 7}, 24));
         QVERIFY(submitted.ok());
         QVERIFY(engine->unload_adapter("busy").ok());  // vLLM semantics: 200, not 409
         int tokens = 0;

@@ -26,20 +26,11 @@ class TstAdapterWatch : public QObject {
 
     std::unique_ptr<api::Engine> make_engine(bool with_catalog, int interval_ms,
                                              std::vector<std::pair<std::string, std::string>> named = {}) {
-        api::EngineOptions o;
-        o.model_dir = m_model;
-        o.device = "cpu";
-        o.cpu_threads = 1;
-        o.kv_memory_gb = 0.01;
-        o.adapter_dirs = {m_roots};
+        api::EngineOptions o = test::cpu_options(m_model, {m_roots});
         o.named_adapters = std::move(named);
         o.adapter_watch_interval_ms = interval_ms;
         if (with_catalog) o.data_dir = (fs::path(m_tmp.path().toStdString()) / ("data" + std::to_string(m_case))).string();
-        auto made = api::create_engine(o);
-        if (!made.ok()) qFatal("create_engine: %s", made.status().message.c_str());
-        // Startup reads folders in the background; these tests start from a fully read set.
-        test::impl(*made.value()).wait_adapters_read();
-        return std::move(made).value();
+        return test::start_engine(o);  // folders read at start-up, as the watch tests expect
     }
 
     static api::AdapterFolderWatch::PollReport poll(api::Engine& e) { return test::impl(e).poll_adapter_folders_now(); }
@@ -122,13 +113,7 @@ class TstAdapterWatch : public QObject {
         const fs::path dir = fs::path(m_roots) / "busy";
         synth(dir, 4);
         QCOMPARE(poll(*engine).added, std::vector<std::string>{"busy"});
-        api::GenerateRequest r;
-        r.model = "busy";
-        r.prompt_ids = {5, 6, 7};
-        r.sampling.temperature = 0;
-        r.stop.max_tokens = 24;
-        r.stop.ignore_eos = true;
-        auto submitted = engine->submit(r);
+        auto submitted = engine->submit(test::greedy_request("busy", {5, 6, 7}, 24));
         QVERIFY(submitted.ok());
         // Adapters are read from disk lazily: the folder may go once the request has its first token
         // (the weights are then in memory and the request holds them).
