@@ -1,7 +1,7 @@
 // Black-box test of loradesk's OpenAI-compatible server with the real openai@6 SDK and eventsource-parser@3.
 // Run against `loradeskd serve` (or tests/server's loradesk_scripted_server):
 //   LORADESK_BASE_URL=http://127.0.0.1:8080/v1 [LORADESK_API_KEY=key] [LORADESK_MAX_BODY_BYTES=n]
-//   [LORADESK_SCRIPTED=1  (enables the scripted-engine-only cases: 429, 503, 409, error mid-stream)]
+//   [LORADESK_SCRIPTED=1  (enables the scripted-engine-only cases: 429, 503, error mid-stream, unload while busy)]
 //   node --test tests/js/server_sdk.test.mjs
 // Without LORADESK_BASE_URL every test is skipped.
 import { test } from 'node:test';
@@ -150,6 +150,7 @@ test('errors: 429, 503, error after headers; unload while busy (scripted engine)
   assert.equal(res.status, 200);  // as vLLM: running requests finish with it, new ones get 404
   assert.ok(!(await it.next()).done, 'the running stream goes on after the unload');
   slow.controller.abort();
+  modelsCache = undefined;  // chat-lora is gone for the tests below
 });
 
 test('CORS preflight echoes the requested headers for a localhost origin', { skip }, async () => {
