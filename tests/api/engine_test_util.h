@@ -49,22 +49,29 @@ inline api::GenerateRequest greedy_request(const std::string& model, std::vector
     return r;
 }
 
-// Submits a short greedy request and reads it to the end: the digest it ran with, or its failure.
-inline Result<std::string> run_request(api::Engine& engine, const std::string& model, int max_tokens = 3) {
-    auto submitted = engine.submit(greedy_request(model, {1, 2, 3, 4}, max_tokens));
+// Reads a submitted request to its end: its finish, or the failure (at submission or as an ErrorEvent).
+inline Result<api::FinishEvent> read_to_end(Result<std::shared_ptr<api::RequestStream>> submitted) {
     if (!submitted.ok()) return submitted.status();
     auto stream = submitted.value();
     for (int i = 0; i < 600; ++i) {
         auto ev = stream->next(std::chrono::milliseconds(100));
         if (!ev) continue;
         if (auto* err = std::get_if<api::ErrorEvent>(&*ev)) return err->status;
-        if (auto* fin = std::get_if<api::FinishEvent>(&*ev)) {
-            if (fin->reason != api::FinishReason::length || fin->usage.completion_tokens != max_tokens)
-                return Status::failure(ErrorCode::io, "request ended early");
-            return stream->info().adapter_digest;
-        }
+        if (auto* fin = std::get_if<api::FinishEvent>(&*ev)) return *fin;
     }
     return Status::failure(ErrorCode::unavailable, "request did not finish in 60 s");
+}
+
+// Submits a short greedy request and reads it to the end: the digest it ran with, or its failure.
+inline Result<std::string> run_request(api::Engine& engine, const std::string& model, int max_tokens = 3) {
+    auto submitted = engine.submit(greedy_request(model, {1, 2, 3, 4}, max_tokens));
+    if (!submitted.ok()) return submitted.status();
+    const std::string digest = submitted.value()->info().adapter_digest;
+    Result<api::FinishEvent> fin = read_to_end(std::move(submitted));
+    if (!fin.ok()) return fin.status();
+    if (fin.value().reason != api::FinishReason::length || fin.value().usage.completion_tokens != max_tokens)
+        return Status::failure(ErrorCode::io, "request ended early");
+    return digest;
 }
 
 inline std::optional<api::AdapterInfo> listed(const api::Engine& engine, const std::string& name) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/engine.h"
+#include "engine_test_util.h"
 #include "model/synth_model.h"
 
 using namespace loradesk;
@@ -17,17 +18,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Reads a request to the end: its completion tokens, or the failure.
+// A request read to its end: its completion tokens, or the failure.
 Result<int> finish(Result<std::shared_ptr<api::RequestStream>> submitted) {
-    if (!submitted.ok()) return submitted.status();
-    auto stream = submitted.value();
-    for (int i = 0; i < 600; ++i) {
-        auto ev = stream->next(std::chrono::milliseconds(100));
-        if (!ev) continue;
-        if (auto* err = std::get_if<api::ErrorEvent>(&*ev)) return err->status;
-        if (auto* fin = std::get_if<api::FinishEvent>(&*ev)) return fin->usage.completion_tokens;
-    }
-    return Status::failure(ErrorCode::unavailable, "request did not finish in 60 s");
+    Result<api::FinishEvent> fin = test::read_to_end(std::move(submitted));
+    if (!fin.ok()) return fin.status();
+    return fin.value().usage.completion_tokens;
 }
 
 api::GenerateRequest chat(float temperature) {
