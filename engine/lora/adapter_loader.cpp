@@ -7,6 +7,7 @@
 #include <array>
 #include <atomic>
 #include <cinttypes>
+#include <cmath>
 #include <compare>
 #include <cstdio>
 #include <cstring>
@@ -333,6 +334,17 @@ runtime::LoraWeights convert_adapter(const AdapterPlan& plan, int n_layers, Thre
             // bases (PEFT resets the flag for them), so A and B are used as stored.
             assign_f32(dst.a, *m.a);
             assign_f32(dst.b, *m.b);
+            // NaN or Inf would turn every token of the adapter's requests into garbage (logprob null):
+            // refuse the adapter here, where the tensor can be named.
+            for (const auto* t : {m.a, m.b}) {
+                const std::vector<float>& v = t == m.a ? dst.a : dst.b;
+                auto bad = std::find_if(v.begin(), v.end(), [](float x) { return !std::isfinite(x); });
+                if (bad != v.end())
+                    fail(ErrorCode::corrupt_file, plan.name,
+                         "tensor '" + t->name + "' holds " + (std::isnan(*bad) ? "NaN" : "infinite") +
+                             " values at element " + std::to_string(bad - v.begin()) +
+                             " (a diverged training run or a damaged file); retrain or re-export the adapter");
+            }
         }
     };
     if (pool)

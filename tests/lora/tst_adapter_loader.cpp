@@ -264,6 +264,22 @@ private slots:
                         w.add(t.name, t.dtype, t.shape, bytes_of(t));
             });
         }) << 16 << "dtype I32";
+        auto poison = [](float value) {
+            return Mutation([value](const std::string& dir) {
+                rewrite_tensors(dir, [&](model::SafetensorsWriter& w, const std::vector<model::TensorView>& ts) {
+                    for (auto& t : ts)
+                        if (t.name == kQ0 + ".lora_B.weight") {
+                            std::vector<float> v = t.to_f32();
+                            v[5] = value;
+                            w.add_f32_as(t.name, DType::f32, t.shape, v);
+                        } else {
+                            w.add(t.name, t.dtype, t.shape, bytes_of(t));
+                        }
+                });
+            });
+        };
+        QTest::newRow("NaN weights") << poison(std::nanf("")) << 16 << "lora_B.weight' holds NaN values at element 5";
+        QTest::newRow("Inf weights") << poison(INFINITY) << 16 << "holds infinite values";
         QTest::newRow("empty file") << drop_tensor("base_model") << 16 << "contains no LoRA tensors";
         QTest::newRow("truncated file") << Mutation([](const std::string& dir) {
             fs::resize_file(dir + "/adapter_model.safetensors", 100);
