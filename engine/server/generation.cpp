@@ -159,10 +159,29 @@ ojson completion_choice_json(const Job& job, Choice& c) {
     return choice;
 }
 
+// True (and every choice cancelled, the request counted as 499) when the client closed its connection: an
+// abandoned non-streamed request must not keep generating (n: 64 once ran on for 28 s and held shutdown).
+bool abandoned(Job& job, std::chrono::steady_clock::time_point& next_check) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!job.client_gone || now < next_check) return false;
+    next_check = now + milliseconds(200);
+    if (!job.client_gone()) return false;
+    for (Choice& c : job.choices)
+        if (!c.done) c.stream->cancel(), c.done = true;
+    job.metrics->record_request(job.adapter_label, job.endpoint_label, 499);
+    return true;
+}
+
 HttpResponse collect(Job& job) {
+    auto next_check = std::chrono::steady_clock::now();
     for (Choice& c : job.choices) {
         while (!c.done) {
-            std::optional<api::Event> ev = c.stream->next(milliseconds(1000));
+            if (abandoned(job, next_check)) {
+                HttpResponse gone;  // nobody reads it
+                gone.status = 499;
+                return gone;
+            }
+            std::optional<api::Event> ev = c.stream->next(milliseconds(200));
             if (!ev) continue;
             if (auto* t = std::get_if<api::TokenEvent>(&*ev)) {
                 if (job.chat()) {
@@ -208,8 +227,9 @@ HttpResponse collect(Job& job) {
 }  // namespace
 
 HttpResponse run_generation(api::Engine& engine, ParsedGeneration parsed, const ServerOptions& options,
-                            ServerMetrics& metrics) {
+                            ServerMetrics& metrics, std::function<bool()> client_gone) {
     auto job = std::make_shared<Job>();
+    job->client_gone = std::move(client_gone);
     job->engine = &engine;
     job->metrics = &metrics;
     job->options = options;

@@ -4,6 +4,8 @@
 // headers; a failed write cancels every engine request of the response at once).
 #pragma once
 
+#include <functional>
+
 #include "api/engine.h"
 #include "server/http_types.h"
 #include "server/request_parse.h"
@@ -14,6 +16,6 @@ namespace loradesk::server {
 
 // Throws ApiError for failures before any output (bad adapter path, submit errors).
 HttpResponse run_generation(api::Engine& engine, ParsedGeneration parsed, const ServerOptions& options,
-                            ServerMetrics& metrics);
+                            ServerMetrics& metrics, std::function<bool()> client_gone = {});
 
 }  // namespace loradesk::server

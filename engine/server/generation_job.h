@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +44,7 @@ struct Job {
     std::string adapter_label;
     std::string endpoint_label;
     std::vector<Choice> choices;
+    std::function<bool()> client_gone;  // non-streamed: checked while waiting; empty = cannot tell
 
     ~Job() {
         for (Choice& c : choices)

@@ -53,6 +53,7 @@ HttpRequest convert(const httplib::Request& req) {
     for (const auto& [name, value] : req.headers) out.headers[to_lower(name)] = value;
     out.body = std::move(const_cast<httplib::Request&>(req).body);
     out.remote_addr = req.remote_addr;
+    out.client_gone = req.is_connection_closed;
     return out;
 }
 

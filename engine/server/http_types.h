@@ -18,6 +18,9 @@ struct HttpRequest {
     std::map<std::string, std::string> headers;  // lower-case names
     std::string body;
     std::string remote_addr;
+    // True once the client has closed its connection (set by the transport; unset in tests without sockets).
+    // A non-streamed generation checks it while it waits, so an abandoned request stops generating.
+    std::function<bool()> client_gone;
 
     // Value of a header (name in any case), or "" when absent.
     std::string header(std::string_view name) const;

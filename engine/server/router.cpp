@@ -206,7 +206,7 @@ HttpResponse Router::generate(const HttpRequest& request, bool chat) {
     require_available();
     const nlohmann::json body = parse_json_body(request.body);
     ParsedGeneration parsed = chat ? parse_chat_request(body, m_options) : parse_completion_request(body, m_options);
-    return run_generation(m_engine, std::move(parsed), m_options, m_metrics);
+    return run_generation(m_engine, std::move(parsed), m_options, m_metrics, request.client_gone);
 }
 
 }  // namespace loradesk::server

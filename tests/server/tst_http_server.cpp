@@ -120,6 +120,24 @@ private slots:
         m_engine.set_token_delay_ms(0);
         QTRY_COMPARE(m_engine.live_streams(), 0);
     }
+    // A non-streamed request whose client leaves is cancelled too: it would otherwise generate to the end
+    // (n: 64 once ran on for 28 s and held SIGTERM).
+    void client_abort_cancels_a_non_streamed_request() {
+        m_engine.set_token_delay_ms(50);  // 40 tokens x 3 choices: about 2 s if nothing cancels them
+        const int before = m_engine.cancelled();
+        const std::string body = R"({"n":3,"messages":[{"role":"user","content":"#long"}]})";
+        const int fd = connect_to(m_port);
+        QVERIFY(fd >= 0);
+        send_all(fd, request_text("POST", "/v1/chat/completions", body, "Authorization: Bearer sekret\r\n"));
+        QTest::qWait(150);  // the request is submitted and generating
+        ::close(fd);
+        QElapsedTimer timer;
+        timer.start();
+        QTRY_VERIFY_WITH_TIMEOUT(m_engine.cancelled() >= before + 3, 1500);
+        QVERIFY2(timer.elapsed() < 1500, "the abandoned request was not cancelled");
+        m_engine.set_token_delay_ms(0);
+        QTRY_COMPARE(m_engine.live_streams(), 0);
+    }
 };
 
 QTEST_GUILESS_MAIN(TstHttpServer)
