@@ -25,13 +25,13 @@ MemoryPlan plan_device_memory(const MemoryPlanInput& in) {
     const double in_use = double(in.device_total - std::min(in.device_free, in.device_total));
     const double budget = allowed - in_use - double(in.reserve_bytes);
     if (budget <= double(in.kv_page_bytes))
-        throw_expected(ErrorCode::capacity,
-                       fmt::format("the model's weights and workspace take {:.2f} GiB of the {:.2f} GiB GPU "
-                                   "({:.2f} GiB allowed by --gpu-memory-utilization {}), leaving no room for the KV "
-                                   "cache: raise --gpu-memory-utilization, free the GPU from other processes, or "
-                                   "use a smaller model",
-                                   in_use / double(1 << 30), gib(in.device_total), allowed / double(1 << 30),
-                                   in.utilization));
+        throw_expected(
+            ErrorCode::capacity,
+            fmt::format("the model's weights and workspace take {:.2f} GiB of the {:.2f} GiB GPU "
+                        "({:.2f} GiB allowed by --gpu-memory-utilization {}), leaving no room for the KV "
+                        "cache: raise --gpu-memory-utilization, free the GPU from other processes, or "
+                        "use a smaller model",
+                        in_use / double(1 << 30), gib(in.device_total), allowed / double(1 << 30), in.utilization));
     MemoryPlan p;
     p.budget_bytes = std::size_t(budget);
 
@@ -65,19 +65,18 @@ MemoryPlan plan_device_memory(const MemoryPlanInput& in) {
         p.kv_bytes = std::size_t(kv_room);
     }
     p.kv_pages = int(std::min<std::size_t>(p.kv_bytes / in.kv_page_bytes, std::size_t(1) << 30));
-    if (p.kv_pages < 1)
-        throw_expected(ErrorCode::capacity, "the KV cache cannot hold one page: raise --kv-memory");
+    if (p.kv_pages < 1) throw_expected(ErrorCode::capacity, "the KV cache cannot hold one page: raise --kv-memory");
     p.kv_bytes = std::size_t(p.kv_pages) * in.kv_page_bytes;
     p.kv_tokens = std::size_t(p.kv_pages) * std::size_t(in.page_size);
-    p.summary = fmt::format("memory plan: {:.2f} GiB GPU x {} = {:.2f} GiB; in use {:.2f} GiB (weights, workspace); "
-                            "reserve {:.2f} GiB; {} adapter slots {:.2f} GiB; KV cache {:.2f} GiB = {} tokens ({} "
-                            "pages){}",
-                            gib(in.device_total), in.utilization, allowed / double(1 << 30), in_use / double(1 << 30),
-                            gib(in.reserve_bytes), p.max_loras, slots / double(1 << 30), gib(p.kv_bytes), p.kv_tokens,
-                            p.kv_pages,
-                            in.max_context > 0 && p.kv_tokens < std::size_t(in.max_context)
-                                ? fmt::format(" — less than one {}-token context", in.max_context)
-                                : std::string());
+    p.summary = fmt::format(
+        "memory plan: {:.2f} GiB GPU x {} = {:.2f} GiB; in use {:.2f} GiB (weights, workspace); "
+        "reserve {:.2f} GiB; {} adapter slots {:.2f} GiB; KV cache {:.2f} GiB = {} tokens ({} "
+        "pages){}",
+        gib(in.device_total), in.utilization, allowed / double(1 << 30), in_use / double(1 << 30),
+        gib(in.reserve_bytes), p.max_loras, slots / double(1 << 30), gib(p.kv_bytes), p.kv_tokens, p.kv_pages,
+        in.max_context > 0 && p.kv_tokens < std::size_t(in.max_context)
+            ? fmt::format(" — less than one {}-token context", in.max_context)
+            : std::string());
     return p;
 }
 

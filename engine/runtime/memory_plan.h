@@ -9,18 +9,18 @@
 namespace loradesk::runtime {
 
 struct MemoryPlanInput {
-    std::size_t device_total = 0;  // bytes
-    std::size_t device_free = 0;   // bytes free now: weights and workspace are already allocated
-    double utilization = 0.9;      // fraction of the device the engine may hold in all
-    std::size_t reserve_bytes = 0; // allocated later outside the plan (graphs, cuBLAS, page-table metadata)
-    std::size_t kv_page_bytes = 0; // one page, all layers, K and V
+    std::size_t device_total = 0;   // bytes
+    std::size_t device_free = 0;    // bytes free now: weights and workspace are already allocated
+    double utilization = 0.9;       // fraction of the device the engine may hold in all
+    std::size_t reserve_bytes = 0;  // allocated later outside the plan (graphs, cuBLAS, page-table metadata)
+    std::size_t kv_page_bytes = 0;  // one page, all layers, K and V
     int page_size = 16;
-    std::size_t slot_bytes = 0;    // one adapter slot at max rank
-    int max_context = 0;           // tokens one sequence may reach
+    std::size_t slot_bytes = 0;  // one adapter slot at max rank
+    int max_context = 0;         // tokens one sequence may reach
     // Overrides: <= 0 means plan it.
     double kv_memory_gb = 0;
     int max_loras = 0;
-    int default_max_loras = 8;     // slots when none are asked for (fewer if they would crowd out the KV cache)
+    int default_max_loras = 8;  // slots when none are asked for (fewer if they would crowd out the KV cache)
 };
 
 struct MemoryPlan {

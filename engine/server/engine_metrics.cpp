@@ -89,7 +89,8 @@ void render_engine_metrics(std::string& out, const api::EngineStats& s) {
     sample(out, "loradesk_step_phase_seconds_total", {{"phase", "commit"}}, s.commit_seconds_total);
     family(out, "loradesk_sampled_rows_total", "counter",
            "Logits rows sampled: on the device (greedy argmax) or copied whole to the host sampler.");
-    sample(out, "loradesk_sampled_rows_total", {{"where", "device"}}, double(s.sampled_rows_total - s.host_sampled_rows_total));
+    sample(out, "loradesk_sampled_rows_total", {{"where", "device"}},
+           double(s.sampled_rows_total - s.host_sampled_rows_total));
     sample(out, "loradesk_sampled_rows_total", {{"where", "host"}}, double(s.host_sampled_rows_total));
 
     gauge("loradesk_gpu_lora_slots_used", "Device adapter slots in use.", s.gpu_slots_used);
@@ -97,15 +98,18 @@ void render_engine_metrics(std::string& out, const api::EngineStats& s) {
     gauge("loradesk_cpu_lora_adapters", "Adapters held in host memory.", s.cpu_adapters);
     family(out, "loradesk_adapter_load_seconds", "histogram",
            "Adapter movements: disk -> host reads (with preparation for the device) and host -> GPU slot uploads.");
-    prom::histogram(out, "loradesk_adapter_load_seconds", {{"from", "disk"}, {"to", "cpu"}}, s.adapter_disk_to_host_seconds);
-    prom::histogram(out, "loradesk_adapter_load_seconds", {{"from", "cpu"}, {"to", "gpu"}}, s.adapter_host_to_device_seconds);
+    prom::histogram(out, "loradesk_adapter_load_seconds", {{"from", "disk"}, {"to", "cpu"}},
+                    s.adapter_disk_to_host_seconds);
+    prom::histogram(out, "loradesk_adapter_load_seconds", {{"from", "cpu"}, {"to", "gpu"}},
+                    s.adapter_host_to_device_seconds);
     counter("loradesk_adapter_load_failures_total", "Adapter reads that failed.", double(s.adapter_load_failures));
     family(out, "loradesk_adapter_evictions_total", "counter", "Adapters evicted, by tier.");
     sample(out, "loradesk_adapter_evictions_total", {{"tier", "cpu"}}, double(s.adapter_host_evictions));
     sample(out, "loradesk_adapter_evictions_total", {{"tier", "gpu"}}, double(s.adapter_device_evictions));
 
     family(out, "loradesk_kv_cache_usage_ratio", "gauge", "Fraction of KV blocks in use (cached pages count as used).");
-    const double used = s.kv_pages_total > 0 ? double(s.kv_pages_total - s.kv_pages_free) / double(s.kv_pages_total) : 0.0;
+    const double used =
+        s.kv_pages_total > 0 ? double(s.kv_pages_total - s.kv_pages_free) / double(s.kv_pages_total) : 0.0;
     sample(out, "loradesk_kv_cache_usage_ratio", {}, used);
     family(out, "loradesk_kv_cache_pages", "gauge", "KV pages by state (total, free, cached, used by sequences).");
     sample(out, "loradesk_kv_cache_pages", {{"state", "total"}}, s.kv_pages_total);
@@ -130,9 +134,8 @@ void render_vllm_metrics(std::string& out, const api::EngineStats& s, const api:
     // As vLLM: the value is the time of the snapshot, the adapters are in the labels (routers read the
     // newest sample).
     family(out, "vllm:lora_requests_info", "gauge", "Running stats on lora requests.");
-    const double now = double(std::chrono::duration_cast<std::chrono::seconds>(
-                                  std::chrono::system_clock::now().time_since_epoch())
-                                  .count());
+    const double now = double(
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
     sample(out, "vllm:lora_requests_info",
            {{"running_lora_adapters", joined(s.running_by_adapter)},
             {"waiting_lora_adapters", joined(s.waiting_by_adapter)},
@@ -142,7 +145,8 @@ void render_vllm_metrics(std::string& out, const api::EngineStats& s, const api:
         family(out, name, "counter", help);
         sample(out, name, m, v);
     };
-    counter("vllm:num_preemptions_total", "Cumulative number of preemptions from the engine.", double(s.preemptions_total));
+    counter("vllm:num_preemptions_total", "Cumulative number of preemptions from the engine.",
+            double(s.preemptions_total));
     counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", double(t.prompt_tokens));
     counter("vllm:generation_tokens_total", "Number of generation tokens processed.", double(t.generated_tokens));
     family(out, "vllm:time_to_first_token_seconds", "histogram", "Histogram of time to first token in seconds.");

@@ -1,12 +1,10 @@
 // engine/api serving on the CPU runner: a base model without a chat template starts and serves
 // completions while chat answers a clear error naming --chat-template (and --chat-template supplies one);
 // the engine-wide statistics (/metrics' source) count steps, batches, phases and where rows were sampled.
-#include <QtTest>
-
 #include <QTemporaryDir>
+#include <QtTest>
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "api/engine.h"
@@ -52,7 +50,7 @@ class TstEngineServing : public QObject {
         return std::move(made).value();
     }
 
-private slots:
+  private slots:
     void initTestCase() {
         QVERIFY(m_tmp.isValid());
         model::SynthOptions so;
@@ -81,7 +79,8 @@ private slots:
         Result<int> refused = finish(engine->submit(chat(0)));
         QVERIFY(!refused.ok());
         QCOMPARE(refused.status().code, ErrorCode::invalid_argument);
-        QVERIFY2(refused.status().message.find("--chat-template") != std::string::npos, refused.status().message.c_str());
+        QVERIFY2(refused.status().message.find("--chat-template") != std::string::npos,
+                 refused.status().message.c_str());
         engine->shutdown();
     }
 

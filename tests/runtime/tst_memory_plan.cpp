@@ -38,7 +38,7 @@ QString refusal(const MemoryPlanInput& in) {
 
 class TstMemoryPlan : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void plans_kv_from_what_is_free() {
         const MemoryPlan p = plan_device_memory(h100_8b());
         // 72 GiB allowed - 16 in use - 1 reserve = 55 GiB; 8 slots take 2.6 GiB; the rest is KV.
