@@ -326,14 +326,8 @@ void CudaRunner::forward_sampled(const ForwardBatch& batch, std::span<const uint
 }
 
 void CudaRunner::forward_greedy(const ForwardBatch& batch, std::vector<int32_t>& tokens) {
-    m->run_step(batch);
-    const int n = int(batch.logits_indices.size());
-    launch_check(kernels::argmax(m->logits, n, m->cfg.vocab_size, m->greedy, m->stream), "argmax");
-    cuda_check(cudaMemcpyAsync(m->h_out.data(), m->greedy, std::size_t(n) * 4, cudaMemcpyDeviceToHost, m->stream),
-               "token download");
-    cuda_check(cudaStreamSynchronize(m->stream), "forward");
-    tokens.resize(std::size_t(n));
-    std::memcpy(tokens.data(), m->h_out.data(), std::size_t(n) * 4);
+    std::vector<float> no_rows;
+    forward_sampled(batch, {}, tokens, no_rows);  // every row greedy: only the ids come back
 }
 
 }  // namespace loradesk::runtime::cuda
