@@ -191,7 +191,9 @@ AdapterPlan plan_adapter(const std::string& dir, const model::ModelConfig* base,
                  "save_file(torch.load('adapter_model.bin'), 'adapter_model.safetensors')\" in that folder");
         throw_expected(ErrorCode::not_found, "adapter '" + plan.name + "': no adapter_model.safetensors in '" + dir + "'");
     }
-    plan.file = std::make_unique<model::SafetensorsFile>(st.string());
+    // Copied, not mapped: users rewrite adapter files in place while the server runs, and a mapped file that
+    // shrinks turns the next read into SIGBUS.
+    plan.file = std::make_unique<model::SafetensorsFile>(st.string(), FileRead::copy);
     std::map<std::pair<int, int>, std::pair<const model::TensorView*, const model::TensorView*>> pairs;
     std::map<std::pair<int, int>, ParsedKey> keys;
     for (auto& t : plan.file->tensors()) {

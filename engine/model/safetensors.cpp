@@ -43,7 +43,7 @@ std::vector<float> TensorView::to_f32() const {
     return out;
 }
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : m_file(path) {
+SafetensorsFile::SafetensorsFile(const std::string& path, FileRead mode) : m_file(path, mode) {
     const std::size_t size = m_file.size();
     if (size < 8) corrupt(path, "file is " + std::to_string(size) + " bytes, too short for the 8-byte header length");
     uint64_t n = 0;

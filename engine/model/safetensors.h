@@ -31,8 +31,9 @@ struct TensorView {
 
 class SafetensorsFile {
 public:
-    // Maps and fully validates the file; throws Error(corrupt_file) naming the file and tensor.
-    explicit SafetensorsFile(const std::string& path);
+    // Maps (or, with FileRead::copy, reads into owned memory) and fully validates the file; throws
+    // Error(corrupt_file) naming the file and tensor. Adapters are copied: see MappedFile for why.
+    explicit SafetensorsFile(const std::string& path, FileRead mode = FileRead::map);
 
     const std::string& path() const { return m_file.path(); }
     const std::map<std::string, std::string>& metadata() const { return m_metadata; }

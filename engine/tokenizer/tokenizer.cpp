@@ -3,12 +3,11 @@
 #include "tokenizer/tokenizer.h"
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <utility>
 
 #include "core/error.h"
+#include "core/mapped_file.h"
 
 namespace loradesk::tokenizer {
 
@@ -24,13 +23,7 @@ json parse_json(std::string_view text, const std::string& what) {
     }
 }
 
-std::string read_file(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw_expected(ErrorCode::io, "cannot read " + path.string());
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
+std::string read_file(const std::filesystem::path& path) { return read_text_file(path.string()); }
 
 // tokenizer_config.json token values are a string, null, or {"__type":"AddedToken","content":...}.
 std::string config_token(const json& config, const char* key) {

@@ -1,9 +1,15 @@
 // engine/api adapter folder watch: folders dropped into, changed in or removed from an --adapters root
 // while the engine runs are served, re-registered under a new digest, or unloaded (with and without a
 // catalog), on explicit polls and on the background thread.
+#include <sys/stat.h>
+
 #include <QTemporaryDir>
 #include <QtTest>
+#include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
 
 #include "engine_test_util.h"
 
@@ -185,6 +191,73 @@ class TstAdapterWatch : public QObject {
         synth(fs::path(m_roots) / "after", 8);
         QTest::qWait(300);
         QVERIFY(!listed(*engine, "after"));
+    }
+
+    // A FIFO named like an adapter file blocked the poll (and a load request) forever: opening one for reading
+    // waits for a writer. Both are refused at once now, and the watch goes on with the other folders.
+    void fifo_adapter_files_are_refused_without_blocking_data() {
+        QTest::addColumn<QString>("file");
+        QTest::newRow("weights") << "adapter_model.safetensors";
+        QTest::newRow("config") << "adapter_config.json";
+    }
+    void fifo_adapter_files_are_refused_without_blocking() {
+        QFETCH(QString, file);
+        auto engine = make_engine(false, 0);
+        const fs::path fifo_dir = fs::path(m_roots) / "fifo";
+        synth(fifo_dir, 10);
+        fs::remove(fifo_dir / file.toStdString());
+        QCOMPARE(::mkfifo((fifo_dir / file.toStdString()).c_str(), 0600), 0);
+        synth(fs::path(m_roots) / "plain", 11);
+        QElapsedTimer t;
+        t.start();
+        auto report = poll(*engine);
+        QVERIFY2(t.elapsed() < 5000, "the poll did not block on the FIFO");
+        QCOMPARE(report.added, std::vector<std::string>{"plain"});
+        QVERIFY(run_request(*engine, "plain").ok());
+        const Status load = engine->load_adapter("fifo2", fifo_dir.string());
+        QVERIFY(!load.ok());
+        QVERIFY2(load.message.find("not a regular file") != std::string::npos, load.message.c_str());
+    }
+
+    // Rewriting an adapter's weights in place (truncate, then write) while the engine reads them killed the process
+    // with SIGBUS when the file was mapped. Adapters are read into memory now: every read either succeeds or fails
+    // cleanly, and once the writer stops the folder serves its final weights.
+    void in_place_rewrites_during_reads_never_crash() {
+        const fs::path dir = fs::path(m_roots) / "churn";
+        synth(dir, 12);
+        const fs::path weights = dir / "adapter_model.safetensors";
+        std::string bytes;
+        {
+            std::ifstream in(weights, std::ios::binary);
+            bytes.assign(std::istreambuf_iterator<char>(in), {});
+        }
+        auto engine = make_engine(false, 0);
+        std::atomic<bool> stop{false};
+        std::thread writer([&] {
+            while (!stop) {
+                std::ofstream out(weights, std::ios::binary | std::ios::trunc);  // same inode, shrinks to 0 first
+                out.write(bytes.data(), std::streamsize(bytes.size() / 2));
+                out.flush();
+                out.write(bytes.data() + bytes.size() / 2, std::streamsize(bytes.size() - bytes.size() / 2));
+            }
+        });
+        int loaded = 0, refused = 0;
+        std::set<std::string> reasons;
+        QElapsedTimer t;
+        t.start();
+        while (t.elapsed() < 1500) {
+            const Status s = engine->load_adapter("churn" + std::to_string(loaded + refused), dir.string());
+            (s.ok() ? loaded : refused)++;
+            if (!s.ok()) reasons.insert(s.message.substr(0, 60));
+            if (s.ok()) QVERIFY(engine->unload_adapter("churn" + std::to_string(loaded + refused - 1)).ok());
+        }
+        stop = true;
+        writer.join();
+        qInfo("%d loads succeeded, %d were refused while the file was rewritten", loaded, refused);
+        for (auto& r : reasons) qInfo("refused: %s", r.c_str());
+        QVERIFY2(loaded + refused > 5, "loads kept running while the file was rewritten");
+        QVERIFY(engine->load_adapter("settled", dir.string()).ok());
+        QVERIFY(run_request(*engine, "settled").ok());
     }
 
     void interval_zero_starts_no_thread() {

@@ -1,10 +1,16 @@
-// engine/core: sha256 against FIPS vectors, dtype conversions, thread pool.
-#include <QtTest>
+// engine/core: sha256 against FIPS vectors, dtype conversions, thread pool, whole-file reads.
+#include <sys/stat.h>
 
+#include <QTemporaryDir>
+#include <QtTest>
 #include <atomic>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 
 #include "core/dtype.h"
+#include "core/error.h"
+#include "core/mapped_file.h"
 #include "core/sha256.h"
 #include "core/thread_pool.h"
 
@@ -71,6 +77,60 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(std::runtime_error, pool.parallel_for(100, [](std::size_t b, std::size_t) {
             if (b > 0) throw std::runtime_error("boom");
         }));
+    }
+
+    void file_reads_map_and_copy_agree() {
+        QTemporaryDir dir;
+        const std::string path = (dir.path() + "/bytes").toStdString();
+        std::string bytes(100000, '\0');
+        for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = char(i * 131 % 251);
+        std::ofstream(path, std::ios::binary) << bytes;
+        MappedFile mapped(path, FileRead::map), copied(path, FileRead::copy);
+        QCOMPARE(copied.size(), bytes.size());
+        QCOMPARE(mapped.size(), bytes.size());
+        QVERIFY(std::memcmp(copied.data(), bytes.data(), bytes.size()) == 0);
+        QVERIFY(std::memcmp(mapped.data(), bytes.data(), bytes.size()) == 0);
+        std::ofstream(path, std::ios::binary | std::ios::trunc);  // shrink in place: the copy is unaffected
+        QCOMPARE(copied.data()[99999], uint8_t(bytes[99999]));
+        QCOMPARE(MappedFile(path, FileRead::copy).size(), std::size_t(0));
+        QCOMPARE(read_text_file(path), std::string());
+    }
+    // Opening a FIFO for reading waits for a writer: a FIFO named like a model or adapter file hung the thread
+    // that opened it. Every whole-file read refuses it at once.
+    void file_reads_refuse_what_is_not_a_regular_file() {
+        QTemporaryDir dir;
+        const std::string fifo = (dir.path() + "/fifo").toStdString();
+        QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+        auto refused = [](auto&& read) {
+            try {
+                read();
+            } catch (const Error& e) {
+                return e.code() == ErrorCode::invalid_argument && std::strstr(e.what(), "not a regular file");
+            }
+            return false;
+        };
+        QVERIFY(refused([&] { MappedFile f(fifo, FileRead::map); }));
+        QVERIFY(refused([&] { MappedFile f(fifo, FileRead::copy); }));
+        QVERIFY(refused([&] { read_text_file(fifo); }));
+        QVERIFY(refused([&] { read_text_file("/dev/zero"); }));
+        try {
+            MappedFile f(dir.path().toStdString(), FileRead::copy);
+            QFAIL("a directory was read");
+        } catch (const Error& e) {
+            QCOMPARE(e.code(), ErrorCode::invalid_argument);
+        }
+    }
+    void text_reads_are_bounded() {
+        QTemporaryDir dir;
+        const std::string path = (dir.path() + "/big.json").toStdString();
+        std::ofstream(path) << std::string(5000, ' ');
+        QCOMPARE(read_text_file(path, 5000).size(), std::size_t(5000));
+        try {
+            read_text_file(path, 4999);
+            QFAIL("over the limit");
+        } catch (const Error& e) {
+            QCOMPARE(e.code(), ErrorCode::too_large);
+        }
     }
 };
 
