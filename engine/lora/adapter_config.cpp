@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -64,11 +65,20 @@ ModuleMatcher parse_matcher(const Json& j, const char* key, const std::string& s
     return m;
 }
 
+// An int that fits: JSON integers beyond int's range used to wrap (an r of 2^32 + 16 read as 16).
+int to_int(const Json& v, const std::string& source, const std::string& key, const char* what) {
+    if (!v.is_number_integer()) bad_field(source, key, what);
+    if (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(std::numeric_limits<int>::max())
+                               : (v.get<int64_t>() > std::numeric_limits<int>::max() ||
+                                  v.get<int64_t>() < std::numeric_limits<int>::min()))
+        bad_field(source, key, what);
+    return int(v.get<int64_t>());
+}
+
 int get_int(const Json& j, const char* key, int fallback, const std::string& source) {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) return fallback;
-    if (!it->is_number_integer()) bad_field(source, key, "an integer");
-    return it->get<int>();
+    return to_int(*it, source, key, "an integer within 32 bits");
 }
 
 double get_number(const Json& j, const char* key, double fallback, const std::string& source) {
@@ -125,8 +135,9 @@ std::vector<std::pair<std::string, T>> parse_pattern(const Json& j, const char* 
     if (!it->is_object()) bad_field(source, key, "an object of module pattern -> value");
     for (auto& [k, v] : it->items()) {
         if constexpr (std::is_same_v<T, int>) {
-            if (!v.is_number_integer() || v.template get<int>() <= 0) bad_field(source, std::string(key) + "." + k, "a positive integer");
-            out.emplace_back(k, v.template get<int>());
+            const int value = to_int(v, source, std::string(key) + "." + k, "a positive integer within 32 bits");
+            if (value <= 0) bad_field(source, std::string(key) + "." + k, "a positive integer");
+            out.emplace_back(k, value);
         } else {
             if (!v.is_number()) bad_field(source, std::string(key) + "." + k, "a number");
             out.emplace_back(k, v.template get<double>());
@@ -138,13 +149,11 @@ std::vector<std::pair<std::string, T>> parse_pattern(const Json& j, const char* 
 
 void parse_layers(const Json& j, AdapterConfig& c, const std::string& source) {
     if (auto it = j.find("layers_to_transform"); it != j.end() && !it->is_null()) {
+        const char* what = "an integer or a list of integers within 32 bits";
         if (it->is_number_integer()) {
-            c.layers_to_transform.push_back(it->get<int>());
+            c.layers_to_transform.push_back(to_int(*it, source, "layers_to_transform", what));
         } else if (it->is_array()) {
-            for (auto& e : *it) {
-                if (!e.is_number_integer()) bad_field(source, "layers_to_transform", "an integer or a list of integers");
-                c.layers_to_transform.push_back(e.get<int>());
-            }
+            for (auto& e : *it) c.layers_to_transform.push_back(to_int(e, source, "layers_to_transform", what));
         } else {
             bad_field(source, "layers_to_transform", "an integer or a list of integers");
         }

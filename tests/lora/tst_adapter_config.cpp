@@ -124,6 +124,12 @@ private slots:
         QTest::newRow("regex hits lm_head") << "{\"target_modules\":\".*q_proj|.*lm_head\"}" << unsupported << "includes lm_head";
         QTest::newRow("r zero") << "{\"r\":0}" << corrupt << "'r' must be a positive integer";
         QTest::newRow("r string") << "{\"r\":\"8\"}" << corrupt << "'r' must be an integer";
+        QTest::newRow("r past 32 bits") << "{\"r\":4294967312}" << corrupt << "'r' must be an integer within 32 bits";
+        QTest::newRow("r past 64 bits") << "{\"r\":18446744073709551615}" << corrupt << "within 32 bits";
+        QTest::newRow("rank pattern past 32 bits") << "{\"rank_pattern\":{\"q_proj\":4294967304}}" << corrupt
+                                                  << "rank_pattern.q_proj";
+        QTest::newRow("layer past 32 bits") << "{\"layers_to_transform\":[1,4294967297]}" << corrupt
+                                           << "layers_to_transform";
         QTest::newRow("bad rank pattern") << "{\"rank_pattern\":{\"q_proj\":-1}}" << corrupt << "rank_pattern.q_proj";
         QTest::newRow("bad regex") << "{\"target_modules\":\"(q_proj\"}" << invalid << "does not compile";
         QTest::newRow("bad targets type") << "{\"target_modules\":5}" << corrupt << "target_modules";
