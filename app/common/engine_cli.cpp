@@ -40,6 +40,9 @@ std::vector<OptionSpec> engine_option_specs() {
         {"demo", "", "serve the demo model even if --model is given elsewhere"},
         {"watch-interval", "MS",
          "poll --adapters folders for new, changed and removed adapters (default 2000; 0 = off)"},
+        {"shutdown-timeout", "S",
+         "on SIGTERM/SIGINT, let running requests finish for up to S seconds before cancelling them (default 10; "
+         "a second signal cancels at once)"},
         {"log-level", "LEVEL", "trace|debug|info|warn|error (default info)"},
     };
 }
@@ -135,6 +138,7 @@ ServeOptions serve_options_from_args(const Args& args) {
     o.port = bounded_int(args, "port", o.port, 0, 65535);
     o.api_key = api_key_from(args);
     o.metrics_adapter_window_s = bounded_int(args, "metrics-adapter-window", o.metrics_adapter_window_s, 0, 365 * 86400);
+    o.shutdown_timeout_s = bounded_int(args, "shutdown-timeout", o.shutdown_timeout_s, 0, 3600);
     return o;
 }
 

@@ -1,6 +1,9 @@
 #include "serve_runtime.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -50,12 +53,56 @@ std::string ServerHost::address() const {
     return "http://" + host + ":" + std::to_string(m_http->port());
 }
 
-void ServerHost::stop() {
+void ServerHost::stop(std::chrono::milliseconds drain, const std::atomic<bool>* cut_short) {
     if (m_stopped) return;
     m_stopped = true;
     m_router->set_unavailable("the server is shutting down");
-    m_http->stop();
+    const auto deadline = std::chrono::steady_clock::now() + drain;
+    auto busy = [&] {  // HTTP requests in flight too: one being tokenized is not yet in the engine's counts
+        api::EngineStats s = m_engine->stats();
+        return std::max(s.running + s.waiting, m_http->in_flight());
+    };
+    int left = busy();
+    if (left > 0 && drain.count() > 0)
+        log::info("waiting up to {:.1f} s for {} request(s) to finish", double(drain.count()) / 1000, left);
+    while (left > 0 && std::chrono::steady_clock::now() < deadline && !(cut_short && cut_short->load())) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        left = busy();
+    }
+    if (left > 0) log::warn("cancelling {} unfinished request(s)", left);
+    // The engine first: cancelling ends every stream and every waiting handler, so the HTTP server's join below
+    // never waits on a generation (it did: an abandoned n: 64 request held SIGTERM for 85 s).
     m_engine->shutdown();
+    m_http->stop(std::chrono::seconds(2));  // time for cancelled streams to say so and end with [DONE]
+}
+
+sigset_t block_stop_signals() {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    return signals;
+}
+
+void serve_until_stop_signal(ServerHost& host, const sigset_t& signals, std::chrono::seconds drain) {
+    constexpr std::chrono::seconds kStopGrace{15};  // cancelling, ending streams, joining threads
+    int sig = 0;
+    sigwait(&signals, &sig);
+    log::info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    static std::atomic<bool> cut_short{false};  // read by the detached thread below, even after we return
+    std::thread([signals] {
+        int again = 0;
+        sigwait(&signals, &again);
+        log::warn("second signal: cancelling running requests now");
+        cut_short = true;
+    }).detach();
+    std::thread([limit = drain + kStopGrace] {
+        std::this_thread::sleep_for(limit);
+        log::error("shutdown did not finish within {} s; exiting without a clean stop", limit.count());
+        std::_Exit(3);
+    }).detach();
+    host.stop(drain, &cut_short);
 }
 
 }  // namespace loradesk::cli

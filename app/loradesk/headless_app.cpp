@@ -20,20 +20,13 @@ int runHeadless(QCoreApplication&, LaunchOptions launch) {
         return 2;
     }
     // Block the shutdown signals before any engine or server thread starts, so only sigwait gets them.
-    sigset_t stopSignals;
-    sigemptyset(&stopSignals);
-    sigaddset(&stopSignals, SIGINT);
-    sigaddset(&stopSignals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
+    const sigset_t stopSignals = cli::block_stop_signals();
     try {
         log::info("loading {}{}", launch.serve.engine.model_dir, launch.serve.demo ? " (demo kit)" : "");
         cli::ServerHost host(launch.serve);
         std::printf("loradesk: listening on %s\n", host.address().c_str());
         std::fflush(stdout);
-        int sig = 0;
-        sigwait(&stopSignals, &sig);
-        log::info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
-        host.stop();
+        cli::serve_until_stop_signal(host, stopSignals, std::chrono::seconds(launch.serve.shutdown_timeout_s));
     } catch (const Error& e) {
         std::fprintf(stderr, "loradesk: %s\n", e.what());
         return 1;

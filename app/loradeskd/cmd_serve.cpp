@@ -1,5 +1,5 @@
 // loradeskd serve: the engine behind the OpenAI-compatible HTTP port, until SIGINT/SIGTERM.
-#include <csignal>
+#include <chrono>
 #include <cstdio>
 
 #include "cli.h"
@@ -22,20 +22,11 @@ int run_serve(const cli::Args& args) {
     cli::ServeOptions options = cli::serve_options_from_args(args);
     cli::resolve_default_model(options);
 
-    // Block the shutdown signals before any thread starts, so that only sigwait below receives them.
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
+    const sigset_t signals = cli::block_stop_signals();  // before any thread starts
     cli::ServerHost host(options);
     std::printf("loradeskd: listening on %s\n", host.address().c_str());
     std::fflush(stdout);
-    int sig = 0;
-    sigwait(&signals, &sig);
-    log::info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    host.stop();
+    cli::serve_until_stop_signal(host, signals, std::chrono::seconds(options.shutdown_timeout_s));
     return 0;
 }
 

@@ -5,6 +5,7 @@
 // client goes away.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -23,9 +24,11 @@ public:
     // Fails with ErrorCode::conflict and a clear message when the port is taken (also by another loradesk).
     Status start();
     int port() const;  // the bound port, after start()
-    // Stops accepting, lets running handlers end (streams see their writes fail), joins. Idempotent.
-    void stop();
+    // Lets requests in flight finish for up to `grace`, then stops accepting, ends the remaining streams (their
+    // writes fail) and joins. Idempotent.
+    void stop(std::chrono::milliseconds grace = {});
     bool running() const;
+    int in_flight() const;  // requests being read, handled or streamed now
 
 private:
     struct Impl;

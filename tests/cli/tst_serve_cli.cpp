@@ -142,6 +142,39 @@ class TstServeCli : public QObject {
         QVERIFY2(fresh.output.contains("without an API key"), fresh.output.constData());
         QCOMPARE(fresh.stop(), 0);
     }
+    // A stop signal drains for --shutdown-timeout, then cancels: the open stream ends and the process exits in
+    // time (an abandoned generation used to hold SIGTERM until it finished).
+    void stop_signal_drains_then_cancels() {
+        QTemporaryDir data;
+        Served s;
+        QVERIFY2(s.start({"--data-dir", data.path(), "--shutdown-timeout", "1", "--threads", "1"}), s.output.constData());
+        const int fd = connect_to(s.port, 30);
+        const std::string body =
+            R"({"prompt": "Once upon a time", "n": 32, "max_tokens": 1500, "ignore_eos": true, "stream": true})";
+        QVERIFY(send_all(fd, request_text("POST", "/v1/completions", body)));
+        std::string begun;
+        char buf[4096];
+        while (begun.find("data: ") == std::string::npos && readable(fd, 10000)) {  // tokens are flowing
+            const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+            if (n <= 0) break;
+            begun.append(buf, std::size_t(n));
+        }
+        QVERIFY2(begun.find("data: ") != std::string::npos, begun.c_str());
+        QElapsedTimer t;
+        t.start();
+        s.process.terminate();
+        const std::string stream = read_all(fd);  // returns when the server closes the stream
+        ::close(fd);
+        QVERIFY2(s.process.waitForFinished(15000), "the server did not exit");
+        const qint64 took = t.elapsed();
+        s.output += s.process.readAll();
+        QVERIFY2(took < 8000, qPrintable(QString("exit took %1 ms").arg(took)));
+        QCOMPARE(s.process.exitCode(), 0);
+        QVERIFY2(s.output.contains("unfinished request(s)"), "the drain was cut short");
+        // The stream says why it ended, and ends properly.
+        QVERIFY2(stream.find("shutting down") != std::string::npos, stream.substr(stream.size() - std::min<std::size_t>(stream.size(), 600)).c_str());
+        QVERIFY(stream.find("data: [DONE]") != std::string::npos);
+    }
 #endif
 };
 
