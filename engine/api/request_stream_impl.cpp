@@ -133,7 +133,7 @@ void StreamImpl::on_finish(const sched::FinishOut& f) {
     }
     account_finish(f);
     if (f.reason == sched::FinishReason::error) {
-        m_ready.push_back(ErrorEvent{Status::failure(ErrorCode::internal, f.detail)});
+        m_ready.push_back(ErrorEvent{Status::failure(f.error_code, f.detail)});
         m_lease.release();
         return;
     }

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
+
 namespace loradesk::lora {
 
 enum class Residency {
@@ -19,6 +21,7 @@ struct SlotGrant {
     Residency state = Residency::loading;
     int slot = 0;  // >= 1 when ready
     std::string error;
+    ErrorCode error_code = ErrorCode::internal;  // when failed
 };
 
 class AdapterResidency {

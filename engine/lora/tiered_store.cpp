@@ -87,6 +87,10 @@ TieredStore::Loaded TieredStore::read_and_prepare(const std::string& digest) {
             }
         }
         out.weights = share_recyclable(m_load(digest, reuse ? &*reuse : nullptr), std::weak_ptr(m_bin));
+    } catch (const Error& ex) {
+        out.error = ex.what();
+        out.error_code = ex.code();
+        return out;
     } catch (const std::exception& ex) {
         out.error = ex.what();
         return out;
@@ -94,6 +98,7 @@ TieredStore::Loaded TieredStore::read_and_prepare(const std::string& digest) {
     if (out.weights->max_rank() > m_options.max_lora_rank) {
         out.error = "adapter rank " + std::to_string(out.weights->max_rank()) + " exceeds --max-lora-rank " +
                     std::to_string(m_options.max_lora_rank) + "; restart with a larger --max-lora-rank";
+        out.error_code = ErrorCode::unsupported;
         out.weights.reset();
         return out;
     }
@@ -116,6 +121,7 @@ void TieredStore::finish_load(const std::string& digest, uint64_t generation, Lo
         ++m_metrics.load_failures;
         e.state = HostState::failed;
         e.error = std::move(loaded.error);
+        e.error_code = loaded.error_code;
         log::warn("adapter {} failed to load: {}", short_digest(digest), e.error);
         return;
     }
@@ -178,6 +184,7 @@ void TieredStore::fail_host_budget_locked(const std::string& digest) {
               " MiB of host memory but the LoRA host budget (" + std::to_string(m_options.host_budget_bytes >> 20) +
               " MiB, " + std::to_string(m_options.max_loras_cpu) +
               " adapters) cannot hold it next to the pinned adapters; unpin one or raise the budget / --max-loras-cpu";
+    e.error_code = ErrorCode::capacity;
     e.weights.reset();
     e.prepared.reset();
     e.bytes = 0;
@@ -264,7 +271,7 @@ SlotGrant TieredStore::place(const std::string& digest, const std::vector<std::s
         e.last_use = ++m_tick;
         if (e.state == HostState::loading) return {Residency::loading, 0, {}};
         if (e.state == HostState::failed) {
-            SlotGrant g{Residency::failed, 0, e.error};
+            SlotGrant g{Residency::failed, 0, e.error, e.error_code};
             m_host.erase(it);  // reported once; a later prefetch tries again
             return g;
         }
@@ -275,7 +282,8 @@ SlotGrant TieredStore::place(const std::string& digest, const std::vector<std::s
     if (s < 0)
         return {Residency::failed, 0,
                 "all " + std::to_string(m_options.max_loras) +
-                    " LoRA slots hold pinned adapters; unpin one or restart with a larger --max-loras"};
+                    " LoRA slots hold pinned adapters; unpin one or restart with a larger --max-loras",
+                ErrorCode::capacity};
     Slot& slot = m_slots[std::size_t(s)];
     std::string evicted = slot.digest;
     const auto t0 = std::chrono::steady_clock::now();
@@ -369,8 +377,11 @@ AdapterLoadFn make_disk_loader(const AdapterRegistry& registry, const model::Mod
             if (unchanged(s, plan)) return w;
             reuse = nullptr;  // its buffers now hold the discarded read
         }
-        throw_expected(ErrorCode::conflict,
-                       "adapter '" + sources.front().name + "' changed on disk since it was loaded; reload it");
+        // Being rewritten: the folder watch registers the new content under the name once it is whole (or,
+        // without a watch, loading the folder again does).
+        throw_expected(ErrorCode::unavailable, "adapter '" + sources.front().name +
+                                                   "' changed on disk since it was registered; retry shortly, "
+                                                   "or load the folder again if the server does not watch it");
     };
 }
 

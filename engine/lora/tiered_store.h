@@ -104,6 +104,7 @@ class TieredStore final : public AdapterResidency {
         std::shared_ptr<const runtime::PreparedLora> prepared;  // the runner's upload-ready form, if any
         std::size_t bytes = 0;
         std::string error;
+        ErrorCode error_code = ErrorCode::internal;
     };
     struct Slot {
         std::string digest;
@@ -115,6 +116,7 @@ class TieredStore final : public AdapterResidency {
         std::shared_ptr<const runtime::LoraWeights> weights;
         std::shared_ptr<const runtime::PreparedLora> prepared;
         std::string error;
+        ErrorCode error_code = ErrorCode::internal;
         double seconds = 0;  // read + preparation
     };
     Loaded read_and_prepare(const std::string& digest);  // on a loader thread

@@ -145,6 +145,7 @@ void EngineLoop::drain_inbox() {
             FinishOut f;
             f.reason = FinishReason::error;
             f.detail = e.what();
+            f.error_code = e.code();
             ch->push(std::move(f));
             --m_queued;
         }
@@ -284,6 +285,7 @@ void EngineLoop::emit_finished() {
         FinishOut f;
         f.reason = s->finish_reason;
         f.detail = s->finish_detail;
+        f.error_code = s->finish_code;
         f.prompt_tokens = s->n_prompt;
         f.cached_tokens = std::max(0, s->n_cached_prompt);
         f.completion_tokens = s->n_generated();

@@ -35,6 +35,7 @@ struct TokenOut {
 struct FinishOut {
     FinishReason reason = FinishReason::stop;
     std::string detail;  // token id / stop string / error message
+    ErrorCode error_code = ErrorCode::internal;  // when reason is error: what kind (maps to the HTTP status)
     int prompt_tokens = 0;
     int cached_tokens = 0;
     int completion_tokens = 0;

@@ -124,22 +124,23 @@ void Scheduler::release_kv(Sequence& s) {
     s.n_computed = 0;
 }
 
-void Scheduler::end(Sequence* s, FinishReason reason, std::string detail) {
+void Scheduler::end(Sequence* s, FinishReason reason, std::string detail, ErrorCode code) {
     release_kv(*s);
     remove_from(s->status == SeqStatus::running ? m_running : m_waiting, s);
     s->status = SeqStatus::finished;
     s->finish_reason = reason;
     s->finish_detail = std::move(detail);
+    s->finish_code = code;
     auto it = m_seqs.find(s->id);
     m_finished.push_back(std::move(it->second));
     m_seqs.erase(it);
     ++m_counters.finished;
 }
 
-void Scheduler::finish(uint64_t id, FinishReason reason, std::string detail) {
+void Scheduler::finish(uint64_t id, FinishReason reason, std::string detail, ErrorCode code) {
     auto it = m_seqs.find(id);
     if (it == m_seqs.end()) return;
-    end(it->second.get(), reason, std::move(detail));
+    end(it->second.get(), reason, std::move(detail), code);
 }
 
 std::vector<std::unique_ptr<Sequence>> Scheduler::take_finished() { return std::exchange(m_finished, {}); }

@@ -67,7 +67,7 @@ public:
     uint64_t submit(SubmitSpec spec, uint64_t id = 0);
     // Ends a request now from any state (cancel, stop string, error): its computed pages go to the prefix
     // cache in its namespace, everything else back to the pool. Unknown or finished ids are ignored.
-    void finish(uint64_t id, FinishReason reason, std::string detail = {});
+    void finish(uint64_t id, FinishReason reason, std::string detail = {}, ErrorCode code = ErrorCode::internal);
 
     // Plans the next step; false when there is nothing to run (the plan is then empty).
     bool plan(StepPlan& out);
@@ -95,7 +95,7 @@ public:
 private:
     void preempt(Sequence& s);
     void release_kv(Sequence& s);
-    void end(Sequence* s, FinishReason reason, std::string detail);
+    void end(Sequence* s, FinishReason reason, std::string detail, ErrorCode code = ErrorCode::internal);
     bool admit(Sequence& s);
     bool grow(Sequence& s, int n_tokens);
     void cache_full_pages(Sequence& s);

@@ -71,7 +71,7 @@ void Scheduler::apply_residency(const std::vector<std::string>& adapters, std::v
             std::vector<Sequence*> doomed;
             for (auto& [id, s] : m_seqs)
                 if (s->ns == digest) doomed.push_back(s.get());
-            for (Sequence* s : doomed) end(s, FinishReason::error, grants[a].error);
+            for (Sequence* s : doomed) end(s, FinishReason::error, grants[a].error, grants[a].error_code);
         }
     }
     auto drop = [&](std::vector<Sequence*>& v) {
@@ -127,7 +127,8 @@ bool Scheduler::plan(StepPlan& out) {
         // Nothing else can give pages back: this request alone outgrew the KV cache.
         end(starved, FinishReason::error,
             "the KV cache (" + std::to_string(m_pool.n_pages() * m_pool.page_size()) +
-                " tokens) cannot hold this request; raise --kv-memory or lower max_tokens");
+                " tokens) cannot hold this request; raise --kv-memory or lower max_tokens",
+            ErrorCode::too_large);
     }
     return !out.seqs.empty();
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "kv/prefix_cache.h"
 #include "runtime/sampler.h"
 
@@ -61,6 +62,7 @@ struct Sequence {
 
     FinishReason finish_reason = FinishReason::stop;
     std::string finish_detail;  // stop string / token id as text / error message
+    ErrorCode finish_code = ErrorCode::internal;  // what kind of error, when finish_reason is error
 
     std::chrono::steady_clock::time_point t_submit{};
     std::chrono::steady_clock::time_point t_first_token{};

@@ -260,6 +260,23 @@ class TstAdapterWatch : public QObject {
         QVERIFY(run_request(*engine, "settled").ok());
     }
 
+    // A request for an adapter whose files were rewritten since they were registered (and before the watch saw
+    // it) is told to retry (unavailable: 503 with Retry-After), not given an internal error; the next poll
+    // serves the new content.
+    void rewritten_before_the_watch_saw_it_is_retryable() {
+        const fs::path dir = fs::path(m_roots) / "moving";
+        synth(dir, 13);
+        auto engine = make_engine(false, 0);
+        synth(dir, 14);
+        touch_forward(dir, 5);
+        const auto r = run_request(*engine, "moving");
+        QVERIFY(!r.ok());
+        QCOMPARE(r.status().code, ErrorCode::unavailable);
+        QVERIFY2(r.status().message.find("retry shortly") != std::string::npos, r.status().message.c_str());
+        poll(*engine);
+        QVERIFY(run_request(*engine, "moving").ok());
+    }
+
     void interval_zero_starts_no_thread() {
         auto engine = make_engine(false, 0);
         synth(fs::path(m_roots) / "manual", 9);

@@ -227,7 +227,8 @@ private slots:
             load(digest, nullptr);
             QFAIL("expected an error");
         } catch (const ExpectedError& e) {
-            QVERIFY2(QString(e.what()).contains("changed on disk since it was loaded; reload it"), e.what());
+            QVERIFY2(QString(e.what()).contains("changed on disk since it was registered; retry shortly"), e.what());
+            QCOMPARE(e.code(), ErrorCode::unavailable);  // 503 with Retry-After: the watch registers the new content
         }
         QVERIFY_THROWS_EXCEPTION(ExpectedError, load(std::string(64, '0'), nullptr));
         // Reloading re-hashes: new content, new digest, and it loads.
