@@ -129,7 +129,7 @@ HttpResponse Router::get_model(const std::string& id) const {
 
 HttpResponse Router::tokenize(const HttpRequest& request) const {
     require_available();
-    const nlohmann::json body = parse_json_body(request.body);
+    const nlohmann::json body = parse_json_body(request.body, {m_options.max_prompt_bytes, 0});
     std::string text;
     bool add_special = true;
     if (body.contains("messages")) {

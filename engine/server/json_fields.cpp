@@ -12,13 +12,52 @@ namespace loradesk::server {
 
 using nlohmann::json;
 
-json parse_json_body(const std::string& body) {
+namespace {
+
+// The longest string literal in a JSON text, in raw bytes (escapes counted as written), or where one first runs
+// past `limit`. A linear scan: no allocation, and far cheaper than building a string the request cannot use.
+std::size_t first_string_over(const std::string& text, std::size_t limit) {
+    bool in_string = false;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (!in_string) {
+            if (c == '"') in_string = true, start = i + 1;
+            continue;
+        }
+        if (c == '\\') {
+            ++i;  // the escaped character (a \uXXXX's digits are plain characters to this scan)
+        } else if (c == '"') {
+            in_string = false;
+        }
+        if (i - start > limit) return i - start;
+    }
+    return 0;
+}
+
+}  // namespace
+
+json parse_json_body(const std::string& body, const BodyLimits& limits) {
+    const std::size_t max_string_bytes = limits.max_string_bytes;
+    // Refused before parsing: the parser would copy such a string twice (its token buffer, then the value), so a
+    // 30 MB prompt cost 126 MB before the prompt-size check could see it.
+    if (max_string_bytes > 0 && first_string_over(body, max_string_bytes) > 0)
+        throw_invalid("", fmt::format("the request body holds a string longer than {} bytes, the most a prompt may "
+                                      "take with this model's context; send a shorter prompt",
+                                      max_string_bytes));
     // The callback sees each container open with the number of containers around it, before it is built, and
     // each key and value as it is read.
-    std::size_t n_values = 0, n_keys = 0;
-    const json::parser_callback_t limit = [&](int depth, json::parse_event_t event, json&) {
+    std::size_t n_values = 0, n_keys = 0, n_prompts = 0;
+    bool in_prompt = false;  // inside the top-level "prompt" value
+    const json::parser_callback_t limit = [&](int depth, json::parse_event_t event, json& parsed) {
         using E = json::parse_event_t;
         const bool opens = event == E::object_start || event == E::array_start;
+        if (event == E::key && depth == 1) in_prompt = parsed == "prompt";
+        // A batch of prompts is strings or token-id lists; counted as they arrive, so that 300 prompts are refused
+        // after the 65th instead of after all of them are built (the DOM alone doubled the body's size).
+        if (in_prompt && depth == 2 && (event == E::array_start || (event == E::value && parsed.is_string())) &&
+            limits.max_prompts > 0 && ++n_prompts > limits.max_prompts)
+            throw_invalid("prompt", fmt::format("at most {} prompts per request", limits.max_prompts));
         if (opens && depth >= kMaxJsonDepth)
             throw_invalid("",
                           fmt::format("the request body nests JSON deeper than {} levels; flatten it", kMaxJsonDepth));

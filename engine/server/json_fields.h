@@ -20,9 +20,16 @@ constexpr int kMaxJsonDepth = 128;
 constexpr std::size_t kMaxJsonValues = std::size_t(4) << 20;
 constexpr std::size_t kMaxJsonKeys = 100000;
 
+// Bounds a request body must keep that are known before it is parsed (0 = none): refusing while parsing keeps a
+// hostile body from costing more than about its own size.
+struct BodyLimits {
+    std::size_t max_string_bytes = 0;  // any string, as written (escapes included)
+    std::size_t max_prompts = 0;       // entries of a top-level "prompt" list (strings or token-id lists)
+};
+
 // Parses a request body as a JSON object: 400 when it is not JSON, not an object, nests deeper than
-// kMaxJsonDepth or has more than kMaxJsonValues values or kMaxJsonKeys keys.
-nlohmann::json parse_json_body(const std::string& body);
+// kMaxJsonDepth, has more than kMaxJsonValues values or kMaxJsonKeys keys, or breaks `limits`.
+nlohmann::json parse_json_body(const std::string& body, const BodyLimits& limits = {});
 
 // The field, or nullptr when absent or null (clients send explicit nulls for optional fields).
 const nlohmann::json* field(const nlohmann::json& body, const char* name);

@@ -204,7 +204,8 @@ HttpResponse Router::health() const {
 
 HttpResponse Router::generate(const HttpRequest& request, bool chat) {
     require_available();
-    const nlohmann::json body = parse_json_body(request.body);
+    const nlohmann::json body =
+        parse_json_body(request.body, {m_options.max_prompt_bytes, std::size_t(std::max(1, m_options.max_n))});
     ParsedGeneration parsed = chat ? parse_chat_request(body, m_options) : parse_completion_request(body, m_options);
     return run_generation(m_engine, std::move(parsed), m_options, m_metrics, request.client_gone);
 }

@@ -273,6 +273,43 @@ private slots:
         }
     }
 
+    // A string longer than any prompt may be is refused by a scan of the raw body, before the parser copies it.
+    void strings_over_the_prompt_bound_are_refused_before_parsing() {
+        const std::string fits(100, 'a'), over(101, 'a');
+        const std::string quote_escaped = std::string(49, 'a') + '"' + std::string(49, 'a');  // 100 bytes as written
+        QVERIFY(parse_json_body(json{{"prompt", fits}, {"stop", {"x"}}}.dump(), {100, 0}).is_object());
+        QVERIFY(parse_json_body(json{{"prompt", quote_escaped}}.dump(), {100, 0}).is_object());
+        QVERIFY(parse_json_body(json{{"prompt", over}}.dump(), {}).is_object());  // 0: no bound
+        const std::string unterminated = json{{"prompt", over}}.dump().substr(0, 120);
+        for (const std::string& body :
+             {json{{"prompt", over}}.dump(), json{{"prompt", "a"}, {"x", {{over, 1}}}}.dump(), unterminated}) {
+            try {
+                parse_json_body(body, {100, 0});
+                QFAIL("accepted a string over the bound");
+            } catch (const ApiError& e) {
+                QCOMPARE(e.status, 400);
+                QVERIFY2(std::string(e.what()).find("longer than 100 bytes") != std::string::npos, e.what());
+            }
+        }
+    }
+
+    // Prompt lists are counted while parsing; token ids of one tokenized prompt are not prompts.
+    void prompt_lists_are_counted_while_parsing() {
+        const BodyLimits two{0, 2};
+        QVERIFY(parse_json_body(R"({"prompt":["a","b"],"stop":["x","y","z"]})", two).is_object());
+        QVERIFY(parse_json_body(R"({"prompt":[1,2,3,4,5]})", two).is_object());
+        QVERIFY(parse_json_body(R"({"prompt":[[1,2],[3]],"x":{"prompt":["a","b","c"]}})", two).is_object());
+        for (const char* body : {R"({"prompt":["a","b","c"]})", R"({"prompt":[[1],[2],[3]]})"}) {
+            try {
+                parse_json_body(body, two);
+                QFAIL(body);
+            } catch (const ApiError& e) {
+                QCOMPARE(e.status, 400);
+                QCOMPARE(e.param, std::string("prompt"));
+            }
+        }
+    }
+
     void prompts_over_the_byte_bound_are_refused_before_tokenizing() {
         ServerOptions options;
         options.max_prompt_bytes = 100;
