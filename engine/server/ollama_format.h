@@ -40,7 +40,9 @@ std::string adapter_model_name(const api::ModelInfo& model, const std::string& a
 std::string family_of(const std::string& architecture);
 // "6.1M", "494.0M", "8.0B".
 std::string parameter_size(uint64_t parameters);
-// F32 / F16 / BF16 from the bytes per weight (loradesk does not quantize).
+// Whether the engine runs on the CPU runner (device "cpu (N threads)").
+bool on_cpu(const api::ModelInfo& model);
+// F32 or BF16 from the bytes per weight (loradesk does not quantize).
 std::string quantization_level(const api::ModelInfo& model);
 // details: {parent_model, format, family, families, parameter_size, quantization_level}.
 ojson model_details(const api::ModelInfo& model, const std::string& parent_model);

@@ -124,7 +124,7 @@ HttpResponse OllamaRoutes::tags() const {
 
 HttpResponse OllamaRoutes::ps() const {
     const api::ModelInfo m = m_engine.model();
-    const bool gpu = m.device != "cpu";
+    const bool gpu = !on_cpu(m);  // the CPU runner's "device slots" are host memory
     ojson models = ojson::array();
     ojson base =
         model_entry(m.id, modified_at(m.path + "/config.json"), m.weight_bytes + m.kv_bytes, "", model_details(m, ""));
@@ -140,7 +140,7 @@ HttpResponse OllamaRoutes::ps() const {
         // loradesk has no unload timers: an unpinned adapter stays resident until its slot is needed by another
         // (least recently used first), so it may go at any moment.
         e["expires_at"] = a.pinned ? far_future() : rfc3339(std::chrono::system_clock::now());
-        e["size_vram"] = a.tier == "gpu" ? a.size_bytes : 0;
+        e["size_vram"] = gpu && a.tier == "gpu" ? a.size_bytes : 0;
         e["context_length"] = m.max_context;
         models.push_back(std::move(e));
     }
