@@ -58,7 +58,7 @@ void submit_all(Job& job) {
                 const Status& s = result.status();
                 ApiError e = api_error_from_status(s, s.code == ErrorCode::not_found ? "model" : job.error_param(),
                                                    job.engine->model().max_context, job.options.retry_after_s);
-                for (Choice& c : job.choices) c.stream->cancel(), c.done = true;
+                job.cancel_unfinished();
                 job.metrics->record_request(failure_label(job), job.endpoint_label, e.status);
                 throw e;
             }
@@ -159,29 +159,17 @@ ojson completion_choice_json(const Job& job, Choice& c) {
     return choice;
 }
 
-// True (and every choice cancelled, the request counted as 499) when the client closed its connection: an
-// abandoned non-streamed request must not keep generating (n: 64 once ran on for 28 s and held shutdown).
-bool abandoned(Job& job, std::chrono::steady_clock::time_point& next_check) {
-    const auto now = std::chrono::steady_clock::now();
-    if (!job.client_gone || now < next_check) return false;
-    next_check = now + milliseconds(200);
-    if (!job.client_gone()) return false;
-    for (Choice& c : job.choices)
-        if (!c.done) c.stream->cancel(), c.done = true;
-    job.metrics->record_request(job.adapter_label, job.endpoint_label, 499);
-    return true;
-}
-
 HttpResponse collect(Job& job) {
     auto next_check = std::chrono::steady_clock::now();
     for (Choice& c : job.choices) {
         while (!c.done) {
-            if (abandoned(job, next_check)) {
-                HttpResponse gone;  // nobody reads it
-                gone.status = 499;
-                return gone;
+            bool gone = false;
+            std::optional<api::Event> ev = next_or_abandon(job, c, milliseconds(200), next_check, gone);
+            if (gone) {
+                HttpResponse r;  // nobody reads it
+                r.status = 499;
+                return r;
             }
-            std::optional<api::Event> ev = c.stream->next(milliseconds(200));
             if (!ev) continue;
             if (auto* t = std::get_if<api::TokenEvent>(&*ev)) {
                 if (job.chat()) {
@@ -226,15 +214,32 @@ HttpResponse collect(Job& job) {
 
 }  // namespace
 
-HttpResponse run_generation(api::Engine& engine, ParsedGeneration parsed, const ServerOptions& options,
-                            ServerMetrics& metrics, std::function<bool()> client_gone) {
+std::optional<api::Event> next_or_abandon(Job& job, Choice& c, milliseconds wait,
+                                          std::chrono::steady_clock::time_point& next_check, bool& gone) {
+    gone = false;
+    const auto now = std::chrono::steady_clock::now();
+    if (job.client_gone && now >= next_check) {
+        next_check = now + milliseconds(200);
+        if (job.client_gone()) {
+            gone = true;
+            job.cancel_unfinished();
+            job.metrics->record_request(job.adapter_label, job.endpoint_label, 499);
+            return std::nullopt;
+        }
+    }
+    return c.stream->next(std::min(wait, milliseconds(200)));
+}
+
+std::shared_ptr<Job> start_job(api::Engine& engine, ParsedGeneration parsed, const ServerOptions& options,
+                               ServerMetrics& metrics, std::function<bool()> client_gone, std::string endpoint_label,
+                               const std::string& id_prefix) {
     auto job = std::make_shared<Job>();
     job->client_gone = std::move(client_gone);
     job->engine = &engine;
     job->metrics = &metrics;
     job->options = options;
-    job->endpoint_label = parsed.endpoint == Endpoint::chat ? "chat" : "completions";
-    job->id = new_response_id(parsed.endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-");
+    job->endpoint_label = std::move(endpoint_label);
+    job->id = new_response_id(id_prefix);
     job->created = unix_now();
     apply_lora_path(engine, parsed);
     if (parsed.echo && parsed.endpoint == Endpoint::completion) {
@@ -249,6 +254,14 @@ HttpResponse run_generation(api::Engine& engine, ParsedGeneration parsed, const 
     if (parsed.model.empty()) parsed.model = engine.model().id;
     job->parsed = std::move(parsed);
     submit_all(*job);
+    return job;
+}
+
+HttpResponse run_generation(api::Engine& engine, ParsedGeneration parsed, const ServerOptions& options,
+                            ServerMetrics& metrics, std::function<bool()> client_gone) {
+    const bool chat = parsed.endpoint == Endpoint::chat;
+    std::shared_ptr<Job> job = start_job(engine, std::move(parsed), options, metrics, std::move(client_gone),
+                                         chat ? "chat" : "completions", chat ? "chatcmpl-" : "cmpl-");
     if (!job->parsed.stream) return collect(*job);
     HttpResponse r;
     make_stream_producer(job, r);

@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "server/api_error.h"
 #include "server/generation.h"
+#include "server/ollama_format.h"
 #include "server/openai_format.h"
 #include "server/request_parse.h"
 
@@ -135,10 +136,11 @@ HttpResponse Router::handle(const HttpRequest& request) {
             r = dispatch(request);
         }
     } catch (const ApiError& e) {
-        r = error_response(e);
+        r = OllamaRoutes::owns(request.path) ? ollama::error_response(e) : error_response(e);
     } catch (const std::exception& e) {
         log::error("server: {} {} failed: {}", request.method, request.path, e.what());
-        r = error_response(ApiError(500, "server_error", fmt::format("internal error: {}", e.what())));
+        const ApiError internal(500, "server_error", fmt::format("internal error: {}", e.what()));
+        r = OllamaRoutes::owns(request.path) ? ollama::error_response(internal) : error_response(internal);
     }
     if (cross_origin && origin_allowed(origin)) {
         r.set_header("Access-Control-Allow-Origin", origin);
@@ -150,7 +152,10 @@ HttpResponse Router::handle(const HttpRequest& request) {
 HttpResponse Router::dispatch(const HttpRequest& q) {
     const std::string& p = q.path;
     const bool get = q.method == "GET", post = q.method == "POST";
-    if (p == "/health" || p == "/v1/health") {
+    if (OllamaRoutes::owns(p)) {
+        if (OllamaRoutes::generates(p)) require_available();
+        return m_ollama.handle(q);
+    } else if (p == "/health" || p == "/v1/health") {
         if (get) return health();
     } else if (p == "/metrics") {
         if (get) {

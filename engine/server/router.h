@@ -1,6 +1,7 @@
 // The HTTP routes of loradesk over our own request/response types: OpenAI endpoints (with and without /v1),
 // health, metrics, tokenize/detokenize, vLLM-style adapter load/unload and loradesk's adapter admin routes,
-// plus API-key checks, CORS and the body-size limit. Thread-safe: handle() runs on many worker threads.
+// Ollama's API under /api/ (ollama_routes.h), plus API-key checks, CORS and the body-size limit. Thread-safe: handle()
+// runs on many worker threads.
 #pragma once
 
 #include <atomic>
@@ -9,6 +10,7 @@
 
 #include "api/engine.h"
 #include "server/http_types.h"
+#include "server/ollama_routes.h"
 #include "server/server_metrics.h"
 #include "server/server_options.h"
 
@@ -55,6 +57,7 @@ private:
     ServerMetrics m_metrics;
     mutable std::mutex m_state_mutex;
     std::string m_unavailable;  // reason; empty = available
+    OllamaRoutes m_ollama{m_engine, m_options, m_metrics};
 };
 
 }  // namespace loradesk::server

@@ -15,22 +15,12 @@ using std::chrono::milliseconds;
 
 class SseWriter {
 public:
-    SseWriter(Job& job, StreamSink& sink) : m_job(job), m_sink(sink), m_last_write(Clock::now()) {}
+    SseWriter(Job& job, StreamSink& sink) : m_job(job), m_out(job, sink) {}
 
-    bool gone() const { return m_gone; }
-    Clock::time_point last_write() const { return m_last_write; }
+    bool gone() const { return m_out.gone(); }
+    Clock::time_point last_write() const { return m_out.last_write(); }
 
-    bool raw(const std::string& bytes) {
-        if (m_gone) return false;
-        if (!m_sink.write(bytes)) {
-            m_gone = true;
-            for (Choice& c : m_job.choices)
-                if (!c.done) c.stream->cancel(), c.done = true;
-            return false;
-        }
-        m_last_write = Clock::now();
-        return true;
-    }
+    bool raw(const std::string& bytes) { return m_out.write(bytes); }
     bool event(const ojson& data) { return raw("data: " + dump_json(data) + "\n\n"); }
 
     // One chunk with a single choice. `part` is the chat delta or the completion text.
@@ -60,9 +50,7 @@ public:
 
 private:
     Job& m_job;
-    StreamSink& m_sink;
-    Clock::time_point m_last_write;
-    bool m_gone = false;
+    JobStreamWriter m_out;
 };
 
 ojson chat_delta_json(const ChatDelta& d) {
@@ -133,8 +121,7 @@ bool poll_round(Job& job, SseWriter& w, bool& any_event) {
             continue;
         }
         const ApiError e = ended_error(job, *ev);
-        for (Choice& other : job.choices)
-            if (!other.done) other.stream->cancel(), other.done = true;
+        job.cancel_unfinished();
         job.metrics->record_request(job.adapter_label, job.endpoint_label, e.status);
         w.raw(sse_error_event(e));
         w.raw("data: [DONE]\n\n");

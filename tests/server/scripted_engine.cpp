@@ -292,6 +292,12 @@ api::ModelInfo ScriptedEngine::model() const {
     api::ModelInfo m;
     m.id = "tiny-base";
     m.path = "/models/tiny-base";
+    m.architecture = "Qwen3ForCausalLM";
+    m.device = "NVIDIA H100 80GB HBM3";
+    m.parameters = 6100000;
+    m.weight_bytes = 12200000;  // 2 bytes per weight
+    m.kv_bytes = 4000000;
+    m.vocab_size = 151936;
     m.max_context = 4096;
     return m;
 }
@@ -348,11 +354,16 @@ Result<api::AdapterDetails> ScriptedEngine::adapter_details(const std::string& n
 Result<std::string> ScriptedEngine::render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                                 bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const {
     std::string out;
+    // Like a real tool-aware template, the tools are written into the prompt (Ollama's /api/show probes this).
+    if (tools.is_array() && !tools.empty()) out += "<|tools|>" + tools.dump() + "\n";
     for (const auto& m : messages) {
         if (!m.is_object() || !m.contains("role")) return Status::failure(ErrorCode::invalid_argument, "bad message");
         out += "<|" + m["role"].get<std::string>() + "|>" + (m["content"].is_string() ? m["content"].get<std::string>() : "") + "\n";
     }
     if (add_generation_prompt) out += "<|assistant|>";
+    // Qwen3's switch: thinking turned off writes an empty think block.
+    if (add_generation_prompt && kwargs.is_object() && kwargs.value("enable_thinking", true) == false)
+        out += "<think>\n\n</think>\n\n";
     return out;
 }
 

@@ -2,7 +2,8 @@
 // Replies are fixed token pieces; directives in the prompt text pick behaviours: #busy (429), #overflow
 // (context too long), #unavailable (503), #fail (error after 2 tokens), #engine-cancel, #slow (30 ms per
 // token), #stall (first token after 400 ms), #long (40 tokens), #tool, #think, #utf8. One prompt token per
-// word; prompts of max_context (4096) words or more overflow the context. Thread-safe.
+// word; prompts of max_context (4096) words or more overflow the context. render_chat writes tools into the
+// prompt and an empty think block when enable_thinking is false, as Qwen3's template does. Thread-safe.
 #pragma once
 
 #include <atomic>
