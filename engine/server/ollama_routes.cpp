@@ -263,7 +263,7 @@ HttpResponse OllamaRoutes::load_answer(const OllamaRequest& request, const std::
 
 HttpResponse OllamaRoutes::generate(const HttpRequest& request, bool chat) {
     const auto started = std::chrono::steady_clock::now();
-    const json body = parse_json_body(request.body);
+    const json body = parse_json_body(request.body, {m_options.max_prompt_bytes, 0});  // one prompt per request
     OllamaRequest req = chat ? parse_chat(body, m_options) : parse_generate(body, m_options);
     const std::string adapter = resolve(req.model);
     if (req.load_only) {
