@@ -85,7 +85,9 @@ sigset_t block_stop_signals() {
     return signals;
 }
 
-void serve_until_stop_signal(ServerHost& host, const sigset_t& signals, std::chrono::seconds drain) {
+void serve_until_stop_signal(ServerHost& host, const sigset_t& stop_signals, std::chrono::seconds drain) {
+    // Not named `signals`: Qt defines that as a macro, and the desktop app includes this header.
+    const sigset_t signals = stop_signals;
     constexpr std::chrono::seconds kStopGrace{15};  // cancelling, ending streams, joining threads
     int sig = 0;
     sigwait(&signals, &sig);

@@ -46,6 +46,6 @@ sigset_t block_stop_signals();
 // Waits for a stop signal, then host.stop(drain): a second signal cuts the drain short, and a stop that has not
 // finished 15 s after the drain (a wedged device call, say) ends the process rather than leaving it half alive
 // with its port open.
-void serve_until_stop_signal(ServerHost& host, const sigset_t& signals, std::chrono::seconds drain);
+void serve_until_stop_signal(ServerHost& host, const sigset_t& stop_signals, std::chrono::seconds drain);
 
 }  // namespace loradesk::cli

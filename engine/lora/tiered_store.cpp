@@ -249,6 +249,13 @@ int TieredStore::pick_slot(const std::vector<std::string>& step) const {
     return best;
 }
 
+bool TieredStore::all_slots_pinned() const {
+    std::lock_guard lock(m_mutex);
+    for (std::size_t s = 1; s < m_slots.size(); ++s)
+        if (m_slots[s].digest.empty() || m_pinned.count(m_slots[s].digest) == 0) return false;
+    return true;
+}
+
 void TieredStore::mark_on_device(const std::string& digest, bool on_device) {
     if (digest.empty()) return;
     std::lock_guard lock(m_mutex);
@@ -279,6 +286,8 @@ SlotGrant TieredStore::place(const std::string& digest, const std::vector<std::s
         prepared = e.prepared;
     }
     int s = pick_slot(step);
+    if (s < 0 && !all_slots_pinned())  // the others serve this step's adapters: a later step has room
+        return {Residency::loading, 0, {}};
     if (s < 0)
         return {Residency::failed, 0,
                 "all " + std::to_string(m_options.max_loras) +

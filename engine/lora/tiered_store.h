@@ -124,6 +124,7 @@ class TieredStore final : public AdapterResidency {
     void enforce_host_limits_locked(const std::string& keep);
     void fail_host_budget_locked(const std::string& digest);
     void drain_forgotten();
+    bool all_slots_pinned() const;  // then an adapter that is not pinned can never be placed
     void mark_on_device(const std::string& digest, bool on_device);
     SlotGrant place(const std::string& digest, const std::vector<std::string>& step);
     int pick_slot(const std::vector<std::string>& step) const;

@@ -141,6 +141,14 @@ class TstTieredStore : public QObject {
             "acquire A   | A@1      | A   | A",
             "acquire B   | B:failed | A B | A",
         } << "A B";
+        // A pinned adapter off the step holds one slot, the step's own adapters the rest: the newcomer waits for
+        // a later step (it failed its requests with "all slots hold pinned adapters").
+        QTest::newRow("pinned plus busy slots wait") << 2 << 4 << 1024 << QStringList{
+            "pin A       |                  | A     | - -",
+            "acquire A   | A@1              | A     | A -",
+            "acquire B C | B@2 C:loading    | A B C | A B",
+            "acquire C   | C@2              | A B C | A C",
+        } << "A B C";
         QTest::newRow("host count limit") << 1 << 2 << 1024 << QStringList{
             "prefetch A  |     | A   | -",
             "prefetch B  |     | A B | -",
@@ -251,6 +259,7 @@ class TstTieredStore : public QObject {
         auto g = store.acquire_slots({"x"});
         QCOMPARE(g[0].state, Residency::failed);
         QCOMPARE(g[0].error, std::string("adapter 'x': use_dora is true"));
+        QCOMPARE(g[0].error_code, ErrorCode::unsupported);  // the request's error keeps its kind (400, not 500)
         // Rank above the slots' rank fails instead of reaching the device.
         TieredStore small(runner, [](const std::string& d, runtime::LoraWeights*) { return fake_weights(d, 1, 32); },
                           {1, 16, 4, 1 << 20, 0});
