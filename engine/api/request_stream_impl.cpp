@@ -33,8 +33,9 @@ int64_t unix_now() {
 
 }  // namespace
 
-StreamImpl::StreamImpl(std::shared_ptr<EngineCore> core, std::shared_ptr<sched::RequestChannel> channel, SubmitInfo info,
-                       const GenerateRequest& request, const std::vector<int32_t>& prompt, lora::AdapterLease lease)
+StreamImpl::StreamImpl(std::shared_ptr<EngineCore> core, std::shared_ptr<sched::RequestChannel> channel,
+                       SubmitInfo info, const GenerateRequest& request, const std::vector<int32_t>& prompt,
+                       lora::AdapterLease lease)
     : m_core(std::move(core)),
       m_channel(std::move(channel)),
       m_info(std::move(info)),

@@ -287,7 +287,9 @@ void EngineLoop::score_rows() {
         }
     };
     if (rows.size() >= 4) {
-        if (!m_sample_pool) m_sample_pool = std::make_unique<ThreadPool>(std::clamp(int(std::thread::hardware_concurrency()) / 2, 1, 8));
+        if (!m_sample_pool)
+            m_sample_pool =
+                std::make_unique<ThreadPool>(std::clamp(int(std::thread::hardware_concurrency()) / 2, 1, 8));
         m_sample_pool->parallel_for(rows.size(), score);
     } else {
         score(0, rows.size());

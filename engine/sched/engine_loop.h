@@ -165,8 +165,8 @@ private:
     std::unordered_map<uint64_t, std::unique_ptr<runtime::Sampler>> m_samplers;  // loop thread only
     StepPlan m_plan;
     std::vector<std::pair<uint64_t, LoopEvent>> m_pending;  // this step's scores and tokens, sent after stats
-    std::vector<float> m_logits;       // rows the host samplers and prompt scoring need, packed
-    std::vector<int32_t> m_packed;     // logits row -> its index in m_logits (-1: not copied)
+    std::vector<float> m_logits;                            // rows the host samplers and prompt scoring need, packed
+    std::vector<int32_t> m_packed;                          // logits row -> its index in m_logits (-1: not copied)
     std::vector<int32_t> m_argmax;     // every row's greedy token, from the runner
     std::vector<uint8_t> m_want_logits;
     LoopMetrics m_metrics;             // loop thread; copied into m_stats under m_mutex

@@ -52,9 +52,9 @@ struct StepPlan {
     runtime::ForwardBatch batch;
     std::vector<Sequence*> seqs;
     std::vector<int> n_tokens;
-    std::vector<Sequence*> sampling;      // sequences that sample a token this step, in logits_indices order
-    std::vector<int32_t> sampling_rows;   // logits row of sampling[i] (== i when nothing is scored)
-    std::vector<ScoreRow> scoring;        // prompt-scoring rows, in logits_indices order
+    std::vector<Sequence*> sampling;     // sequences that sample a token this step, in logits_indices order
+    std::vector<int32_t> sampling_rows;  // logits row of sampling[i] (== i when nothing is scored)
+    std::vector<ScoreRow> scoring;       // prompt-scoring rows, in logits_indices order
 };
 
 struct SchedulerCounters {

@@ -197,7 +197,8 @@ void keep_best(Job& job) {
         std::vector<Choice*> cands;
         for (Choice& c : job.choices)
             if (c.prompt_index == int(pi)) cands.push_back(&c);
-        std::stable_sort(cands.begin(), cands.end(), [&](const Choice* a, const Choice* b) { return score(*a) > score(*b); });
+        std::stable_sort(cands.begin(), cands.end(),
+                         [&](const Choice* a, const Choice* b) { return score(*a) > score(*b); });
         for (int k = 0; k < n && k < int(cands.size()); ++k) {
             kept.push_back(std::move(*cands[std::size_t(k)]));
             kept.back().index = int(pi) * n + k;
@@ -254,7 +255,8 @@ HttpResponse collect(Job& job) {
     body["choices"] = std::move(choices);
     // vLLM puts a chat response's prompt_logprobs beside its choices (one prompt per chat request).
     if (job.chat() && job.parsed.prompt_logprobs >= 0)
-        body["prompt_logprobs"] = vllm_prompt_logprobs_json(job.choices.front().prompt_logprobs, job.parsed.prompt_logprobs);
+        body["prompt_logprobs"] =
+            vllm_prompt_logprobs_json(job.choices.front().prompt_logprobs, job.parsed.prompt_logprobs);
     body["usage"] = usage_json(usage);
     HttpResponse r;
     r.body = dump_json(body);

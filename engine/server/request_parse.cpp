@@ -219,12 +219,12 @@ ParsedGeneration parse_completion_request(const json& body, const ServerOptions&
     out.echo_logprobs = out.echo && out.logprobs;
     finish_scoring(out, req);
     if (auto b = get_int(body, "best_of", 1, options.max_n)) {
-        if (*b < out.n)
-            throw_invalid("best_of", fmt::format("'best_of' ({}) must be at least n ({})", *b, out.n));
+        if (*b < out.n) throw_invalid("best_of", fmt::format("'best_of' ({}) must be at least n ({})", *b, out.n));
         out.best_of = int(*b);
     }
     if (out.best_of > out.n) {
-        if (out.stream) throw_invalid("best_of", "'best_of' greater than n cannot be streamed; remove 'stream' or 'best_of'");
+        if (out.stream)
+            throw_invalid("best_of", "'best_of' greater than n cannot be streamed; remove 'stream' or 'best_of'");
         // The candidates are ranked by their cumulative logprob, which the engine reports per token.
         req.logprobs = std::max(req.logprobs, 0);
     }

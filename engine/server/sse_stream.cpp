@@ -81,7 +81,8 @@ bool on_prompt_logprobs(Job& job, Choice& c, const api::TokenEvent& t, SseWriter
     ojson logprobs = nullptr, prompt = nullptr;
     if (job.parsed.echo_logprobs)
         logprobs = legacy_prompt_logprobs_json(t.prompt_logprobs, job.parsed.top_logprobs, job.parsed.top_logprobs > 0);
-    if (job.parsed.prompt_logprobs >= 0) prompt = vllm_prompt_logprobs_json(t.prompt_logprobs, job.parsed.prompt_logprobs);
+    if (job.parsed.prompt_logprobs >= 0)
+        prompt = vllm_prompt_logprobs_json(t.prompt_logprobs, job.parsed.prompt_logprobs);
     if (logprobs.is_null() && prompt.is_null()) return true;
     ojson part = job.chat() ? ojson{{"content", ""}} : ojson("");
     return w.chunk(c, std::move(part), std::move(logprobs), nullptr, std::move(prompt));

@@ -97,8 +97,9 @@ class TstEngineServing : public QObject {
         QVERIFY(!refused.ok());
         QCOMPARE(refused.status().code, ErrorCode::context_too_long);
         const std::string want = "This model's maximum context length is " + std::to_string(ctx) +
-                                 " tokens. However, you requested " + std::to_string(ctx + 3) + " tokens (3 in the prompt, " +
-                                 std::to_string(ctx) + " in the completion). Please reduce the length of the prompt or completion.";
+                                 " tokens. However, you requested " + std::to_string(ctx + 3) +
+                                 " tokens (3 in the prompt, " + std::to_string(ctx) +
+                                 " in the completion). Please reduce the length of the prompt or completion.";
         QCOMPARE(QString::fromStdString(refused.status().message), QString::fromStdString(want));
         r.stop.max_tokens = ctx - 3;  // exactly fits
         auto fits = engine->submit(r);

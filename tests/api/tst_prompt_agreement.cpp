@@ -4,7 +4,6 @@
 // adapter, to 1e-4 -- whether the prompt runs in one prefill chunk or several, and with a warm prefix cache.
 // The fortunes are written for this test, so none is in the adapters' training text.
 #include <QtTest>
-
 #include <cmath>
 
 #include "api/engine.h"
@@ -79,7 +78,7 @@ class TstPromptAgreement : public QObject {
         return o;
     }
 
-private slots:
+  private slots:
     void initTestCase() {
         if (!QFileInfo::exists(QString::fromStdString(kModel + "/model.safetensors")))
             QSKIP("the demo kit (resources/demo) is not available");
@@ -132,13 +131,17 @@ private slots:
         for (const std::string& model : m_models) {
             if (warm) {  // the same prompts generated first: their KV is in the prefix cache
                 const server::HttpResponse r = router.handle(testing::post_json(
-                    "/v1/completions", {{"model", model}, {"prompt", kFortunes}, {"max_tokens", 2}, {"temperature", 0}}));
+                    "/v1/completions",
+                    {{"model", model}, {"prompt", kFortunes}, {"max_tokens", 2}, {"temperature", 0}}));
                 QCOMPARE(r.status, 200);
             }
             // lm-eval local-completions' loglikelihood request (prompts as strings, batched).
-            const server::HttpResponse r = router.handle(testing::post_json(
-                "/v1/completions", {{"model", model}, {"prompt", kFortunes}, {"echo", true}, {"logprobs", 1},
-                                    {"max_tokens", 0}, {"temperature", 0}}));
+            const server::HttpResponse r = router.handle(testing::post_json("/v1/completions", {{"model", model},
+                                                                                                {"prompt", kFortunes},
+                                                                                                {"echo", true},
+                                                                                                {"logprobs", 1},
+                                                                                                {"max_tokens", 0},
+                                                                                                {"temperature", 0}}));
             QVERIFY2(r.status == 200, r.body.c_str());
             const json b = json::parse(r.body);
             QCOMPARE(b["choices"].size(), kFortunes.size());
@@ -154,9 +157,12 @@ private slots:
                 QVERIFY(lp["top_logprobs"][0].is_null());
                 for (std::size_t i = 0; i < want.size(); ++i) {
                     const double got = lp["token_logprobs"][i + 1].get<double>();
-                    QVERIFY2(std::abs(got - want[i]) < 1e-4,
-                             qPrintable(QString("%1, fortune %2, token %3: %4 vs %5")
-                                            .arg(QString::fromStdString(model)).arg(f).arg(i + 1).arg(got).arg(want[i])));
+                    QVERIFY2(std::abs(got - want[i]) < 1e-4, qPrintable(QString("%1, fortune %2, token %3: %4 vs %5")
+                                                                            .arg(QString::fromStdString(model))
+                                                                            .arg(f)
+                                                                            .arg(i + 1)
+                                                                            .arg(got)
+                                                                            .arg(want[i])));
                     QVERIFY(lp["top_logprobs"][i + 1].size() >= 1);
                 }
             }

@@ -37,7 +37,8 @@ std::vector<double> score(api::Engine& engine, const std::string& model, const s
         auto ev = submitted.value()->next(std::chrono::milliseconds(100));
         if (!ev) continue;
         if (auto* t = std::get_if<api::TokenEvent>(&*ev)) {
-            for (std::size_t k = 1; k < t->prompt_logprobs.size(); ++k) out.push_back(t->prompt_logprobs[k].chosen.logprob);
+            for (std::size_t k = 1; k < t->prompt_logprobs.size(); ++k)
+                out.push_back(t->prompt_logprobs[k].chosen.logprob);
         } else if (auto* e = std::get_if<api::ErrorEvent>(&*ev)) {
             error = e->status.message;
             return {};
@@ -117,10 +118,16 @@ class TstCudaPromptScoring : public QObject {
                     worst = std::max(worst, d);
                     QVERIFY2(d <= 0.05 + 0.02 * std::abs(c[i]),
                              qPrintable(QString("len %1 model '%2' token %3: gpu %4 cpu %5")
-                                            .arg(len).arg(QString::fromStdString(model)).arg(i + 1).arg(g[i]).arg(c[i])));
+                                            .arg(len)
+                                            .arg(QString::fromStdString(model))
+                                            .arg(i + 1)
+                                            .arg(g[i])
+                                            .arg(c[i])));
                 }
-                if (!c.empty()) QVERIFY2(sum / double(c.size()) < 0.02, qPrintable(QString("mean %1").arg(sum / double(c.size()))));
-                if (model.empty()) base_cpu = c;
+                if (!c.empty())
+                    QVERIFY2(sum / double(c.size()) < 0.02, qPrintable(QString("mean %1").arg(sum / double(c.size()))));
+                if (model.empty())
+                    base_cpu = c;
                 else
                     for (std::size_t i = 0; i < c.size(); ++i) adapter_effect += std::abs(c[i] - base_cpu[i]);
             }

@@ -3,7 +3,6 @@
 // once, whether the prompt runs in one prefill chunk or many, after a warm prefix cache, under preemption,
 // and with max_tokens 0 (score only).
 #include <QtTest>
-
 #include <cmath>
 
 #include "model/synth_model.h"
@@ -112,8 +111,8 @@ class TstPromptScoring : public QObject {
     }
 
     // Every prompt token after the first, once, in order, with the reference logprob, rank and top-k.
-    static void check_scores(const Scored& s, const std::vector<int32_t>& p, const std::vector<std::vector<double>>& ref,
-                             int k) {
+    static void check_scores(const Scored& s, const std::vector<int32_t>& p,
+                             const std::vector<std::vector<double>>& ref, int k) {
         QVERIFY(s.ok);
         QVERIFY(!s.scores_after_token);
         QCOMPARE(int(s.prompt.size()), int(p.size()) - 1);
@@ -136,7 +135,7 @@ class TstPromptScoring : public QObject {
         }
     }
 
-private slots:
+  private slots:
     void initTestCase() {
         model::SynthOptions o;
         o.preset = "tiny";
@@ -214,6 +213,25 @@ private slots:
         QVERIFY(preempted > 0);
     }
 
+    // A long request A fills 10 of 12 pages; the scoring request B behind it gets 3 prompt tokens a step (4-token
+    // budget, A's decode first). When A needs its 11th page B holds about 2 and has scored ~30 of its 59 rows:
+    // B is preempted mid-scoring, its pages go to the prefix cache, and on re-admission it may reuse only the
+    // scored part. Its scores must still be exactly the reference, each row once.
+    void preemption_in_the_middle_of_scoring() {
+        runtime::cpu::CpuRunner runner(m_dir, 2);
+        BaseOnlyResidency base;
+        EngineLoop loop(runner, base, config(runner, 12, 4));
+        const std::vector<int32_t> a = prompt(150, 20), b = prompt(60, 21);
+        auto ca = loop.submit(request(a, 40, -1));
+        auto cb = loop.submit(request(b, 2, 1));
+        Scored sa = run(*ca), sb = run(*cb);
+        QVERIFY(sa.ok);
+        QCOMPARE(int(sa.generated.size()), 40);
+        check_scores(sb, b, reference(m_dir, b), 1);
+        QVERIFY2(sb.finish.preemptions > 0, "B was not preempted: the scenario no longer tests a recompute");
+        QCOMPARE(sb.finish.cached_tokens, 0);
+    }
+
     // Many scoring rows at once stay within max_logits_rows per step and still all arrive.
     void rows_per_step_are_capped() {
         runtime::cpu::CpuRunner runner(m_dir, 2);
@@ -235,7 +253,8 @@ private slots:
         try {
             loop.submit(request(prompt(5, 4), 0, -1));
         } catch (const ExpectedError& e) {
-            refused = e.code() == ErrorCode::invalid_argument && std::string(e.what()).find("max_tokens") != std::string::npos;
+            refused = e.code() == ErrorCode::invalid_argument &&
+                      std::string(e.what()).find("max_tokens") != std::string::npos;
         }
         QVERIFY(refused);
         Scored one = run(*loop.submit(request({7}, 0, 0)));  // one token: nothing to score

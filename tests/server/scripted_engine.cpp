@@ -126,7 +126,8 @@ api::TokenEvent prompt_scores(const api::GenerateRequest& r, const std::string& 
         api::TokenLogprob lp;
         lp.chosen = {int32_t(10 + i), tokens[i], i ? -0.5f * float(i) : 0.0f};
         lp.rank = int(i);
-        for (int k = 0; i && k < top; ++k) lp.top.push_back({600 + k, "alt" + std::to_string(k + 1), -0.125f * float(k + 1)});
+        for (int k = 0; i && k < top; ++k)
+            lp.top.push_back({600 + k, "alt" + std::to_string(k + 1), -0.125f * float(k + 1)});
         t.prompt_logprobs.push_back(std::move(lp));
     }
     return t;
@@ -218,7 +219,8 @@ Result<std::shared_ptr<api::RequestStream>> ScriptedEngine::submit(api::Generate
     finish.reason = api::FinishReason::stop;
     std::string so_far;
     int n = 0;
-    if (request.prompt_logprobs >= 0) steps.push_back({api::Event(prompt_scores(request, text, request.prompt_logprobs)), delay});
+    if (request.prompt_logprobs >= 0)
+        steps.push_back({api::Event(prompt_scores(request, text, request.prompt_logprobs)), delay});
     const float shift = request.sampling.seed ? 0.1f * float(*request.sampling.seed % 7) : 0.0f;
     for (std::size_t i = 0; i < pieces.size(); ++i) {
         if (n == request.stop.max_tokens) {

@@ -2,7 +2,9 @@
 // Replies are fixed token pieces; directives in the prompt text pick behaviours: #busy (429), #overflow
 // (context too long), #unavailable (503), #fail (error after 2 tokens), #engine-cancel, #slow (30 ms per
 // token), #stall (first token after 400 ms), #long (40 tokens), #tool, #think, #utf8. One prompt token per
-// word; prompts of max_context (4096) words or more overflow the context. Thread-safe.
+// word; prompts of max_context (4096) words or more overflow the context. prompt_logprobs >= 0 gives scripted
+// prompt scores first (see prompt_scores in the .cpp); a seed lowers the token logprobs by 0.1 (seed % 7), so
+// best_of candidates differ. Thread-safe.
 #pragma once
 
 #include <atomic>

@@ -182,9 +182,8 @@ private slots:
         QCOMPARE(c["text"], json("SayHello,"));
         QCOMPARE(c["finish_reason"], json("length"));
         // echo + logprobs: the scored prompt first (its first token has no logprob), then the completion.
-        const std::string expected =
-            R"({"tokens":["Say","Hello",","],"token_logprobs":[null,-0.25,-0.5],)"
-            R"("top_logprobs":[null,{"Hello":-0.25},{",":-0.5}],"text_offset":[0,3,8]})";
+        const std::string expected = R"({"tokens":["Say","Hello",","],"token_logprobs":[null,-0.25,-0.5],)"
+                                     R"("top_logprobs":[null,{"Hello":-0.25},{",":-0.5}],"text_offset":[0,3,8]})";
         QCOMPARE(nlohmann::ordered_json::parse(r.body)["choices"][0]["logprobs"].dump(), expected);
         const std::string choices_key = R"(,"choices")", choices_head = ",\"choices\":[{\"index\":0,\"text\":";
         QCOMPARE(r.body.substr(r.body.find(choices_key)).substr(0, 30), choices_head);
@@ -216,13 +215,14 @@ private slots:
         QVERIFY(!c.contains("prompt_logprobs"));
 
         // A batch of token-id prompts, n = 2: each choice has its own prompt's tokens, then its completion.
-        const json batch = body_of(m_router.handle(post_json(
-            "/v1/completions", {{"prompt", {{5, 6, 7}, {8}}}, {"n", 2}, {"echo", true}, {"logprobs", 0}, {"max_tokens", 1}})));
+        const json batch = body_of(m_router.handle(
+            post_json("/v1/completions",
+                      {{"prompt", {{5, 6, 7}, {8}}}, {"n", 2}, {"echo", true}, {"logprobs", 0}, {"max_tokens", 1}})));
         QCOMPARE(batch["choices"].size(), std::size_t(4));
         for (int i = 0; i < 4; ++i) {
             const json& lp = batch["choices"][i]["logprobs"];
-            const std::vector<std::string> want = i < 2 ? std::vector<std::string>{"t5", "t6", "t7", "Hello"}
-                                                        : std::vector<std::string>{"t8", "Hello"};
+            const std::vector<std::string> want =
+                i < 2 ? std::vector<std::string>{"t5", "t6", "t7", "Hello"} : std::vector<std::string>{"t8", "Hello"};
             QCOMPARE(lp["tokens"].get<std::vector<std::string>>(), want);
             QVERIFY(lp["token_logprobs"][0].is_null());
             QCOMPARE(lp["token_logprobs"].back(), json(-0.25));
@@ -243,22 +243,26 @@ private slots:
                                       {{"max_tokens", 0}, {"messages", {{{"role", "user"}, {"content", "x"}}}}}));
         QCOMPARE(r.status, 400);
         // echo without logprobs: the prompt comes back, nothing is generated.
-        const json echo = body_of(m_router.handle(post_json("/v1/completions", {{"prompt", "a b"}, {"echo", true}, {"max_tokens", 0}})));
+        const json echo = body_of(
+            m_router.handle(post_json("/v1/completions", {{"prompt", "a b"}, {"echo", true}, {"max_tokens", 0}})));
         QCOMPARE(echo["choices"][0]["text"], json("a b"));
         QVERIFY(echo["choices"][0]["logprobs"].is_null());
         QCOMPARE(echo["usage"]["completion_tokens"], json(0));
     }
     // vLLM's prompt_logprobs field: a list per choice, null first, then {id: {logprob, rank, decoded_token}}.
     void vllm_prompt_logprobs() {
-        const nlohmann::ordered_json b = nlohmann::ordered_json::parse(m_router.handle(post_json(
-            "/v1/completions", {{"prompt", "a b"}, {"prompt_logprobs", 1}, {"max_tokens", 1}})).body);
+        const nlohmann::ordered_json b = nlohmann::ordered_json::parse(
+            m_router
+                .handle(post_json("/v1/completions", {{"prompt", "a b"}, {"prompt_logprobs", 1}, {"max_tokens", 1}}))
+                .body);
         const std::string expected =
             R"([null,{"11":{"logprob":-0.5,"rank":1,"decoded_token":" b"},"600":{"logprob":-0.125,"rank":1,)"
             R"("decoded_token":"alt1"}}])";
         QCOMPARE(QString::fromStdString(b["choices"][0]["prompt_logprobs"].dump()), QString::fromStdString(expected));
         QVERIFY(b["choices"][0]["logprobs"].is_null());
         const json chat = body_of(m_router.handle(post_json(
-            "/v1/chat/completions", {{"prompt_logprobs", 0}, {"max_tokens", 0}, {"messages", {{{"role", "user"}, {"content", "x y z"}}}}})));
+            "/v1/chat/completions",
+            {{"prompt_logprobs", 0}, {"max_tokens", 0}, {"messages", {{{"role", "user"}, {"content", "x y z"}}}}})));
         QCOMPARE(chat["choices"][0]["prompt_logprobs"].size(), std::size_t(3));
         QCOMPARE(chat["prompt_logprobs"], chat["choices"][0]["prompt_logprobs"]);
         QCOMPARE(chat["prompt_logprobs"][2]["12"]["logprob"], json(-1.0));
@@ -284,7 +288,8 @@ private slots:
         QCOMPARE(b["choices"][0]["logprobs"]["token_logprobs"][0], json(-0.25));
         QCOMPARE(b["usage"]["completion_tokens"], json(6));  // every candidate counts
         // Logprobs not asked for: they ranked the candidates but are not returned.
-        const json quiet = body_of(m_router.handle(post_json("/v1/completions", {{"prompt", "a"}, {"n", 2}, {"best_of", 3}})));
+        const json quiet =
+            body_of(m_router.handle(post_json("/v1/completions", {{"prompt", "a"}, {"n", 2}, {"best_of", 3}})));
         QCOMPARE(quiet["choices"].size(), std::size_t(2));
         QVERIFY(quiet["choices"][1]["logprobs"].is_null());
         QCOMPARE(quiet["choices"][1]["index"], json(1));
