@@ -69,7 +69,12 @@ struct SamplingParams {
 };
 
 struct StopParams {
-    int max_tokens = 256;  // completion tokens; clipped by the context
+    // Completion tokens; clipped by the context unless strict_max_tokens. 0 only with prompt_logprobs >= 0:
+    // the prompt is scored and nothing generated (finish reason length).
+    int max_tokens = 256;
+    // The client asked for max_tokens explicitly: prompt + max_tokens beyond the context is refused
+    // (context_too_long, OpenAI's message) instead of clipped.
+    bool strict_max_tokens = false;
     int min_tokens = 0;
     std::vector<std::string> stop;        // stop strings (excluded from the text)
     std::vector<int32_t> stop_token_ids;  // in addition to the model's EOS ids
@@ -91,6 +96,10 @@ struct GenerateRequest {
     SamplingParams sampling;
     StopParams stop;
     int logprobs = -1;  // -1 = off; else number of top alternatives (0..20)
+    // Prompt scoring (lm-eval loglikelihood, vLLM prompt_logprobs): -1 = off; else every prompt token after
+    // the first gets its logprob under this request's adapter, its rank and this many alternatives (0..20),
+    // computed in the prefill. The prompt's rows are then computed, not taken from the prefix cache.
+    int prompt_logprobs = -1;
     bool skip_special_tokens = true;
 };
 
@@ -103,14 +112,20 @@ struct TopLogprob {
 struct TokenLogprob {
     TopLogprob chosen;
     std::vector<TopLogprob> top;
+    int rank = 0;  // prompt_logprobs only: 1 + the number of tokens more likely than `chosen`; 0 = not scored
 };
 
 // New tokens and the text they complete. `text` is always valid UTF-8 and never contains any part of
 // a stop string; it may be empty while bytes are held back.
+// With GenerateRequest::prompt_logprobs >= 0 the first event is a TokenEvent with no token ids and no text
+// whose prompt_logprobs holds one entry per prompt token, in order (token texts as in logprobs). The first
+// token has nothing to predict it: its entry has rank 0, logprob 0 and no alternatives. No other event
+// carries any. A request cancelled or failed before its prompt was scored gets none.
 struct TokenEvent {
     std::vector<int32_t> token_ids;
     std::string text;
     std::vector<TokenLogprob> logprobs;  // one per token when requested
+    std::vector<TokenLogprob> prompt_logprobs;
 };
 
 enum class FinishReason { stop, length, cancelled };

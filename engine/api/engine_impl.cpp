@@ -104,7 +104,15 @@ std::shared_ptr<RequestStream> EngineImpl::submit_or_throw(GenerateRequest& r) {
     }
     const std::string digest = lease ? lease.digest() : std::string();
 
+    if (r.prompt_logprobs < -1 || r.prompt_logprobs > 20)
+        throw_expected(ErrorCode::invalid_argument, "prompt_logprobs must be between 0 and 20 (or -1 for off), not " +
+                                                        std::to_string(r.prompt_logprobs));
     std::vector<int32_t> prompt = build_prompt(r);
+    const int n_prompt = int(prompt.size());
+    if (r.stop.strict_max_tokens && int64_t(n_prompt) + r.stop.max_tokens > m_core->max_context)
+        throw_expected(ErrorCode::context_too_long,
+                       sched::context_too_long_message(m_core->max_context, n_prompt, r.stop.max_tokens,
+                                                       r.messages ? "messages" : "prompt"));
 
     sched::SubmitSpec lr;
     lr.ns = digest;
@@ -115,6 +123,7 @@ std::shared_ptr<RequestStream> EngineImpl::submit_or_throw(GenerateRequest& r) {
     lr.stop.eos_token_ids = m_core->eos_ids;
     lr.stop.stop_token_ids = r.stop.stop_token_ids;
     lr.stop.ignore_eos = r.stop.ignore_eos;
+    lr.prompt_logprobs = r.prompt_logprobs;
 
     SubmitInfo info;
     info.request_id = r.id;

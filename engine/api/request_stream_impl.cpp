@@ -33,8 +33,9 @@ int64_t unix_now() {
 
 }  // namespace
 
-StreamImpl::StreamImpl(std::shared_ptr<EngineCore> core, std::shared_ptr<sched::RequestChannel> channel, SubmitInfo info,
-                       const GenerateRequest& request, const std::vector<int32_t>& prompt, lora::AdapterLease lease)
+StreamImpl::StreamImpl(std::shared_ptr<EngineCore> core, std::shared_ptr<sched::RequestChannel> channel,
+                       SubmitInfo info, const GenerateRequest& request, const std::vector<int32_t>& prompt,
+                       lora::AdapterLease lease)
     : m_core(std::move(core)),
       m_channel(std::move(channel)),
       m_info(std::move(info)),
@@ -42,7 +43,13 @@ StreamImpl::StreamImpl(std::shared_ptr<EngineCore> core, std::shared_ptr<sched::
       m_stops(request.stop.stop),
       m_include_stop(request.stop.include_stop_str_in_output),
       m_want_logprobs(request.logprobs >= 0),
-      m_lease(std::move(lease)) {}
+      m_want_prompt_logprobs(request.prompt_logprobs >= 0),
+      m_lease(std::move(lease)) {
+    if (m_want_prompt_logprobs) {
+        m_prompt_logprobs.reserve(prompt.size());
+        m_prompt_logprobs.push_back({describe(prompt.front(), 0.0f), {}, 0});  // unscored: nothing precedes it
+    }
+}
 
 StreamImpl::~StreamImpl() {
     // A consumer that walks away without reading to the end (client disconnected) must not leave the
@@ -71,6 +78,8 @@ std::optional<Event> StreamImpl::next(std::chrono::milliseconds timeout) {
         if (!ev) return std::nullopt;
         if (auto* t = std::get_if<sched::TokenOut>(&*ev)) {
             on_token(*t);
+        } else if (auto* p = std::get_if<sched::PromptLogprobsOut>(&*ev)) {
+            on_prompt_logprobs(*p);
         } else {
             on_finish(std::get<sched::FinishOut>(*ev));
         }
@@ -84,7 +93,26 @@ TopLogprob StreamImpl::describe(int32_t id, float logprob) const {
     return {id, m_core->tokenizer->decode({id}, false), logprob};
 }
 
+void StreamImpl::on_prompt_logprobs(const sched::PromptLogprobsOut& p) {
+    for (const sched::TokenOut& t : p.rows) {
+        TokenLogprob lp{describe(t.token_id, t.logprob), {}, t.rank};
+        for (auto& [id, v] : t.top) lp.top.push_back(describe(id, v));
+        m_prompt_logprobs.push_back(std::move(lp));
+    }
+}
+
+// The loop scores every prompt row before the prompt's last row samples, so the scores are complete by the
+// first token (or by the finish of a request that only scores).
+void StreamImpl::flush_prompt_logprobs() {
+    if (!m_want_prompt_logprobs || m_prompt_logprobs_sent) return;
+    m_prompt_logprobs_sent = true;
+    TokenEvent e;
+    e.prompt_logprobs = std::move(m_prompt_logprobs);
+    m_ready.push_back(std::move(e));
+}
+
 void StreamImpl::on_token(const sched::TokenOut& t) {
+    flush_prompt_logprobs();
     {
         std::lock_guard lock(m_core->mutex);
         m_core->generated_rate.add(1);
@@ -112,11 +140,12 @@ void StreamImpl::on_token(const sched::TokenOut& t) {
 
 void StreamImpl::emit_text(std::string text, std::vector<int32_t> ids, std::vector<TokenLogprob> logprobs) {
     if (text.empty() && ids.empty()) return;
-    m_ready.push_back(TokenEvent{std::move(ids), std::move(text), std::move(logprobs)});
+    m_ready.push_back(TokenEvent{std::move(ids), std::move(text), std::move(logprobs), {}});
 }
 
 void StreamImpl::on_finish(const sched::FinishOut& f) {
     m_finished = true;
+    if (f.reason != sched::FinishReason::error && f.reason != sched::FinishReason::cancelled) flush_prompt_logprobs();
     if (!m_stopped_by_string) {
         // Flush what the detokenizer and the stop matcher held back; a stop string can still complete
         // in the held-back tail.

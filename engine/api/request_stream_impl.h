@@ -31,6 +31,8 @@ public:
 private:
     void on_token(const sched::TokenOut& t);
     void on_finish(const sched::FinishOut& f);
+    void on_prompt_logprobs(const sched::PromptLogprobsOut& p);
+    void flush_prompt_logprobs();
     void emit_text(std::string text, std::vector<int32_t> ids, std::vector<TokenLogprob> logprobs);
     TopLogprob describe(int32_t id, float logprob) const;
     void account_finish(const sched::FinishOut& f);
@@ -42,6 +44,9 @@ private:
     tokenizer::StopStringMatcher m_stops;
     bool m_include_stop;
     bool m_want_logprobs;
+    bool m_want_prompt_logprobs;
+    bool m_prompt_logprobs_sent = false;
+    std::vector<TokenLogprob> m_prompt_logprobs;  // gathered over the prefill's steps
     lora::AdapterLease m_lease;
     std::deque<Event> m_ready;
     bool m_stopped_by_string = false;

@@ -45,6 +45,29 @@ TokenOut greedy_sample(std::span<const float> row, int n_top) {
     return out;
 }
 
+TokenOut score_token(std::span<const float> row, int32_t token, int n_top) {
+    TokenOut out;
+    out.token_id = token;
+    const float max = *std::max_element(row.begin(), row.end());
+    double sum = 0;
+    for (float v : row) sum += std::exp(double(v) - double(max));
+    const double log_z = double(max) + std::log(sum);
+    const float chosen = row[std::size_t(token)];
+    out.logprob = float(double(chosen) - log_z);
+    int32_t above = 0;
+    for (float v : row) above += v > chosen;
+    out.rank = above + 1;
+    if (n_top <= 0) return out;
+    std::vector<int32_t> idx(row.size());
+    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = int32_t(i);
+    const std::size_t k = std::min<std::size_t>(std::size_t(n_top), idx.size());
+    std::partial_sort(idx.begin(), idx.begin() + std::ptrdiff_t(k), idx.end(), [&](int32_t a, int32_t b) {
+        return row[std::size_t(a)] > row[std::size_t(b)] || (row[std::size_t(a)] == row[std::size_t(b)] && a < b);
+    });
+    for (std::size_t i = 0; i < k; ++i) out.top.emplace_back(idx[i], float(double(row[std::size_t(idx[i])]) - log_z));
+    return out;
+}
+
 EngineLoop::EngineLoop(runtime::ModelRunner& runner, lora::AdapterResidency& residency, EngineLoopConfig cfg)
     : m_runner(runner), m_residency(residency), m_cfg(std::move(cfg)) {
     m_n_pages = kv::PagePool::pages_for_budget(m_cfg.kv_bytes, m_runner.kv_page_bytes(m_cfg.page_size));
@@ -138,7 +161,7 @@ void EngineLoop::drain_inbox() {
     for (auto& [req, ch] : submits) {
         try {
             auto sampler = std::make_unique<runtime::Sampler>(req.sampling.params, req.prompt);
-            m_sched->submit({std::move(req.ns), std::move(req.prompt), req.sampling, std::move(req.stop)}, ch->id());
+            m_sched->submit(std::move(req), ch->id());
             m_channels.emplace(ch->id(), ch);
             m_samplers.emplace(ch->id(), std::move(sampler));
         } catch (const Error& e) {  // e.g. the queue filled up between the caller's check and now
@@ -175,11 +198,18 @@ void EngineLoop::step() {
     try {
         // Only rows whose sampler needs the whole distribution come back to the host; the rest take the
         // argmax computed where the logits are.
-        m_want_logits.resize(m_plan.sampling.size());
+        // Prompt-scoring rows always come back whole: their log-softmax is taken on the host.
+        const std::size_t n_rows = m_plan.batch.logits_indices.size();
+        m_want_logits.assign(n_rows, 0);
         for (std::size_t i = 0; i < m_plan.sampling.size(); ++i)
-            m_want_logits[i] = m_samplers.at(m_plan.sampling[i]->id)->needs_logits();
+            m_want_logits[std::size_t(m_plan.sampling_rows[i])] = m_samplers.at(m_plan.sampling[i]->id)->needs_logits();
+        for (const ScoreRow& r : m_plan.scoring) m_want_logits[std::size_t(r.row)] = 1;
+        m_packed.assign(n_rows, -1);
+        for (std::size_t r = 0, k = 0; r < n_rows; ++r)
+            if (m_want_logits[r]) m_packed[r] = int32_t(k++);
         m_runner.forward_sampled(m_plan.batch, m_want_logits, m_argmax, m_logits);
         t2 = Clock::now();
+        score_rows();
         sample_rows(sampled, outs);
     } catch (const std::exception& e) {
         log::error("engine step failed: {}", e.what());
@@ -211,14 +241,16 @@ void EngineLoop::sample_rows(std::vector<int32_t>& sampled, std::vector<TokenOut
     std::vector<std::size_t> host_rows;  // rows sampled on the host, in the packed order of m_logits
     for (std::size_t i = 0; i < n; ++i) {
         samplers[i] = m_samplers.at(m_plan.sampling[i]->id).get();
-        if (m_want_logits[i]) host_rows.push_back(i);
+        if (m_want_logits[std::size_t(m_plan.sampling_rows[i])]) host_rows.push_back(i);
     }
     // Each request has its own sampler and RNG, so rows are independent: a 150 k vocabulary costs about a
     // millisecond per sampled row, which a pool spreads over cores.
     std::vector<runtime::SampleResult> results(n);
     auto sample = [&](std::size_t begin, std::size_t end) {
-        for (std::size_t k = begin; k < end; ++k)
-            results[host_rows[k]] = samplers[host_rows[k]]->sample(m_logits.data() + k * vocab, int(vocab));
+        for (std::size_t k = begin; k < end; ++k) {
+            const std::size_t i = host_rows[k], packed = std::size_t(m_packed[std::size_t(m_plan.sampling_rows[i])]);
+            results[i] = samplers[i]->sample(m_logits.data() + packed * vocab, int(vocab));
+        }
     };
     if (host_rows.size() >= 4) {
         if (!m_sample_pool) m_sample_pool = std::make_unique<ThreadPool>(std::clamp(int(std::thread::hardware_concurrency()) / 2, 1, 8));
@@ -228,18 +260,49 @@ void EngineLoop::sample_rows(std::vector<int32_t>& sampled, std::vector<TokenOut
     }
     for (std::size_t i = 0; i < n; ++i) {
         TokenOut out;
-        if (m_want_logits[i]) {
+        const std::size_t row = std::size_t(m_plan.sampling_rows[i]);
+        if (m_want_logits[row]) {
             out.token_id = results[i].token;
             out.logprob = results[i].logprob;
             for (auto& t : results[i].top) out.top.emplace_back(t.token, t.logprob);
         } else {
-            out.token_id = m_argmax[i];
+            out.token_id = m_argmax[row];
         }
         samplers[i]->accept(out.token_id);
         sampled.push_back(out.token_id);
         outs.push_back(std::move(out));
     }
     m_metrics.host_sampled_rows += int64_t(host_rows.size());
+}
+
+void EngineLoop::score_rows() {
+    const std::vector<ScoreRow>& rows = m_plan.scoring;
+    if (rows.empty()) return;
+    const std::size_t vocab = std::size_t(m_runner.config().vocab_size);
+    std::vector<TokenOut> outs(rows.size());
+    auto score = [&](std::size_t begin, std::size_t end) {
+        for (std::size_t k = begin; k < end; ++k) {
+            const ScoreRow& r = rows[k];
+            const float* row = m_logits.data() + std::size_t(m_packed[std::size_t(r.row)]) * vocab;
+            outs[k] = score_token({row, vocab}, r.seq->tokens[std::size_t(r.position + 1)], r.seq->prompt_logprobs);
+        }
+    };
+    if (rows.size() >= 4) {
+        if (!m_sample_pool)
+            m_sample_pool =
+                std::make_unique<ThreadPool>(std::clamp(int(std::thread::hardware_concurrency()) / 2, 1, 8));
+        m_sample_pool->parallel_for(rows.size(), score);
+    } else {
+        score(0, rows.size());
+    }
+    // One event per sequence and step; a sequence's rows are contiguous and in position order.
+    for (std::size_t k = 0; k < rows.size();) {
+        PromptLogprobsOut ev;
+        ev.first_position = rows[k].position;
+        const Sequence* s = rows[k].seq;
+        for (; k < rows.size() && rows[k].seq == s; ++k) ev.rows.push_back(std::move(outs[k]));
+        m_pending.emplace_back(s->id, std::move(ev));
+    }
 }
 
 void EngineLoop::publish_stats() {

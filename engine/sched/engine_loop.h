@@ -30,6 +30,15 @@ struct TokenOut {
     int32_t token_id = 0;
     float logprob = 0.0f;                         // filled when sampling.params.top_logprobs >= 0
     std::vector<std::pair<int32_t, float>> top;  // best alternatives, most likely first
+    int32_t rank = 0;  // prompt scoring: 1 + the number of tokens more likely than token_id; 0 otherwise
+};
+
+// Scores of prompt tokens [first_position + 1, first_position + 1 + rows.size()), one TokenOut each (the
+// prompt token, its logprob under the request's adapter, its rank and the top alternatives). A request that
+// scores its prompt gets these before any TokenOut, each prompt token exactly once, preemptions included.
+struct PromptLogprobsOut {
+    int first_position = 0;
+    std::vector<TokenOut> rows;
 };
 
 struct FinishOut {
@@ -44,7 +53,7 @@ struct FinishOut {
     double latency_ms = 0;
 };
 
-using LoopEvent = std::variant<TokenOut, FinishOut>;
+using LoopEvent = std::variant<TokenOut, FinishOut, PromptLogprobsOut>;
 
 // One request's events in order; FinishOut is last. Thread-safe.
 class RequestChannel {
@@ -129,6 +138,7 @@ private:
     void drain_inbox();
     void step();
     void sample_rows(std::vector<int32_t>& sampled, std::vector<TokenOut>& outs);
+    void score_rows();
     void emit_tokens();
     void emit_finished();
     void publish_stats();
@@ -155,8 +165,9 @@ private:
     std::unordered_map<uint64_t, std::shared_ptr<RequestChannel>> m_channels;  // loop thread only
     std::unordered_map<uint64_t, std::unique_ptr<runtime::Sampler>> m_samplers;  // loop thread only
     StepPlan m_plan;
-    std::vector<std::pair<uint64_t, TokenOut>> m_pending;  // this step's tokens, sent after stats
-    std::vector<float> m_logits;       // rows the host samplers need, packed
+    std::vector<std::pair<uint64_t, LoopEvent>> m_pending;  // this step's scores and tokens, sent after stats
+    std::vector<float> m_logits;                            // rows the host samplers and prompt scoring need, packed
+    std::vector<int32_t> m_packed;                          // logits row -> its index in m_logits (-1: not copied)
     std::vector<int32_t> m_argmax;     // every row's greedy token, from the runner
     std::vector<uint8_t> m_want_logits;
     LoopMetrics m_metrics;             // loop thread; copied into m_stats under m_mutex
@@ -168,5 +179,9 @@ private:
 // Greedy choice over one logits row; fills logprob and `n_top` alternatives when n_top >= 0. A cheap
 // stand-in for runtime::Sampler where tests and benches drive a Scheduler directly.
 TokenOut greedy_sample(std::span<const float> row, int n_top);
+
+// The prompt-scoring entry for one logits row: `token`'s logprob (log-softmax in double), its rank, and the
+// n_top most likely tokens (ties: lower id first).
+TokenOut score_token(std::span<const float> row, int32_t token, int n_top);
 
 }  // namespace loradesk::sched

@@ -20,11 +20,12 @@ const char* finish_reason_name(FinishReason r) {
     return "?";
 }
 
-std::string context_too_long_message(int max_context, int prompt_tokens, int completion_tokens) {
-    return "This model's maximum context length is " + std::to_string(max_context) + " tokens. However, you requested " +
-           std::to_string(prompt_tokens + completion_tokens) + " tokens (" + std::to_string(prompt_tokens) +
-           " in the messages, " + std::to_string(completion_tokens) +
-           " in the completion). Please reduce the length of the messages or completion.";
+std::string context_too_long_message(int max_context, int prompt_tokens, int completion_tokens,
+                                     const char* prompt_word) {
+    return "This model's maximum context length is " + std::to_string(max_context) +
+           " tokens. However, you requested " + std::to_string(prompt_tokens + completion_tokens) + " tokens (" +
+           std::to_string(prompt_tokens) + " in the " + prompt_word + ", " + std::to_string(completion_tokens) +
+           " in the completion). Please reduce the length of the " + prompt_word + " or completion.";
 }
 
 Scheduler::Scheduler(SchedulerConfig cfg, kv::PagePool& pool, kv::PrefixCache& cache, lora::AdapterResidency& residency)
@@ -41,7 +42,10 @@ Scheduler::~Scheduler() {
 void Scheduler::check_submit(const SubmitSpec& spec) const {
     const int n_prompt = int(spec.prompt.size());
     if (n_prompt == 0) throw_expected(ErrorCode::invalid_argument, "the prompt is empty; send at least one token");
-    if (spec.stop.max_tokens <= 0) throw_expected(ErrorCode::invalid_argument, "max_tokens must be at least 1");
+    if (spec.stop.max_tokens < 0 || (spec.stop.max_tokens == 0 && spec.prompt_logprobs < 0))
+        throw_expected(ErrorCode::invalid_argument,
+                       "max_tokens must be at least 1 (0 is allowed only when the prompt is scored: prompt_logprobs, "
+                       "or echo with logprobs)");
     if (n_prompt >= m_cfg.max_context)
         throw_expected(ErrorCode::context_too_long, context_too_long_message(m_cfg.max_context, n_prompt, spec.stop.max_tokens));
     if (m_pool.pages_for_tokens(n_prompt + 1) > m_pool.n_pages())
@@ -70,6 +74,7 @@ uint64_t Scheduler::submit(SubmitSpec spec, uint64_t id) {
     s->n_prompt = n_prompt;
     s->sampling = spec.sampling;
     s->stop = std::move(spec.stop);
+    s->prompt_logprobs = spec.prompt_logprobs;
     s->stop.max_tokens = std::min(s->stop.max_tokens, m_cfg.max_context - n_prompt);
     // Room for the whole completion up front: no reallocation on the decode path.
     s->tokens.reserve(std::size_t(n_prompt + s->stop.max_tokens));
@@ -158,9 +163,7 @@ void Scheduler::preempt(Sequence& s) {
 }
 
 bool Scheduler::admit(Sequence& s) {
-    // Match all but the last token: at least one token must run to produce logits.
-    std::span<const int32_t> key(s.tokens.data(), s.tokens.size() - 1);
-    kv::PrefixMatch m = m_cache.acquire(s.ns, key);
+    kv::PrefixMatch m = m_cache.acquire(s.ns, cache_key(s));
     s.lock = m.lock;
     s.lock_depth = kv::PrefixCache::depth(m.lock);
     s.pages.assign(m.pages.begin(), m.pages.end());  // keeps the capacity reserved at submit
@@ -174,6 +177,15 @@ bool Scheduler::admit(Sequence& s) {
     remove_from(m_waiting, &s);
     m_running.push_back(&s);
     return true;
+}
+
+std::span<const int32_t> Scheduler::cache_key(const Sequence& s) const {
+    // All but the last token: at least one token must run to produce logits.
+    std::size_t n = s.tokens.size() - 1;
+    // As vLLM, a scoring request does not take cached KV for the rows it still has to score; its own KV is
+    // cached for others all the same.
+    if (s.scoring()) n = std::min(n, std::size_t(s.n_scored));
+    return {s.tokens.data(), n};
 }
 
 bool Scheduler::grow(Sequence& s, int n_tokens) {

@@ -25,6 +25,10 @@ struct SchedulerConfig {
     CapacityConfig capacity;
     int max_waiting = 4096;  // submit() answers ExpectedError(capacity) beyond this
     int max_context = 4096;  // prompt + completion tokens
+    // Logits rows one step may produce (sampling rows plus prompt-scoring rows), bounding the host copy of
+    // scored rows (rows x vocab x 4 bytes). Scoring rows beyond it wait for the next step (smaller chunks);
+    // the CUDA runner's logits workspace is planned for CudaRunnerOptions::max_logits = 256 rows.
+    int max_logits_rows = 256;
 };
 
 struct SubmitSpec {
@@ -32,6 +36,15 @@ struct SubmitSpec {
     std::vector<int32_t> prompt;
     SamplingConfig sampling;
     StopConfig stop;
+    int prompt_logprobs = -1;  // score the prompt with this many alternatives per token; -1 = off
+};
+
+// A logits row that scores a prompt token: row `row` of the step's logits (at prompt position `position`)
+// gives the logprob of the prompt token at position + 1.
+struct ScoreRow {
+    Sequence* seq = nullptr;
+    int position = 0;
+    int32_t row = 0;
 };
 
 // One planned step: the batch and, in batch order, the sequences in it and how many tokens each runs.
@@ -39,7 +52,9 @@ struct StepPlan {
     runtime::ForwardBatch batch;
     std::vector<Sequence*> seqs;
     std::vector<int> n_tokens;
-    std::vector<Sequence*> sampling;  // sequences with a logits row, in logits_indices order
+    std::vector<Sequence*> sampling;     // sequences that sample a token this step, in logits_indices order
+    std::vector<int32_t> sampling_rows;  // logits row of sampling[i] (== i when nothing is scored)
+    std::vector<ScoreRow> scoring;       // prompt-scoring rows, in logits_indices order
 };
 
 struct SchedulerCounters {
@@ -57,7 +72,8 @@ public:
     Scheduler(SchedulerConfig cfg, kv::PagePool& pool, kv::PrefixCache& cache, lora::AdapterResidency& residency);
     ~Scheduler();
 
-    // The request-level admission rules, owned here and nowhere else: a prompt, max_tokens >= 1, the
+    // The request-level admission rules, owned here and nowhere else: a prompt, max_tokens >= 1 (or 0 when
+    // the prompt is only scored), the
     // prompt within the context (ExpectedError(context_too_long)) and within the KV cache (capacity).
     // Reads only what is fixed at construction, so the engine loop's submit calls it on the caller's
     // thread to fail early.
@@ -98,6 +114,11 @@ private:
     void end(Sequence* s, FinishReason reason, std::string detail, ErrorCode code = ErrorCode::internal);
     bool admit(Sequence& s);
     bool grow(Sequence& s, int n_tokens);
+    // Tokens of s the prefix cache may serve: all but the last; while s scores its prompt, only the rows
+    // already scored (a cached token yields no logits row).
+    std::span<const int32_t> cache_key(const Sequence& s) const;
+    // Shortens scoring sequences' chunks so that the step's logits rows stay within max_logits_rows.
+    void cap_scoring_rows(const std::vector<Sequence*>& go, std::vector<int>& n) const;
     void cache_full_pages(Sequence& s);
     bool check_stop(Sequence& s);
     // Pages the next reserve_tokens of growth add to a sequence whose KV will hold kv_after_step tokens.
@@ -127,7 +148,8 @@ private:
     SchedulerCounters m_counters;
 };
 
-// The OpenAI "context_length_exceeded" message.
-std::string context_too_long_message(int max_context, int prompt_tokens, int completion_tokens);
+// The OpenAI "context_length_exceeded" message; prompt_word names the prompt ("messages" or "prompt").
+std::string context_too_long_message(int max_context, int prompt_tokens, int completion_tokens,
+                                     const char* prompt_word = "messages");
 
 }  // namespace loradesk::sched

@@ -42,7 +42,7 @@ int Scheduler::gather_candidates(std::vector<CapacityCandidate>& run_c, std::vec
         int limit = std::min(int(m_waiting.size()), waiting_scan_limit(cc, int(m_running.size())));
         for (int i = 0; i < limit; ++i) {
             const Sequence& s = *m_waiting[std::size_t(i)];
-            int hit = m_cache.match_length(s.ns, std::span<const int32_t>(s.tokens.data(), s.tokens.size() - 1));
+            int hit = m_cache.match_length(s.ns, cache_key(s));
             int chunk = std::min(int(s.tokens.size()) - hit, cc.max_batch_tokens);
             int pages = m_pool.pages_for_tokens(hit + chunk) - hit / m_pool.page_size();
             wait_c.push_back({i, s.ns, s.adapter, pages, chunk, s.arrival, m_step - s.enqueued_step, 0,
@@ -91,6 +91,8 @@ bool Scheduler::plan(StepPlan& out) {
     out.seqs.clear();
     out.n_tokens.clear();
     out.sampling.clear();
+    out.sampling_rows.clear();
+    out.scoring.clear();
     const CapacityConfig& cc = m_cfg.capacity;
 
     // 1. Candidates with the pages their next chunk needs.
@@ -116,6 +118,7 @@ bool Scheduler::plan(StepPlan& out) {
     tc.reserve(go.size());
     for (Sequence* s : go) tc.push_back({s->n_pending(), s->is_decode()});
     std::vector<int> n = plan_tokens(cc.max_batch_tokens, tc);
+    cap_scoring_rows(go, n);
     Sequence* starved = nullptr;
     for (std::size_t i = 0; i < go.size(); ++i)
         if (n[i] > 0 && !grow(*go[i], n[i])) {
@@ -131,6 +134,24 @@ bool Scheduler::plan(StepPlan& out) {
             ErrorCode::too_large);
     }
     return !out.seqs.empty();
+}
+
+void Scheduler::cap_scoring_rows(const std::vector<Sequence*>& go, std::vector<int>& n) const {
+    // Every running sequence may need a sampling row; scoring gets what is left, but always a few rows so
+    // that a full decode set cannot starve a scoring request.
+    constexpr int kMinScoreRows = 8;
+    int budget = std::max(kMinScoreRows, m_cfg.max_logits_rows - int(go.size()));
+    for (std::size_t i = 0; i < go.size(); ++i) {
+        const Sequence& s = *go[i];
+        if (!s.scoring() || n[i] <= 0) continue;
+        // Rows [first, end) of this chunk score prompt tokens; the chunk's tokens before `first` were
+        // scored before a preemption and are only recomputed.
+        const int first = std::max(s.n_computed, s.n_scored);
+        const int end = std::min(s.n_computed + n[i], s.n_prompt - 1);
+        const int rows = std::max(0, end - first), take = std::min(rows, budget);
+        if (take < rows) n[i] = first - s.n_computed + take;
+        budget -= take;
+    }
 }
 
 void Scheduler::build_batch(StepPlan& out, std::vector<Sequence*>& seqs, const std::vector<int>& n_tokens) {
@@ -163,7 +184,16 @@ void Scheduler::build_batch(StepPlan& out, std::vector<Sequence*>& seqs, const s
         b.kv_indptr.push_back(int32_t(b.kv_indices.size()));
         b.kv_last_page_len.push_back(kv_len - (n_pages - 1) * ps);
         b.seq_lora_slot.push_back(s->slot);
-        if (kv_len == int(s->tokens.size())) {
+        if (s->scoring()) {  // row j predicts the token after it: prompt rows up to n_prompt - 2 score
+            const int first = std::max(s->n_computed, s->n_scored), end = std::min(kv_len, s->n_prompt - 1);
+            for (int p = first; p < end; ++p) {
+                const int32_t row = b.qo_indptr[b.qo_indptr.size() - 2] + (p - s->n_computed);
+                out.scoring.push_back({s, p, int32_t(b.logits_indices.size())});
+                b.logits_indices.push_back(row);
+            }
+        }
+        if (kv_len == int(s->tokens.size()) && s->stop.max_tokens > 0) {
+            out.sampling_rows.push_back(int32_t(b.logits_indices.size()));
             b.logits_indices.push_back(b.qo_indptr.back() - 1);
             out.sampling.push_back(s);
         }
@@ -184,6 +214,11 @@ void Scheduler::commit(const StepPlan& plan, std::span<const int32_t> sampled) {
         Sequence* s = plan.seqs[i];
         s->n_computed += plan.n_tokens[i];
         m_counters.computed_tokens += plan.n_tokens[i];
+        if (s->prompt_logprobs >= 0) s->n_scored = std::max(s->n_scored, std::min(s->n_computed, s->n_prompt - 1));
+        if (s->stop.max_tokens == 0 && s->n_computed == int(s->tokens.size())) {  // scored, nothing to generate
+            end(s, FinishReason::length, {});
+            continue;
+        }
         if (k < plan.sampling.size() && plan.sampling[k] == s) {
             s->tokens.push_back(sampled[k++]);
             ++m_counters.generated_tokens;

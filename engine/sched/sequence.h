@@ -54,6 +54,12 @@ struct Sequence {
     int n_computed = 0;
     int n_cached_prompt = -1;  // prompt tokens served by the cache at first admission; -1 = not yet admitted
 
+    // Prompt scoring: row p of the prompt (p < n_prompt - 1) yields the logprob of token p + 1 and this many
+    // alternatives; -1 = off. n_scored rows are done; it survives preemption, so a recompute neither repeats
+    // nor skips a row, and the prefix cache may serve only those rows' tokens.
+    int prompt_logprobs = -1;
+    int n_scored = 0;
+
     SeqStatus status = SeqStatus::waiting;
     uint64_t arrival = 0;       // submit order; preempted sequences keep theirs
     int64_t enqueued_step = 0;  // step at which it (re-)entered the waiting queue
@@ -71,6 +77,7 @@ struct Sequence {
     std::span<const int32_t> generated() const { return std::span<const int32_t>(tokens).subspan(std::size_t(n_prompt)); }
     int n_generated() const { return int(tokens.size()) - n_prompt; }
     int n_pending() const { return int(tokens.size()) - n_computed; }  // tokens without KV yet
+    bool scoring() const { return prompt_logprobs >= 0 && n_scored < n_prompt - 1; }
     bool is_decode() const { return status == SeqStatus::running && n_pending() == 1 && n_generated() > 0; }
 };
 

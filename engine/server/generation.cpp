@@ -46,7 +46,7 @@ std::string failure_label(const Job& job) {
 void submit_all(Job& job) {
     ParsedGeneration& p = job.parsed;
     for (std::size_t pi = 0; pi < p.prompts.size(); ++pi) {
-        for (int k = 0; k < p.n; ++k) {
+        for (int k = 0; k < p.best_of; ++k) {
             // With a seed, choice k samples with seed + k (as vLLM): n identical choices would be useless.
             std::optional<api::GenerateRequest> reseeded;
             if (k > 0 && p.prompts[pi].sampling.seed) {
@@ -145,6 +145,8 @@ ojson chat_choice_json(const Job& job, Choice& c) {
     choice["message"] = std::move(msg);
     choice["logprobs"] = job.parsed.logprobs ? chat_logprobs_json(c.logprobs) : ojson(nullptr);
     choice["finish_reason"] = has_calls ? "tool_calls" : finish_reason_name(c.finish->reason);
+    if (job.parsed.prompt_logprobs >= 0)
+        choice["prompt_logprobs"] = vllm_prompt_logprobs_json(c.prompt_logprobs, job.parsed.prompt_logprobs);
     return choice;
 }
 
@@ -153,10 +155,43 @@ ojson completion_choice_json(const Job& job, Choice& c) {
     const std::string& echo = job.parsed.echo ? job.parsed.echo_texts[c.prompt_index] : std::string();
     choice["index"] = c.index;
     choice["text"] = echo + c.text;
-    choice["logprobs"] = job.parsed.logprobs ? legacy_logprobs_json(c.logprobs, echo.size(), job.parsed.top_logprobs > 0)
-                                             : ojson(nullptr);
+    const bool with_top = job.parsed.top_logprobs > 0;
+    ojson logprobs = nullptr;
+    if (job.parsed.echo_logprobs) {
+        logprobs = legacy_prompt_logprobs_json(c.prompt_logprobs, job.parsed.top_logprobs, with_top);
+        append_legacy_logprobs(logprobs, legacy_logprobs_json(c.logprobs, echo.size(), with_top));
+    } else if (job.parsed.logprobs) {
+        logprobs = legacy_logprobs_json(c.logprobs, echo.size(), with_top);
+    }
+    choice["logprobs"] = std::move(logprobs);
     choice["finish_reason"] = finish_reason_name(c.finish->reason);
+    if (job.parsed.prompt_logprobs >= 0)
+        choice["prompt_logprobs"] = vllm_prompt_logprobs_json(c.prompt_logprobs, job.parsed.prompt_logprobs);
     return choice;
+}
+
+// best_of: of each prompt's candidates, the n with the highest cumulative logprob of their completion, in that
+// order (OpenAI's choice), renumbered as n choices per prompt.
+void keep_best(Job& job) {
+    const int n = job.parsed.n;
+    auto score = [](const Choice& c) {
+        double sum = 0;
+        for (const api::TokenLogprob& lp : c.logprobs) sum += lp.chosen.logprob;
+        return sum;
+    };
+    std::vector<Choice> kept;
+    for (std::size_t pi = 0; pi < job.parsed.prompts.size(); ++pi) {
+        std::vector<Choice*> cands;
+        for (Choice& c : job.choices)
+            if (c.prompt_index == int(pi)) cands.push_back(&c);
+        std::stable_sort(cands.begin(), cands.end(),
+                         [&](const Choice* a, const Choice* b) { return score(*a) > score(*b); });
+        for (int k = 0; k < n && k < int(cands.size()); ++k) {
+            kept.push_back(std::move(*cands[std::size_t(k)]));
+            kept.back().index = int(pi) * n + k;
+        }
+    }
+    job.choices = std::move(kept);
 }
 
 HttpResponse collect(Job& job) {
@@ -181,6 +216,7 @@ HttpResponse collect(Job& job) {
                     c.text += t->text;
                 }
                 c.logprobs.insert(c.logprobs.end(), t->logprobs.begin(), t->logprobs.end());
+                if (!t->prompt_logprobs.empty()) c.prompt_logprobs = t->prompt_logprobs;
                 continue;
             }
             c.done = true;
@@ -194,6 +230,8 @@ HttpResponse collect(Job& job) {
             job.metrics->record_finish(job.adapter_label, *f);
         }
     }
+    const api::Usage usage = total_usage(job);  // every candidate of best_of counts, as OpenAI bills them
+    if (job.parsed.best_of > job.parsed.n) keep_best(job);
     ojson body;
     body["id"] = job.id;
     body["object"] = job.chat() ? "chat.completion" : "text_completion";
@@ -203,7 +241,10 @@ HttpResponse collect(Job& job) {
     ojson choices = ojson::array();
     for (Choice& c : job.choices) choices.push_back(job.chat() ? chat_choice_json(job, c) : completion_choice_json(job, c));
     body["choices"] = std::move(choices);
-    const api::Usage usage = total_usage(job);
+    // vLLM puts a chat response's prompt_logprobs beside its choices (one prompt per chat request).
+    if (job.chat() && job.parsed.prompt_logprobs >= 0)
+        body["prompt_logprobs"] =
+            vllm_prompt_logprobs_json(job.choices.front().prompt_logprobs, job.parsed.prompt_logprobs);
     body["usage"] = usage_json(usage);
     HttpResponse r;
     r.body = dump_json(body);

@@ -63,14 +63,18 @@ ojson chat_logprobs_json(const std::vector<api::TokenLogprob>& logprobs) {
     return out;
 }
 
-ojson legacy_logprobs_json(const std::vector<api::TokenLogprob>& logprobs, std::size_t offset, bool with_top) {
+namespace {
+
+struct LegacyArrays {
     ojson tokens = ojson::array(), token_logprobs = ojson::array(), top = ojson::array(), offsets = ojson::array();
-    for (const api::TokenLogprob& lp : logprobs) {
+
+    void add(const api::TokenLogprob& lp, std::size_t& offset, bool with_top, int top_k, bool scored) {
         tokens.push_back(lp.chosen.token);
-        token_logprobs.push_back(lp.chosen.logprob);
-        if (with_top) {
+        token_logprobs.push_back(scored ? ojson(lp.chosen.logprob) : ojson(nullptr));
+        if (with_top && scored) {
             ojson alts = ojson::object();
-            for (const api::TopLogprob& t : lp.top) alts[t.token] = t.logprob;
+            for (std::size_t i = 0; i < lp.top.size() && int(i) < top_k; ++i) alts[lp.top[i].token] = lp.top[i].logprob;
+            if (!alts.contains(lp.chosen.token)) alts[lp.chosen.token] = lp.chosen.logprob;
             top.push_back(std::move(alts));
         } else {
             top.push_back(nullptr);
@@ -78,11 +82,59 @@ ojson legacy_logprobs_json(const std::vector<api::TokenLogprob>& logprobs, std::
         offsets.push_back(offset);
         offset += lp.chosen.token.size();
     }
-    ojson out;
-    out["tokens"] = std::move(tokens);
-    out["token_logprobs"] = std::move(token_logprobs);
-    out["top_logprobs"] = std::move(top);
-    out["text_offset"] = std::move(offsets);
+    ojson json() && {
+        ojson out;
+        out["tokens"] = std::move(tokens);
+        out["token_logprobs"] = std::move(token_logprobs);
+        out["top_logprobs"] = std::move(top);
+        out["text_offset"] = std::move(offsets);
+        return out;
+    }
+};
+
+}  // namespace
+
+ojson legacy_logprobs_json(const std::vector<api::TokenLogprob>& logprobs, std::size_t offset, bool with_top) {
+    LegacyArrays a;
+    for (const api::TokenLogprob& lp : logprobs) a.add(lp, offset, with_top, int(lp.top.size()), true);
+    return std::move(a).json();
+}
+
+ojson legacy_prompt_logprobs_json(const std::vector<api::TokenLogprob>& prompt, int top_k, bool with_top) {
+    LegacyArrays a;
+    std::size_t offset = 0;
+    for (std::size_t i = 0; i < prompt.size(); ++i) a.add(prompt[i], offset, with_top, top_k, i > 0);
+    return std::move(a).json();
+}
+
+void append_legacy_logprobs(ojson& into, const ojson& more) {
+    for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"})
+        for (const ojson& v : more[key]) into[key].push_back(v);
+}
+
+ojson vllm_prompt_logprobs_json(const std::vector<api::TokenLogprob>& prompt, int top_k) {
+    ojson out = ojson::array();
+    for (std::size_t i = 0; i < prompt.size(); ++i) {
+        if (i == 0) {
+            out.push_back(nullptr);
+            continue;
+        }
+        const api::TokenLogprob& lp = prompt[i];
+        ojson entries = ojson::object();
+        auto entry = [](float logprob, int rank, const std::string& text) {
+            ojson e;
+            e["logprob"] = logprob;
+            e["rank"] = rank;
+            e["decoded_token"] = text;
+            return e;
+        };
+        entries[std::to_string(lp.chosen.token_id)] = entry(lp.chosen.logprob, lp.rank, lp.chosen.token);
+        for (std::size_t k = 0; k < lp.top.size() && int(k) < top_k; ++k) {
+            const std::string key = std::to_string(lp.top[k].token_id);
+            if (!entries.contains(key)) entries[key] = entry(lp.top[k].logprob, int(k) + 1, lp.top[k].token);
+        }
+        out.push_back(std::move(entries));
+    }
     return out;
 }
 

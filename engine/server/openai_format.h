@@ -26,7 +26,16 @@ ojson usage_json(const api::Usage& usage);
 ojson chat_logprobs_json(const std::vector<api::TokenLogprob>& logprobs);
 // {"tokens":[...],"token_logprobs":[...],"top_logprobs":[{tok:lp}|null],"text_offset":[...]}; offsets start at
 // `offset` (the length of text already emitted, e.g. an echoed prompt).
+// With with_top, each top_logprobs dict holds the alternatives plus the chosen token, as OpenAI's.
 ojson legacy_logprobs_json(const std::vector<api::TokenLogprob>& logprobs, std::size_t offset, bool with_top);
+// The same object for an echoed, scored prompt (api::TokenEvent::prompt_logprobs): the first token has
+// token_logprobs and top_logprobs null (nothing predicts it), offsets start at 0, at most top_k alternatives.
+ojson legacy_prompt_logprobs_json(const std::vector<api::TokenLogprob>& prompt, int top_k, bool with_top);
+// Appends the arrays of `more` (a legacy logprobs object) to those of `into`.
+void append_legacy_logprobs(ojson& into, const ojson& more);
+// vLLM's prompt_logprobs: [null, {"<id>": {"logprob", "rank", "decoded_token"}}, ...], the prompt token first,
+// then up to top_k alternatives (ranks 1..top_k).
+ojson vllm_prompt_logprobs_json(const std::vector<api::TokenLogprob>& prompt, int top_k);
 
 std::string finish_reason_name(api::FinishReason reason);
 

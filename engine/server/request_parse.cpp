@@ -52,6 +52,7 @@ void parse_common(const json& body, const ServerOptions& options, ParsedGenerati
                            "response_format", "unsupported");
     }
     out.n = int(get_int(body, "n", 1, options.max_n).value_or(1));
+    out.best_of = out.n;
     out.stream = get_bool(body, "stream", false);
     if (const json* v = field(body, "stream_options")) {
         if (!v->is_object()) throw_invalid("stream_options", "'stream_options' must be an object");
@@ -62,15 +63,35 @@ void parse_common(const json& body, const ServerOptions& options, ParsedGenerati
     out.echo = get_bool(body, "echo", false);
     parse_sampling(body, req.sampling);
     parse_stop(body, req.stop);
-    int max_tokens = int(get_int(body, "max_tokens", 1, std::numeric_limits<int32_t>::max())
-                             .value_or(options.default_max_tokens));
-    if (auto v = get_int(body, "max_completion_tokens", 1, std::numeric_limits<int32_t>::max())) max_tokens = int(*v);
-    req.stop.max_tokens = max_tokens;
+    // 0 is accepted here and refused by finish_scoring unless the request scores its prompt.
+    auto given = get_int(body, "max_tokens", 0, std::numeric_limits<int32_t>::max());
+    if (auto v = get_int(body, "max_completion_tokens", 0, std::numeric_limits<int32_t>::max())) given = v;
+    req.stop.max_tokens = given ? int(*given) : options.default_max_tokens;
+    // Asked for explicitly, a completion that cannot fit the context is an error (OpenAI, vLLM); the default
+    // is clipped to what the context leaves.
+    req.stop.strict_max_tokens = given.has_value();
+    if (auto v = get_int(body, "prompt_logprobs", 0, 20)) out.prompt_logprobs = int(*v);
     req.stop.min_tokens = int(get_int(body, "min_tokens", 0, std::numeric_limits<int32_t>::max()).value_or(0));
     if (req.stop.min_tokens > req.stop.max_tokens)
         throw_invalid("min_tokens", fmt::format("'min_tokens' ({}) must not exceed max_tokens ({})",
                                                 req.stop.min_tokens, req.stop.max_tokens));
     req.skip_special_tokens = get_bool(body, "skip_special_tokens", true);
+}
+
+// Prompt scoring and max_tokens 0, once the endpoint's logprobs fields are known.
+void finish_scoring(ParsedGeneration& out, api::GenerateRequest& req) {
+    if (out.echo_logprobs) req.prompt_logprobs = out.top_logprobs;
+    if (out.prompt_logprobs >= 0) req.prompt_logprobs = std::max(req.prompt_logprobs, out.prompt_logprobs);
+    if (req.stop.max_tokens > 0) return;
+    if (out.endpoint == Endpoint::completion && out.echo) {
+        // Only the echoed prompt is returned; the engine scores it (so it can stop without a token).
+        req.prompt_logprobs = std::max(req.prompt_logprobs, 0);
+        return;
+    }
+    if (out.prompt_logprobs >= 0) return;
+    throw_invalid("max_tokens",
+                  "'max_tokens' must be at least 1; 0 is allowed only to score the prompt without generating "
+                  "(completions with \"echo\": true, or with \"prompt_logprobs\")");
 }
 
 std::string message_text(const json& content, std::size_t index) {
@@ -144,6 +165,7 @@ ParsedGeneration parse_chat_request(const json& body, const ServerOptions& optio
         out.top_logprobs = int(*top);
     }
     req.logprobs = out.logprobs ? out.top_logprobs : -1;
+    finish_scoring(out, req);
     if (const json* v = field(body, "tools")) {
         if (!v->is_array()) throw_invalid("tools", "'tools' must be an array of {type:\"function\", function:{name}}");
         for (const json& t : *v) {
@@ -194,6 +216,18 @@ ParsedGeneration parse_completion_request(const json& body, const ServerOptions&
         throw_invalid("logprobs", "'logprobs' must be an integer 0..5 for /v1/completions");
     }
     req.logprobs = out.logprobs ? out.top_logprobs : -1;
+    out.echo_logprobs = out.echo && out.logprobs;
+    finish_scoring(out, req);
+    if (auto b = get_int(body, "best_of", 1, options.max_n)) {
+        if (*b < out.n) throw_invalid("best_of", fmt::format("'best_of' ({}) must be at least n ({})", *b, out.n));
+        out.best_of = int(*b);
+    }
+    if (out.best_of > out.n) {
+        if (out.stream)
+            throw_invalid("best_of", "'best_of' greater than n cannot be streamed; remove 'stream' or 'best_of'");
+        // The candidates are ranked by their cumulative logprob, which the engine reports per token.
+        req.logprobs = std::max(req.logprobs, 0);
+    }
     if (field(body, "suffix"))
         throw ApiError(400, "invalid_request_error",
                        "'suffix' is not supported; put fill-in-the-middle tokens into the prompt instead", "suffix",
@@ -211,10 +245,10 @@ ParsedGeneration parse_completion_request(const json& body, const ServerOptions&
     } else {
         throw_invalid("prompt", kForms);
     }
-    if (items.size() * std::size_t(out.n) > std::size_t(options.max_n))
-        throw_invalid(items.size() > 1 ? "prompt" : "n",
-                      fmt::format("{} prompts x n={} is more than the {} choices allowed per request", items.size(),
-                                  out.n, options.max_n));
+    if (items.size() * std::size_t(out.best_of) > std::size_t(options.max_n))
+        throw_invalid(items.size() > 1 ? "prompt" : (out.best_of > out.n ? "best_of" : "n"),
+                      fmt::format("{} prompts x {}={} is more than the {} choices allowed per request", items.size(),
+                                  out.best_of > out.n ? "best_of" : "n", out.best_of, options.max_n));
     for (const json* p : items) {
         if (!p->is_string() && !p->is_array()) throw_invalid("prompt", kForms);
         if (p->is_string()) check_prompt_bytes(p->get_ref<const std::string&>().size(), options, "prompt");

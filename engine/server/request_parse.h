@@ -35,10 +35,18 @@ struct ParsedGeneration {
     bool logprobs = false;  // chat: logprobs:true; completions: logprobs given (then top_logprobs = its value)
     int top_logprobs = 0;
     bool echo = false;
+    // Completions with echo and logprobs: the logprobs object starts with the prompt's tokens (lm-eval's
+    // loglikelihood). The engine scores the prompt with top_logprobs alternatives.
+    bool echo_logprobs = false;
+    int prompt_logprobs = -1;  // vLLM's prompt_logprobs field (0..20); -1 = not asked
+    // Completions: candidates generated per prompt, of which the n with the highest cumulative logprob are
+    // returned (OpenAI best_of); equals n when not given.
+    int best_of = 1;
     bool parse_tool_calls = false;  // tools given and tool_choice != "none"
     std::string user;
 
     int n_choices() const { return int(prompts.size()) * n; }
+    int n_candidates() const { return int(prompts.size()) * best_of; }
 };
 
 ParsedGeneration parse_chat_request(const nlohmann::json& body, const ServerOptions& options);

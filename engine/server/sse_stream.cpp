@@ -24,13 +24,15 @@ public:
     bool event(const ojson& data) { return raw("data: " + dump_json(data) + "\n\n"); }
 
     // One chunk with a single choice. `part` is the chat delta or the completion text.
-    bool chunk(const Choice& c, ojson part, ojson logprobs, ojson finish_reason) {
+    // prompt_logprobs (vLLM's field) goes into the choice when not null.
+    bool chunk(const Choice& c, ojson part, ojson logprobs, ojson finish_reason, ojson prompt_logprobs = nullptr) {
         ojson choice;
         choice["index"] = c.index;
         if (m_job.chat()) choice["delta"] = std::move(part);
         else choice["text"] = std::move(part);
         choice["logprobs"] = std::move(logprobs);
         choice["finish_reason"] = std::move(finish_reason);
+        if (!prompt_logprobs.is_null()) choice["prompt_logprobs"] = std::move(prompt_logprobs);
         ojson choices = ojson::array();
         choices.push_back(std::move(choice));
         ojson body = header();
@@ -61,7 +63,21 @@ ojson chat_delta_json(const ChatDelta& d) {
     return delta;
 }
 
+// The scored prompt, in a chunk of its own with empty text after the echo chunk: the legacy logprobs of the
+// echoed tokens (echo + logprobs) and/or vLLM's prompt_logprobs.
+bool on_prompt_logprobs(Job& job, Choice& c, const api::TokenEvent& t, SseWriter& w) {
+    ojson logprobs = nullptr, prompt = nullptr;
+    if (job.parsed.echo_logprobs)
+        logprobs = legacy_prompt_logprobs_json(t.prompt_logprobs, job.parsed.top_logprobs, job.parsed.top_logprobs > 0);
+    if (job.parsed.prompt_logprobs >= 0)
+        prompt = vllm_prompt_logprobs_json(t.prompt_logprobs, job.parsed.prompt_logprobs);
+    if (logprobs.is_null() && prompt.is_null()) return true;
+    ojson part = job.chat() ? ojson{{"content", ""}} : ojson("");
+    return w.chunk(c, std::move(part), std::move(logprobs), nullptr, std::move(prompt));
+}
+
 bool on_tokens(Job& job, Choice& c, const api::TokenEvent& t, SseWriter& w) {
+    if (!t.prompt_logprobs.empty()) return on_prompt_logprobs(job, c, t, w);
     ojson logprobs = nullptr;
     if (job.parsed.logprobs) {
         logprobs = job.chat() ? chat_logprobs_json(t.logprobs)

@@ -84,6 +84,36 @@ class TstEngineServing : public QObject {
         engine->shutdown();
     }
 
+    // An explicit max_tokens beyond the context is refused with OpenAI's message; the default is clipped.
+    void explicit_max_tokens_must_fit_the_context() {
+        auto engine = make_engine();
+        const int ctx = engine->model().max_context;
+        api::GenerateRequest r;
+        r.prompt_ids = {5, 6, 7};
+        r.sampling.temperature = 0;
+        r.stop.max_tokens = ctx;  // 3 + ctx > ctx
+        r.stop.strict_max_tokens = true;
+        auto refused = engine->submit(r);
+        QVERIFY(!refused.ok());
+        QCOMPARE(refused.status().code, ErrorCode::context_too_long);
+        const std::string want = "This model's maximum context length is " + std::to_string(ctx) +
+                                 " tokens. However, you requested " + std::to_string(ctx + 3) +
+                                 " tokens (3 in the prompt, " + std::to_string(ctx) +
+                                 " in the completion). Please reduce the length of the prompt or completion.";
+        QCOMPARE(QString::fromStdString(refused.status().message), QString::fromStdString(want));
+        r.stop.max_tokens = ctx - 3;  // exactly fits
+        auto fits = engine->submit(r);
+        QVERIFY(fits.ok());
+        fits.value()->cancel();
+        r.stop.max_tokens = ctx;
+        r.stop.strict_max_tokens = false;  // not asked for: clipped
+        auto clipped = engine->submit(r);
+        QVERIFY(clipped.ok());
+        QCOMPARE(clipped.value()->info().max_tokens, ctx - 3);
+        clipped.value()->cancel();
+        engine->shutdown();
+    }
+
     void chat_template_file_supplies_one() {
         const fs::path file = fs::path(m_tmp.path().toStdString()) / "template.jinja";
         std::ofstream(file) << "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}"

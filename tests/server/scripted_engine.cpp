@@ -101,13 +101,36 @@ std::vector<std::string> reply_pieces(const std::string& text) {
     return {"Hello", ",", " world", "!"};
 }
 
-std::vector<api::TokenLogprob> logprobs_for(const std::string& piece, int i, int top) {
+// `shift` lowers every logprob (best_of tests: a seeded choice k is seed + k, so candidates differ).
+std::vector<api::TokenLogprob> logprobs_for(const std::string& piece, int i, int top, float shift = 0) {
     if (top < 0) return {};
     api::TokenLogprob lp;
-    lp.chosen = {100 + i, piece, -0.25f * float(i + 1)};
+    lp.chosen = {100 + i, piece, -0.25f * float(i + 1) - shift};
     for (int k = 0; k < top; ++k)
         lp.top.push_back(k == 0 ? lp.chosen : api::TopLogprob{500 + k, "alt" + std::to_string(k), -1.0f - float(k)});
     return {lp};
+}
+
+// Scripted prompt scores: one token per word (" word" after the first; "t<id>" for token ids), the first
+// unscored, token i with logprob -0.5 i, rank i and `top` alternatives "alt1".. (-0.125 k).
+api::TokenEvent prompt_scores(const api::GenerateRequest& r, const std::string& text, int top) {
+    std::vector<std::string> tokens;
+    if (!r.prompt_ids.empty()) {
+        for (int32_t id : r.prompt_ids) tokens.push_back("t" + std::to_string(id));
+    } else {
+        std::istringstream words(text);
+        for (std::string w; words >> w;) tokens.push_back(tokens.empty() ? w : " " + w);
+    }
+    api::TokenEvent t;
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        api::TokenLogprob lp;
+        lp.chosen = {int32_t(10 + i), tokens[i], i ? -0.5f * float(i) : 0.0f};
+        lp.rank = int(i);
+        for (int k = 0; i && k < top; ++k)
+            lp.top.push_back({600 + k, "alt" + std::to_string(k + 1), -0.125f * float(k + 1)});
+        t.prompt_logprobs.push_back(std::move(lp));
+    }
+    return t;
 }
 
 }  // namespace
@@ -196,6 +219,9 @@ Result<std::shared_ptr<api::RequestStream>> ScriptedEngine::submit(api::Generate
     finish.reason = api::FinishReason::stop;
     std::string so_far;
     int n = 0;
+    if (request.prompt_logprobs >= 0)
+        steps.push_back({api::Event(prompt_scores(request, text, request.prompt_logprobs)), delay});
+    const float shift = request.sampling.seed ? 0.1f * float(*request.sampling.seed % 7) : 0.0f;
     for (std::size_t i = 0; i < pieces.size(); ++i) {
         if (n == request.stop.max_tokens) {
             finish.reason = api::FinishReason::length;
@@ -214,7 +240,7 @@ Result<std::shared_ptr<api::RequestStream>> ScriptedEngine::submit(api::Generate
         api::TokenEvent t;
         t.token_ids = {100 + int(i)};
         t.text = piece;
-        t.logprobs = logprobs_for(pieces[i], int(i), request.logprobs);
+        t.logprobs = logprobs_for(pieces[i], int(i), request.logprobs, shift);
         milliseconds d = delay;
         if (i == 0 && text.find("#stall") != std::string::npos) d = milliseconds(400);
         steps.push_back({api::Event(t), d});

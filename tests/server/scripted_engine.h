@@ -3,7 +3,9 @@
 // (context too long), #unavailable (503), #fail (error after 2 tokens), #engine-cancel, #slow (30 ms per
 // token), #stall (first token after 400 ms), #long (40 tokens), #tool, #think, #utf8. One prompt token per
 // word; prompts of max_context (4096) words or more overflow the context. render_chat writes tools into the
-// prompt and an empty think block when enable_thinking is false, as Qwen3's template does. Thread-safe.
+// prompt and an empty think block when enable_thinking is false, as Qwen3's template does. prompt_logprobs >= 0
+// gives scripted prompt scores first (see prompt_scores in the .cpp); a seed lowers the token logprobs by 0.1
+// (seed % 7), so best_of candidates differ. Thread-safe.
 #pragma once
 
 #include <atomic>

@@ -149,6 +149,7 @@ private slots:
         QCOMPARE((*r.messages)[1]["content"].get<std::string>(), std::string("a\nb"));  // parts join with "\n"
         QCOMPARE((*r.messages)[2]["content"].get<std::string>(), std::string());  // null + tool_calls -> ""
         QCOMPARE(r.stop.max_tokens, 20);  // max_completion_tokens wins
+        QVERIFY(r.stop.strict_max_tokens);  // asked for: beyond the context it is an error, not clipped
         QCOMPARE(r.sampling.temperature, 0.0f);
         QCOMPARE(r.sampling.top_p, 0.9f);
         QCOMPARE(r.sampling.top_k, 0);
@@ -183,6 +184,7 @@ private slots:
         const ParsedGeneration p = parse_chat_request(body, options);
         const api::GenerateRequest& r = p.prompts[0];
         QCOMPARE(r.stop.max_tokens, 77);
+        QVERIFY(!r.stop.strict_max_tokens);  // the default is clipped to the context
         QCOMPARE(r.sampling.temperature, 1.0f);
         QVERIFY(r.stop.stop.empty());
         QCOMPARE(r.logprobs, -1);

@@ -181,9 +181,9 @@ private slots:
         const json c = b["choices"][0];
         QCOMPARE(c["text"], json("SayHello,"));
         QCOMPARE(c["finish_reason"], json("length"));
-        const std::string expected =
-            R"({"tokens":["Hello",","],"token_logprobs":[-0.25,-0.5],"top_logprobs":[{"Hello":-0.25},{",":-0.5}],)"
-            R"("text_offset":[3,8]})";
+        // echo + logprobs: the scored prompt first (its first token has no logprob), then the completion.
+        const std::string expected = R"({"tokens":["Say","Hello",","],"token_logprobs":[null,-0.25,-0.5],)"
+                                     R"("top_logprobs":[null,{"Hello":-0.25},{",":-0.5}],"text_offset":[0,3,8]})";
         QCOMPARE(nlohmann::ordered_json::parse(r.body)["choices"][0]["logprobs"].dump(), expected);
         const std::string choices_key = R"(,"choices")", choices_head = ",\"choices\":[{\"index\":0,\"text\":";
         QCOMPARE(r.body.substr(r.body.find(choices_key)).substr(0, 30), choices_head);
@@ -194,6 +194,105 @@ private slots:
         QCOMPARE(batch["choices"][3]["index"], json(3));
         QCOMPARE(batch["usage"]["prompt_tokens"], json(3));
         QCOMPARE(batch["usage"]["completion_tokens"], json(16));
+    }
+    // lm-eval's loglikelihood request: echo, logprobs, max_tokens 0 -> the prompt scored, nothing generated.
+    void echo_logprobs_scores_the_prompt() {
+        HttpResponse r = m_router.handle(post_json(
+            "/v1/completions", {{"prompt", "the cat sat"}, {"echo", true}, {"logprobs", 2}, {"max_tokens", 0}}));
+        QCOMPARE(r.status, 200);
+        QCOMPARE(m_engine.requests().back().prompt_logprobs, 2);
+        QCOMPARE(m_engine.requests().back().stop.max_tokens, 0);
+        const nlohmann::ordered_json b = nlohmann::ordered_json::parse(r.body);
+        const auto& c = b["choices"][0];
+        QCOMPARE(c["text"].get<std::string>(), std::string("the cat sat"));
+        QCOMPARE(c["finish_reason"].get<std::string>(), std::string("length"));
+        QCOMPARE(b["usage"]["completion_tokens"].get<int>(), 0);
+        // top_logprobs: the k alternatives plus the prompt token itself, as OpenAI's.
+        const std::string expected =
+            R"({"tokens":["the"," cat"," sat"],"token_logprobs":[null,-0.5,-1.0],"top_logprobs":[null,)"
+            R"({"alt1":-0.125,"alt2":-0.25," cat":-0.5},{"alt1":-0.125,"alt2":-0.25," sat":-1.0}],"text_offset":[0,3,7]})";
+        QCOMPARE(QString::fromStdString(c["logprobs"].dump()), QString::fromStdString(expected));
+        QVERIFY(!c.contains("prompt_logprobs"));
+
+        // A batch of token-id prompts, n = 2: each choice has its own prompt's tokens, then its completion.
+        const json batch = body_of(m_router.handle(
+            post_json("/v1/completions",
+                      {{"prompt", {{5, 6, 7}, {8}}}, {"n", 2}, {"echo", true}, {"logprobs", 0}, {"max_tokens", 1}})));
+        QCOMPARE(batch["choices"].size(), std::size_t(4));
+        for (int i = 0; i < 4; ++i) {
+            const json& lp = batch["choices"][i]["logprobs"];
+            const std::vector<std::string> want =
+                i < 2 ? std::vector<std::string>{"t5", "t6", "t7", "Hello"} : std::vector<std::string>{"t8", "Hello"};
+            QCOMPARE(lp["tokens"].get<std::vector<std::string>>(), want);
+            QVERIFY(lp["token_logprobs"][0].is_null());
+            QCOMPARE(lp["token_logprobs"].back(), json(-0.25));
+            QCOMPARE(lp["text_offset"].size(), want.size());
+            if (i < 2) QCOMPARE(lp["token_logprobs"][2], json(-1.0));
+        }
+        // Without echo the prompt is neither scored nor returned.
+        const json plain = body_of(m_router.handle(post_json("/v1/completions", {{"prompt", "a b"}, {"logprobs", 1}})));
+        QCOMPARE(m_engine.requests().back().prompt_logprobs, -1);
+        QCOMPARE(plain["choices"][0]["logprobs"]["tokens"][0], json("Hello"));
+    }
+    void max_tokens_zero_needs_a_scored_prompt() {
+        HttpResponse r = m_router.handle(post_json("/v1/completions", {{"prompt", "a b"}, {"max_tokens", 0}}));
+        QCOMPARE(r.status, 400);
+        QCOMPARE(body_of(r)["error"]["param"], json("max_tokens"));
+        QVERIFY(body_of(r)["error"]["message"].get<std::string>().find("echo") != std::string::npos);
+        r = m_router.handle(post_json("/v1/chat/completions",
+                                      {{"max_tokens", 0}, {"messages", {{{"role", "user"}, {"content", "x"}}}}}));
+        QCOMPARE(r.status, 400);
+        // echo without logprobs: the prompt comes back, nothing is generated.
+        const json echo = body_of(
+            m_router.handle(post_json("/v1/completions", {{"prompt", "a b"}, {"echo", true}, {"max_tokens", 0}})));
+        QCOMPARE(echo["choices"][0]["text"], json("a b"));
+        QVERIFY(echo["choices"][0]["logprobs"].is_null());
+        QCOMPARE(echo["usage"]["completion_tokens"], json(0));
+    }
+    // vLLM's prompt_logprobs field: a list per choice, null first, then {id: {logprob, rank, decoded_token}}.
+    void vllm_prompt_logprobs() {
+        const nlohmann::ordered_json b = nlohmann::ordered_json::parse(
+            m_router
+                .handle(post_json("/v1/completions", {{"prompt", "a b"}, {"prompt_logprobs", 1}, {"max_tokens", 1}}))
+                .body);
+        const std::string expected =
+            R"([null,{"11":{"logprob":-0.5,"rank":1,"decoded_token":" b"},"600":{"logprob":-0.125,"rank":1,)"
+            R"("decoded_token":"alt1"}}])";
+        QCOMPARE(QString::fromStdString(b["choices"][0]["prompt_logprobs"].dump()), QString::fromStdString(expected));
+        QVERIFY(b["choices"][0]["logprobs"].is_null());
+        const json chat = body_of(m_router.handle(post_json(
+            "/v1/chat/completions",
+            {{"prompt_logprobs", 0}, {"max_tokens", 0}, {"messages", {{{"role", "user"}, {"content", "x y z"}}}}})));
+        QCOMPARE(chat["choices"][0]["prompt_logprobs"].size(), std::size_t(3));
+        QCOMPARE(chat["prompt_logprobs"], chat["choices"][0]["prompt_logprobs"]);
+        QCOMPARE(chat["prompt_logprobs"][2]["12"]["logprob"], json(-1.0));
+        QCOMPARE(chat["choices"][0]["finish_reason"], json("length"));
+        HttpResponse bad = m_router.handle(post_json("/v1/completions", {{"prompt", "a"}, {"prompt_logprobs", 21}}));
+        QCOMPARE(bad.status, 400);
+        QCOMPARE(body_of(bad)["error"]["param"], json("prompt_logprobs"));
+    }
+    void best_of() {
+        HttpResponse r = m_router.handle(post_json("/v1/completions", {{"prompt", "a"}, {"n", 2}, {"best_of", 1}}));
+        QCOMPARE(r.status, 400);
+        QCOMPARE(body_of(r)["error"]["param"], json("best_of"));
+        r = m_router.handle(post_json("/v1/completions", {{"prompt", "a"}, {"best_of", 2}, {"stream", true}}));
+        QCOMPARE(r.status, 400);
+        QCOMPARE(body_of(r)["error"]["param"], json("best_of"));
+        // Seeds 5, 6, 7 lower the scripted logprobs by 0.5, 0.6 and 0: the seed-7 candidate (k = 2) wins.
+        const std::size_t before = m_engine.requests().size();
+        const json b = body_of(m_router.handle(post_json(
+            "/v1/completions", {{"prompt", "a"}, {"best_of", 3}, {"seed", 5}, {"logprobs", 0}, {"max_tokens", 2}})));
+        QCOMPARE(m_engine.requests().size(), before + 3);
+        QCOMPARE(b["choices"].size(), std::size_t(1));
+        QCOMPARE(b["choices"][0]["index"], json(0));
+        QCOMPARE(b["choices"][0]["logprobs"]["token_logprobs"][0], json(-0.25));
+        QCOMPARE(b["usage"]["completion_tokens"], json(6));  // every candidate counts
+        // Logprobs not asked for: they ranked the candidates but are not returned.
+        const json quiet =
+            body_of(m_router.handle(post_json("/v1/completions", {{"prompt", "a"}, {"n", 2}, {"best_of", 3}})));
+        QCOMPARE(quiet["choices"].size(), std::size_t(2));
+        QVERIFY(quiet["choices"][1]["logprobs"].is_null());
+        QCOMPARE(quiet["choices"][1]["index"], json(1));
     }
     void cached_tokens_in_usage_and_header() {
         m_engine.set_cached_tokens(2);

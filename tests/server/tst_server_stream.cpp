@@ -86,6 +86,34 @@ private slots:
             "data: [DONE]\n\n";
         QCOMPARE(normalize_stream(run_stream(r)), expected);
     }
+    // echo + logprobs streamed: the echo chunk, then the scored prompt in a chunk of its own (empty text, with
+    // vLLM's prompt_logprobs when asked), then the completion's chunks.
+    void completions_stream_scored_prompt() {
+        HttpResponse r = m_router->handle(post_json("/v1/completions", {{"prompt", "a b"},
+                                                                        {"stream", true},
+                                                                        {"max_tokens", 1},
+                                                                        {"echo", true},
+                                                                        {"logprobs", 0},
+                                                                        {"prompt_logprobs", 0}}));
+        const std::string h =
+            R"(data: {"id":"ID","object":"text_completion","created":T,"model":"tiny-base","choices":[{"index":0,"text":)";
+        const std::string expected =
+            h +
+            R"("a b","logprobs":null,"finish_reason":null}]})"
+            "\n\n" +
+            h +
+            R"("","logprobs":{"tokens":["a"," b"],"token_logprobs":[null,-0.5],"top_logprobs":[null,null],"text_offset":[0,1]},)"
+            R"("finish_reason":null,"prompt_logprobs":[null,{"11":{"logprob":-0.5,"rank":1,"decoded_token":" b"}}]}]})"
+            "\n\n" +
+            h +
+            R"("Hello","logprobs":{"tokens":["Hello"],"token_logprobs":[-0.25],"top_logprobs":[null],"text_offset":[3]},"finish_reason":null}]})"
+            "\n\n" +
+            h +
+            R"("","logprobs":null,"finish_reason":"length"}]})"
+            "\n\n"
+            "data: [DONE]\n\n";
+        QCOMPARE(QString::fromStdString(normalize_stream(run_stream(r))), QString::fromStdString(expected));
+    }
     void keep_alive_while_waiting() {
         HttpResponse r = m_router->handle(post_json("/v1/chat/completions", chat_request("#stall")));
         const std::vector<std::string> events = sse_events(run_stream(r));
