@@ -101,8 +101,9 @@ Flow PrintStmt::render(Interpreter& in, std::string& out) const {
 }
 
 Flow IfStmt::render(Interpreter& in, std::string& out) const {
-    for (auto& [cond, body] : branches)
-        if (at_stmt(line, [&] { return cond->eval(in).truthy(); })) return in.render_body(body, out);
+    // Named pairs rather than structured bindings: clang before 16 cannot capture a binding in a lambda.
+    for (auto& branch : branches)
+        if (at_stmt(line, [&] { return branch.first->eval(in).truthy(); })) return in.render_body(branch.second, out);
     return in.render_body(otherwise, out);
 }
 
@@ -190,7 +191,7 @@ Flow WithStmt::render(Interpreter& in, std::string& out) const {
     // All values are computed in the outer scope before any name is bound (Jinja2 semantics).
     auto f = std::make_shared<Frame>(in.frame());
     std::vector<Value> values;
-    for (auto& [name, e] : assignments) values.push_back(at_stmt(line, [&] { return e->eval(in); }));
+    for (auto& assignment : assignments) values.push_back(at_stmt(line, [&] { return assignment.second->eval(in); }));
     for (std::size_t i = 0; i < assignments.size(); ++i) f->set(assignments[i].first, std::move(values[i]));
     Interpreter::FrameGuard guard(in, f);
     return in.render_body(body, out);
