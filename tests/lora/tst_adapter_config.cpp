@@ -43,6 +43,11 @@ private slots:
             << "{\"target_modules\":[\"q_proj\"],\"layers_to_transform\":[3],\"layers_pattern\":[\"h\",\"blocks\"]}" << q << false;
         QTest::newRow("layers ignored for exact names")
             << "{\"target_modules\":[\"model.layers.3.self_attn.q_proj\"],\"layers_to_transform\":[0]}" << q << true;
+        // A tensor name (from a file) with a layer index beyond int: std::stoi threw out_of_range (found by
+        // fuzz_adapter_config).
+        QTest::newRow("layer index beyond int")
+            << "{\"target_modules\":[\"q_proj\"],\"layers_to_transform\":[3]}"
+            << "model.layers.99999999999999999999.self_attn.q_proj" << false;
         QTest::newRow("unset targets: tensors decide") << "{}" << q << true;
     }
     void targets() {
