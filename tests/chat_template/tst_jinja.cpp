@@ -83,6 +83,51 @@ private slots:
         }
     }
 
+    // template_limits.h: hostile templates fail with a TemplateError instead of hanging or exhausting memory;
+    // "!" rows expect an error containing the rest.
+    void limits_data() {
+        QTest::addColumn<QString>("source");
+        QTest::addColumn<QString>("expected");
+        // 1 ** 2^63-1 multiplied 2^63 times (no overflow ever stopped it); now square-and-multiply.
+        QTest::newRow("pow of one ends") << "{{ 1 ** 9223372036854775807 }} {{ (-1) ** 9223372036854775807 }}"
+                                         << "1 -1";
+        QTest::newRow("pow exact") << "{{ 3 ** 39 }} {{ 2 ** 62 }} {{ 0 ** 0 }} {{ 7 ** 1 }}"
+                                   << "4052555153018976267 4611686018427387904 1 7";
+        QTest::newRow("pow overflows") << "{{ 3 ** 40 }}" << "!out of range";
+        QTest::newRow("repetition too large") << "{{ 'ab' * 9223372036854775807 }}" << "!too large";
+        QTest::newRow("negative repetition is empty") << "[{{ 'ab' * -3 }}]" << "[]";
+        QTest::newRow("doubling string stops")
+            << "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}"
+            << "!too large";
+        QTest::newRow("nested loops stop")
+            << "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+            << "!loop iterations";
+        QTest::newRow("recursive macro loops stop")
+            << "{% macro m(n) %}{% for i in range(100000) %}{% endfor %}{{ m(n) if n > 0 }}{% endmacro %}{{ m(1) }}"
+            << "!loop iterations";
+        QTest::newRow("deep parentheses") << "{{ " + QString(5000, '(') + "1" + QString(5000, ')') + " }}"
+                                          << "!nested more than 200";
+        QTest::newRow("deep not") << "{{ " + QString("not ").repeated(5000) + "1 }}" << "!nested more than 200";
+        QTest::newRow("deep blocks") << QString("{% if 1 %}").repeated(300) + QString("{% endif %}").repeated(300)
+                                     << "!nested more than 200";
+        QTest::newRow("nesting within the limit") << "{{ " + QString(150, '(') + "1" + QString(150, ')') + " }}"
+                                                  << "1";
+    }
+    void limits() {
+        QFETCH(QString, source);
+        QFETCH(QString, expected);
+        if (!expected.startsWith('!')) {
+            QCOMPARE(QString::fromStdString(render(source.toStdString())), expected);
+            return;
+        }
+        try {
+            render(source.toStdString());
+            QFAIL("expected a TemplateError");
+        } catch (const TemplateError& e) {
+            QVERIFY2(QString(e.what()).contains(expected.mid(1)), e.what());
+        }
+    }
+
     void parse_errors_carry_line_data() {
         QTest::addColumn<QString>("source");
         QTest::addColumn<int>("line");
