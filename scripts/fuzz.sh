@@ -40,6 +40,8 @@ if [ "$build" = 1 ]; then
   cmake --build build-sanitize --parallel "$(nproc)" --target "${targets[@]}"
 fi
 
+# The targets read the demo tokenizer and the committed chat templates from this checkout (fuzz/fuzz_paths.h).
+export LORADESK_SOURCE_DIR=$root
 # LeakSanitizer is on (ASan's default on Linux); the suppressions cover third-party libraries only.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
