@@ -50,6 +50,18 @@ private slots:
             << "model.layers.99999999999999999999.self_attn.q_proj" << false;
         QTest::newRow("unset targets: tensors decide") << "{}" << q << true;
     }
+    // PCRE2 stops a catastrophically backtracking match at its limit; that error was read as "no match", which
+    // left modules out of the adapter without a word.
+    void regex_backtracking_limit_is_an_error() {
+        AdapterConfig c = parse(R"({"target_modules":"(?:a|aa)*"})");
+        QVERIFY(c.targets(std::string(40, 'a')));
+        try {
+            c.targets(std::string(60, 'a') + "b");
+            QFAIL("expected an error");
+        } catch (const ExpectedError& e) {
+            QVERIFY2(QString(e.what()).contains("simplify the pattern"), e.what());
+        }
+    }
     void targets() {
         QFETCH(QString, config);
         QFETCH(QString, module);
