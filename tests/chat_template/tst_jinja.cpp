@@ -105,6 +105,13 @@ private slots:
         QTest::newRow("recursive macro loops stop")
             << "{% macro m(n) %}{% for i in range(100000) %}{% endfor %}{{ m(n) if n > 0 }}{% endmacro %}{{ m(1) }}"
             << "!loop iterations";
+        QTest::newRow("center width") << "{{ 'a'|center(9223372036854775807) }}" << "!width";
+        QTest::newRow("indent width") << "{{ 'a\nb'|indent(1000000000) }}" << "!width";
+        QTest::newRow("tojson indent") << "{{ [1]|tojson(indent=1000000000) }}" << "!width";
+        QTest::newRow("format width overflows int") << "{{ '%99999999999d' % 1 }}" << "!width";
+        QTest::newRow("format precision") << "{{ '%.99999999999f' % 1.5 }}" << "!width";
+        QTest::newRow("widths within the limit") << "[{{ 'a'|center(5) }}][{{ '%3d' % 7 }}][{{ '%.2f' % 1.5 }}]"
+                                                 << "[  a  ][  7][1.50]";
         QTest::newRow("deep parentheses") << "{{ " + QString(5000, '(') + "1" + QString(5000, ')') + " }}"
                                           << "!nested more than 200";
         QTest::newRow("deep not") << "{{ " + QString("not ").repeated(5000) + "1 }}" << "!nested more than 200";

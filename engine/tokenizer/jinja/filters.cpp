@@ -7,6 +7,7 @@
 
 #include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/py_text.h"
+#include "tokenizer/jinja/template_limits.h"
 
 namespace loradesk::jinja {
 
@@ -81,7 +82,7 @@ Value f_tojson(Interpreter&, const Value& v, CallArgs& a) {
     JsonOptions o;
     o.ensure_ascii = opt(b, 0, Value::boolean(false)).truthy();
     Value indent = opt(b, 1, Value::none());
-    if (indent.is_int()) o.indent = std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, indent.as_int())), ' ');
+    if (indent.is_int()) o.indent = std::string(checked_width(indent.as_int(), "tojson indent"), ' ');
     else if (indent.is_string()) o.indent = indent.str();
     else if (!indent.is_none()) fail("tojson: indent must be an int, a string or None");
     if (o.indent) o.item_separator = ",";  // json.dumps drops the space after ',' when indenting
@@ -399,7 +400,7 @@ std::vector<std::string> split_lines(const std::string& s) {  // str.splitlines(
 Value f_indent(Interpreter&, const Value& v, CallArgs& a) {
     auto b = bind_args(a, "indent", {"width", "first", "blank"});
     Value width = opt(b, 0, Value::integer(4));
-    std::string ind = width.is_string() ? width.str() : std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, width.as_int())), ' ');
+    std::string ind = width.is_string() ? width.str() : std::string(checked_width(width.as_int(), "indent"), ' ');
     bool first = opt(b, 1, Value::boolean(false)).truthy(), blank = opt(b, 2, Value::boolean(false)).truthy();
     std::vector<std::string> lines = split_lines(v.to_str() + "\n");
     std::string rv;
@@ -483,7 +484,7 @@ Value f_format(Interpreter&, const Value& v, CallArgs& a) {
 
 Value f_center(Interpreter&, const Value& v, CallArgs& a) {
     auto b = bind_args(a, "center", {"width"});
-    std::int64_t width = opt(b, 0, Value::integer(80)).as_int();
+    std::int64_t width = std::int64_t(checked_width(opt(b, 0, Value::integer(80)).as_int(), "center"));
     std::string s = v.to_str();
     auto len = static_cast<std::int64_t>(utf8_decode(s).size());
     if (width <= len) return Value::string(s);

@@ -6,6 +6,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+
+#include "tokenizer/jinja/value.h"
 
 namespace loradesk::jinja {
 
@@ -13,9 +16,19 @@ namespace loradesk::jinja {
 // "((((..." a few thousand deep overflowed the stack. CPython's own parser stops at 200 nested parentheses.
 constexpr int kMaxNesting = 200;
 // Loop iterations plus macro calls in one render. Jinja2's sandbox caps range() at 100,000 items but not
-// nested loops; 1 M steps is a few seconds at worst (under ASan) and 100x what a 1,000-message chat needs.
-constexpr std::int64_t kMaxRenderSteps = 1'000'000;
+// nested loops. A 20,000-message conversation looped over three times, plus 100 tools of 50 parameters, stays
+// below; reaching it costs ~0.2 s in a release build (a few seconds under ASan, which the tests must afford).
+constexpr std::int64_t kMaxRenderSteps = 250'000;
 // Longest string or list one operation may build (repetition, concatenation, padding) and longest output.
 constexpr std::size_t kMaxRenderBytes = std::size_t(16) << 20;
+
+// A width that sizes a string (center, indent, tojson's indent, "%10s"): refused past kMaxRenderBytes before
+// anything is allocated.
+inline std::size_t checked_width(std::int64_t width, const char* what) {
+    if (width > std::int64_t(kMaxRenderBytes))
+        fail(std::string(what) + " width " + std::to_string(width) + " is too large (the sandbox allows at most " +
+             std::to_string(kMaxRenderBytes) + ")");
+    return width < 0 ? 0 : std::size_t(width);
+}
 
 }  // namespace loradesk::jinja
