@@ -38,8 +38,7 @@ std::unique_ptr<pcre2_code, CodeDeleter> compile(const std::string& pattern, uin
 // Any other outcome (PCRE2's backtracking limit on a pattern like "(a|aa)*$", invalid UTF-8 in the text) is an
 // error: reading it as "no match" silently left modules out of an adapter.
 std::unique_ptr<pcre2_match_data, DataDeleter> run(const pcre2_code* code, const std::string& pattern,
-                                                   const std::string& text, uint32_t options,
-                                                   const std::string& what) {
+                                                   const std::string& text, uint32_t options, const std::string& what) {
     std::unique_ptr<pcre2_match_data, DataDeleter> md(pcre2_match_data_create_from_pattern(code, nullptr));
     int rc = pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0, options, md.get(), nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) return nullptr;

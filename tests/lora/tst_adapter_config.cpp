@@ -45,9 +45,8 @@ private slots:
             << "{\"target_modules\":[\"model.layers.3.self_attn.q_proj\"],\"layers_to_transform\":[0]}" << q << true;
         // A tensor name (from a file) with a layer index beyond int: std::stoi threw out_of_range (found by
         // fuzz_adapter_config).
-        QTest::newRow("layer index beyond int")
-            << "{\"target_modules\":[\"q_proj\"],\"layers_to_transform\":[3]}"
-            << "model.layers.99999999999999999999.self_attn.q_proj" << false;
+        QTest::newRow("layer index beyond int") << "{\"target_modules\":[\"q_proj\"],\"layers_to_transform\":[3]}"
+                                                << "model.layers.99999999999999999999.self_attn.q_proj" << false;
         QTest::newRow("unset targets: tensors decide") << "{}" << q << true;
     }
     // PCRE2 stops a catastrophically backtracking match at its limit; that error was read as "no match", which

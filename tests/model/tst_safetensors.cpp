@@ -111,7 +111,8 @@ private slots:
         row("trailing bytes", raw_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 12), "unreferenced");
         row("metadata not strings", raw_file(R"({"__metadata__":{"a":1}})", 0), "not a string");
         row("bad offsets", raw_file(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", 4), "data_offsets");
-        // 2^62 elements of 4 bytes: the byte count wrapped to 0 and the tensor passed as empty (found by fuzz_safetensors).
+        // 2^62 elements of 4 bytes: the byte count wrapped to 0 and the tensor passed as empty (found by
+        // fuzz_safetensors).
         row("byte count overflows",
             raw_file(R"({"w":{"dtype":"F32","shape":[2147483648,2147483648],"data_offsets":[0,0]}})", 0), "overflows");
     }

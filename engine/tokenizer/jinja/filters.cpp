@@ -82,7 +82,8 @@ Value f_tojson(Interpreter&, const Value& v, CallArgs& a) {
     JsonOptions o;
     o.ensure_ascii = opt(b, 0, Value::boolean(false)).truthy();
     Value indent = opt(b, 1, Value::none());
-    if (indent.is_int()) o.indent = std::string(checked_width(indent.as_int(), "tojson indent"), ' ');
+    if (indent.is_int())
+        o.indent = std::string(checked_width(indent.as_int(), "tojson indent"), ' ');
     else if (indent.is_string()) o.indent = indent.str();
     else if (!indent.is_none()) fail("tojson: indent must be an int, a string or None");
     if (o.indent) o.item_separator = ",";  // json.dumps drops the space after ',' when indenting

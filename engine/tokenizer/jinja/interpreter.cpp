@@ -6,8 +6,8 @@
 
 #include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/py_text.h"
-#include "tokenizer/jinja/template_limits.h"
 #include "tokenizer/jinja/template_error.h"
+#include "tokenizer/jinja/template_limits.h"
 
 namespace loradesk::jinja {
 

@@ -69,7 +69,7 @@ private:
 
     // Every recursive descent (nested expression, block, unary operator) holds one for its extent.
     class NestingGuard {
-    public:
+      public:
         explicit NestingGuard(Parser& p) : m_p(p) {
             if (++m_p.m_nesting > kMaxNesting)
                 m_p.error("expressions or blocks nested more than " + std::to_string(kMaxNesting) + " levels deep");
@@ -78,7 +78,7 @@ private:
         NestingGuard(const NestingGuard&) = delete;
         NestingGuard& operator=(const NestingGuard&) = delete;
 
-    private:
+      private:
         Parser& m_p;
     };
     void expect_op(const char* op) {

@@ -6,8 +6,8 @@
 
 #include "tokenizer/jinja/ast.h"
 #include "tokenizer/jinja/interpreter.h"
-#include "tokenizer/jinja/template_limits.h"
 #include "tokenizer/jinja/template_error.h"
+#include "tokenizer/jinja/template_limits.h"
 
 namespace loradesk::jinja {
 
