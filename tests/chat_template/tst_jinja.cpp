@@ -28,6 +28,7 @@ private slots:
     void renders_data() {
         QTest::addColumn<QString>("source");
         QTest::addColumn<QString>("expected");
+        QTest::newRow("hex escapes") << "{{ '\\x41\\u00e9\\U0001F600' }}" << "A\u00e9\U0001F600";
         QTest::newRow("python none/bools") << "{{ none }} {{ true }} {{ [none, false, 'a'] }}" << "None True [None, False, 'a']";
         QTest::newRow("int arithmetic") << "{{ 3 - 1 }} {{ 7 // 2 }} {{ -7 % 3 }} {{ 10 / 4 }} {{ 2 ** 3 }}" << "2 3 2 2.5 8";
         QTest::newRow("filter binds tighter") << "{{ [1, 2, 3]|length - 1 }}" << "2";
@@ -149,6 +150,11 @@ private slots:
         QTest::newRow("unclosed comment") << "a {# never closed" << 1 << "unterminated comment";
         QTest::newRow("missing endraw") << "{% raw %}x" << 1 << "endraw";
         QTest::newRow("missing expression") << "{{ }}" << 1 << "expected an expression";
+        // std::stoul threw std::invalid_argument out of the lexer (found by fuzz_jinja).
+        QTest::newRow("bad hex escape") << "{{ '\\xzz' }}" << 1 << "truncated";
+        QTest::newRow("short hex escape") << "{{ '\\x1z' }}" << 1 << "truncated";
+        QTest::newRow("escape beyond unicode") << "{{ '\\U00110000' }}" << 1 << "not a Unicode character";
+        QTest::newRow("surrogate escape") << "{{ '\\ud800' }}" << 1 << "not a Unicode character";
     }
     void parse_errors_carry_line() {
         QFETCH(QString, source);
