@@ -5,7 +5,7 @@
 #     --runs N    or stop each target after N executions (per job)
 #     --jobs J    J libFuzzer processes per target (-jobs=J -workers=J), sharing one growing corpus
 #     --bin DIR   where the fuzz_* binaries are (default build-sanitize/fuzz; built first unless --no-build)
-#     --work DIR  growing corpora, logs and crash artifacts (default build-sanitize/fuzz-work)
+#     --work DIR  growing corpora, logs and crash artifacts (default $LORADESK_FUZZ_WORK or build-sanitize/fuzz-work)
 # Exit status 1 when any target found a crash, leak, timeout or out-of-memory (artifacts in WORK/<target>/).
 # The summary line per target gives executions, exec/s and coverage (libFuzzer's cov: edges and ft: features).
 set -euo pipefail
@@ -32,7 +32,7 @@ while read -r name len; do
 done < fuzz/targets.txt
 [ ${#targets[@]} -gt 0 ] || targets=($(grep -o '^fuzz_[a-z_]*' fuzz/targets.txt))
 bin=${bin:-$root/build-sanitize/fuzz}
-work=${work:-$root/build-sanitize/fuzz-work}
+work=${work:-${LORADESK_FUZZ_WORK:-$root/build-sanitize/fuzz-work}}
 
 if [ "$build" = 1 ]; then
   export CCACHE_BASEDIR=$root
@@ -70,7 +70,8 @@ for t in "${targets[@]}"; do
   elapsed=$(( $(date +%s) - start ))
   execs=$(grep -h 'stat::number_of_executed_units' "$dir/run.log" | awk '{s += $2} END {print s + 0}' || true)
   cov=$(grep -hoE 'cov: [0-9]+ ft: [0-9]+' "$dir/run.log" | tail -1 || true)
-  crashes=$(ls "$dir/artifacts" | wc -l)
+  # slow-unit-* files are libFuzzer's notes on inputs over 10 s (a loaded machine), not findings.
+  crashes=$(ls "$dir/artifacts" | grep -cE '^(crash|leak|timeout|oom)-' || true)
   printf 'fuzz.sh: %-20s %12s execs  %8s exec/s  %s  corpus %s  artifacts %s  rc %s\n' "$t" "$execs" \
     "$(( execs / (elapsed > 0 ? elapsed : 1) ))" "${cov:-cov: ?}" "$(ls "$dir/corpus" | wc -l)" "$crashes" "$rc"
   if [ "$rc" != 0 ] || [ "$crashes" != 0 ]; then
