@@ -136,9 +136,9 @@ Value f_join(Interpreter& in, const Value& v, CallArgs& a) {
     std::string out;
     bool first = true;
     for (auto& item : iterate(v)) {
-        if (!first) out += sep;
+        if (!first) append_checked(out, sep);
         first = false;
-        out += (attribute.is_none() ? item : attr_path(in, item, attribute)).to_str();
+        append_checked(out, (attribute.is_none() ? item : attr_path(in, item, attribute)).to_str());
     }
     return Value::string(std::move(out));
 }
@@ -223,10 +223,10 @@ Value f_replace(Interpreter&, const Value& v, CallArgs& a) {
         std::int64_t done = 0;
         for (std::size_t i = 0; i <= u.size(); ++i) {
             if (count < 0 || done < count) {
-                out += to;
+                append_checked(out, to);
                 ++done;
             }
-            if (i < u.size()) out += utf8_encode(u.substr(i, 1));
+            if (i < u.size()) append_checked(out, utf8_encode(u.substr(i, 1)));
         }
         return Value::string(out);
     }
@@ -234,8 +234,8 @@ Value f_replace(Interpreter&, const Value& v, CallArgs& a) {
     for (std::int64_t done = 0; count < 0 || done < count; ++done) {
         std::size_t hit = s.find(from, pos);
         if (hit == std::string::npos) break;
-        out.append(s, pos, hit - pos);
-        out += to;
+        append_checked(out, std::string_view(s).substr(pos, hit - pos));
+        append_checked(out, to);
         pos = hit + from.size();
     }
     out.append(s, pos);
@@ -406,8 +406,8 @@ Value f_indent(Interpreter&, const Value& v, CallArgs& a) {
     std::vector<std::string> lines = split_lines(v.to_str() + "\n");
     std::string rv;
     for (std::size_t i = 0; i < lines.size(); ++i) {
-        if (i) rv += "\n" + ((blank || !lines[i].empty()) ? ind : std::string());
-        rv += lines[i];
+        if (i) append_checked(rv, "\n" + ((blank || !lines[i].empty()) ? ind : std::string()));
+        append_checked(rv, lines[i]);
     }
     return Value::string(first ? ind + rv : rv);
 }

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "tokenizer/jinja/value.h"
 
@@ -29,6 +30,14 @@ inline std::size_t checked_width(std::int64_t width, const char* what) {
         fail(std::string(what) + " width " + std::to_string(width) + " is too large (the sandbox allows at most " +
              std::to_string(kMaxRenderBytes) + ")");
     return width < 0 ? 0 : std::size_t(width);
+}
+
+// Appends to a string that filters build piece by piece (join, replace, indent): each multiplies its input by
+// a separator's length, so chaining a few reached gigabytes before any single value was checked.
+inline void append_checked(std::string& out, std::string_view piece) {
+    if (out.size() + piece.size() > kMaxRenderBytes)
+        fail("string too large: the sandbox allows at most " + std::to_string(kMaxRenderBytes) + " bytes");
+    out += piece;
 }
 
 }  // namespace loradesk::jinja
