@@ -23,6 +23,10 @@ constexpr std::int64_t kMaxRenderSteps = 250'000;
 // Longest string or list one operation may build (repetition, concatenation, padding) and longest output.
 constexpr std::size_t kMaxRenderBytes = std::size_t(16) << 20;
 
+// Characters of a string iterated one by one (for c in s, s|join, s|list): each becomes a Value of its own,
+// about 100 bytes, so a 16 MiB string took over 2 GB (found by fuzz_jinja as out-of-memory).
+constexpr std::size_t kMaxIteratedChars = std::size_t(1) << 20;
+
 // A width that sizes a string (center, indent, tojson's indent, "%10s"): refused past kMaxRenderBytes before
 // anything is allocated.
 inline std::size_t checked_width(std::int64_t width, const char* what) {
