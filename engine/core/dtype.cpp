@@ -99,7 +99,10 @@ uint16_t f32_to_f16(float f) {
 void convert_to_f32(const void* src, DType src_type, std::size_t n, float* dst) {
     const auto* bytes = static_cast<const unsigned char*>(src);
     switch (src_type) {
-        case DType::f32: std::memcpy(dst, src, n * 4); return;
+        // memcpy's pointers must be valid even for 0 bytes; an empty tensor's vector has data() == nullptr.
+        case DType::f32:
+            if (n > 0) std::memcpy(dst, src, n * 4);
+            return;
         case DType::bf16:
             for (std::size_t i = 0; i < n; ++i) {
                 uint16_t v;
@@ -121,7 +124,9 @@ void convert_to_f32(const void* src, DType src_type, std::size_t n, float* dst) 
 void convert_from_f32(const float* src, std::size_t n, DType dst_type, void* dst) {
     auto* bytes = static_cast<unsigned char*>(dst);
     switch (dst_type) {
-        case DType::f32: std::memcpy(dst, src, n * 4); return;
+        case DType::f32:
+            if (n > 0) std::memcpy(dst, src, n * 4);
+            return;
         case DType::bf16:
             for (std::size_t i = 0; i < n; ++i) {
                 uint16_t v = f32_to_bf16(src[i]);

@@ -2,6 +2,7 @@
 // check_target_module_exists, peft/utils/other.py get_pattern_key, tuners/lora/layer.py update_layer).
 #include "lora/adapter_config.h"
 
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -262,7 +263,12 @@ bool AdapterConfig::targets(const std::string& module_path) const {
         }
     }
     if (!index || index->empty()) return false;
-    int layer = std::stoi(*index);
+    // The index comes from a tensor name, that is from a file: digits beyond int are no layer we transform
+    // (std::stoi threw std::out_of_range on them).
+    int layer = 0;
+    const char* end = index->data() + index->size();
+    auto parsed = std::from_chars(index->data(), end, layer);
+    if (parsed.ec != std::errc() || parsed.ptr != end) return false;
     for (int l : layers_to_transform)
         if (l == layer) return true;
     return false;

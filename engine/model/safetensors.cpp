@@ -83,12 +83,15 @@ SafetensorsFile::SafetensorsFile(const std::string& path, FileRead mode) : m_fil
         std::string dt = v["dtype"].get<std::string>();
         if (!parse_dtype(dt, &t.dtype)) corrupt(path, "tensor '" + name + "' has unknown dtype '" + dt + "'");
         if (!v.contains("shape") || !v["shape"].is_array()) corrupt(path, "tensor '" + name + "' has no shape array");
+        // The byte count, not only the element count, must stay far from 2^64: F32 [2^31, 2^31] is 2^62 elements
+        // but 2^64 bytes, which wrapped to 0 and passed as an empty tensor with data_offsets [0, 0].
+        const uint64_t max_numel = (uint64_t(1) << 62) / dtype_size(t.dtype);
         uint64_t numel = 1;
         for (auto& d : v["shape"]) {
             if (!d.is_number_integer() || d.get<int64_t>() < 0)
                 corrupt(path, "tensor '" + name + "' has a negative or non-integer dimension");
             uint64_t dim = d.get<uint64_t>();
-            if (dim != 0 && numel > (uint64_t(1) << 62) / dim) corrupt(path, "tensor '" + name + "' shape overflows");
+            if (dim != 0 && numel > max_numel / dim) corrupt(path, "tensor '" + name + "' shape overflows");
             numel *= dim;
             t.shape.push_back(int64_t(dim));
         }

@@ -28,6 +28,7 @@ private slots:
     void renders_data() {
         QTest::addColumn<QString>("source");
         QTest::addColumn<QString>("expected");
+        QTest::newRow("hex escapes") << "{{ '\\x41\\u00e9\\U0001F600' }}" << "A\u00e9\U0001F600";
         QTest::newRow("python none/bools") << "{{ none }} {{ true }} {{ [none, false, 'a'] }}" << "None True [None, False, 'a']";
         QTest::newRow("int arithmetic") << "{{ 3 - 1 }} {{ 7 // 2 }} {{ -7 % 3 }} {{ 10 / 4 }} {{ 2 ** 3 }}" << "2 3 2 2.5 8";
         QTest::newRow("filter binds tighter") << "{{ [1, 2, 3]|length - 1 }}" << "2";
@@ -83,6 +84,66 @@ private slots:
         }
     }
 
+    // template_limits.h: hostile templates fail with a TemplateError instead of hanging or exhausting memory;
+    // "!" rows expect an error containing the rest.
+    void limits_data() {
+        QTest::addColumn<QString>("source");
+        QTest::addColumn<QString>("expected");
+        // 1 ** 2^63-1 multiplied 2^63 times (no overflow ever stopped it); now square-and-multiply.
+        QTest::newRow("pow of one ends") << "{{ 1 ** 9223372036854775807 }} {{ (-1) ** 9223372036854775807 }}"
+                                         << "1 -1";
+        QTest::newRow("pow exact") << "{{ 3 ** 39 }} {{ 2 ** 62 }} {{ 0 ** 0 }} {{ 7 ** 1 }}"
+                                   << "4052555153018976267 4611686018427387904 1 7";
+        QTest::newRow("pow overflows") << "{{ 3 ** 40 }}" << "!out of range";
+        QTest::newRow("repetition too large") << "{{ 'ab' * 9223372036854775807 }}" << "!too large";
+        QTest::newRow("negative repetition is empty") << "[{{ 'ab' * -3 }}]" << "[]";
+        QTest::newRow("doubling string stops")
+            << "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}"
+            << "!too large";
+        QTest::newRow("nested loops stop")
+            << "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+            << "!loop iterations";
+        QTest::newRow("recursive macro loops stop")
+            << "{% macro m(n) %}{% for i in range(100000) %}{% endfor %}{{ m(n) if n > 0 }}{% endmacro %}{{ m(1) }}"
+            << "!loop iterations";
+        QTest::newRow("center width") << "{{ 'a'|center(9223372036854775807) }}" << "!width";
+        QTest::newRow("indent width") << "{{ 'a\nb'|indent(1000000000) }}" << "!width";
+        QTest::newRow("tojson indent") << "{{ [1]|tojson(indent=1000000000) }}" << "!width";
+        QTest::newRow("format width overflows int") << "{{ '%99999999999d' % 1 }}" << "!width";
+        QTest::newRow("format precision") << "{{ '%.99999999999f' % 1.5 }}" << "!width";
+        // Chained joins multiply a string by each separator's length (found by fuzz_jinja: out of memory).
+        QTest::newRow("chained joins")
+            << "{{ 'abcdefgh'|join('x' * 100)|join('y' * 100)|join('z' * 100)|join('w' * 100) }}"
+            << "!too l";  // "too large" to build or "too long" to iterate
+        QTest::newRow("str.join") << "{{ ('x' * 5000).join('a' * 5000) }}" << "!too large";
+        QTest::newRow("replace") << "{{ ('a' * 5000).replace('a', 'b' * 5000) }}" << "!too large";
+        QTest::newRow("iterating a long string") << "{{ ('a' * 2000000)|join(',') }}"
+                                                 << "!too long to iterate";
+        QTest::newRow("widths within the limit") << "[{{ 'a'|center(5) }}][{{ '%3d' % 7 }}][{{ '%.2f' % 1.5 }}]"
+                                                 << "[  a  ][  7][1.50]";
+        QTest::newRow("deep parentheses") << "{{ " + QString(5000, '(') + "1" + QString(5000, ')') + " }}"
+                                          << "!nested more than 200";
+        QTest::newRow("deep not") << "{{ " + QString("not ").repeated(5000) + "1 }}" << "!nested more than 200";
+        QTest::newRow("deep blocks") << QString("{% if 1 %}").repeated(300) + QString("{% endif %}").repeated(300)
+                                     << "!nested more than 200";
+        QTest::newRow("nesting within the limit") << "{{ " + QString(150, '(') + "1" + QString(150, ')') + " }}"
+                                                  << "1";
+    }
+    void limits() {
+        QFETCH(QString, source);
+        QFETCH(QString, expected);
+        if (!expected.startsWith('!')) {
+            QCOMPARE(QString::fromStdString(render(source.toStdString())), expected);
+            return;
+        }
+        try {
+            render(source.toStdString());
+            QFAIL("expected a TemplateError");
+        } catch (const TemplateError& e) {
+            QVERIFY2(QString(e.what()).contains(expected.mid(1)), e.what());
+        }
+    }
+
     void parse_errors_carry_line_data() {
         QTest::addColumn<QString>("source");
         QTest::addColumn<int>("line");
@@ -97,6 +158,11 @@ private slots:
         QTest::newRow("unclosed comment") << "a {# never closed" << 1 << "unterminated comment";
         QTest::newRow("missing endraw") << "{% raw %}x" << 1 << "endraw";
         QTest::newRow("missing expression") << "{{ }}" << 1 << "expected an expression";
+        // std::stoul threw std::invalid_argument out of the lexer (found by fuzz_jinja).
+        QTest::newRow("bad hex escape") << "{{ '\\xzz' }}" << 1 << "truncated";
+        QTest::newRow("short hex escape") << "{{ '\\x1z' }}" << 1 << "truncated";
+        QTest::newRow("escape beyond unicode") << "{{ '\\U00110000' }}" << 1 << "not a Unicode character";
+        QTest::newRow("surrogate escape") << "{{ '\\ud800' }}" << 1 << "not a Unicode character";
     }
     void parse_errors_carry_line() {
         QFETCH(QString, source);

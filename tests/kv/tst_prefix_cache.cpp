@@ -331,8 +331,12 @@ struct Model {
         generation[ns]++;
     }
     void resync_after_evict() {
-        for (auto& [ns, set] : prefixes)
-            std::erase_if(set, [&](const std::vector<int32_t>& p) { return cache.match_length(ns, p) < int(p.size()); });
+        // Not a structured binding: clang before 16 cannot capture one in a lambda (the sanitizer build uses clang 14).
+        for (auto& entry : prefixes) {
+            const std::string& ns = entry.first;
+            std::erase_if(entry.second,
+                          [&](const std::vector<int32_t>& p) { return cache.match_length(ns, p) < int(p.size()); });
+        }
     }
     void check_accounting() {
         long refs = 0, expected = cache.n_cached_pages();

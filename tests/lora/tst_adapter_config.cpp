@@ -43,7 +43,23 @@ private slots:
             << "{\"target_modules\":[\"q_proj\"],\"layers_to_transform\":[3],\"layers_pattern\":[\"h\",\"blocks\"]}" << q << false;
         QTest::newRow("layers ignored for exact names")
             << "{\"target_modules\":[\"model.layers.3.self_attn.q_proj\"],\"layers_to_transform\":[0]}" << q << true;
+        // A tensor name (from a file) with a layer index beyond int: std::stoi threw out_of_range (found by
+        // fuzz_adapter_config).
+        QTest::newRow("layer index beyond int") << "{\"target_modules\":[\"q_proj\"],\"layers_to_transform\":[3]}"
+                                                << "model.layers.99999999999999999999.self_attn.q_proj" << false;
         QTest::newRow("unset targets: tensors decide") << "{}" << q << true;
+    }
+    // PCRE2 stops a catastrophically backtracking match at its limit; that error was read as "no match", which
+    // left modules out of the adapter without a word.
+    void regex_backtracking_limit_is_an_error() {
+        AdapterConfig c = parse(R"({"target_modules":"(?:a|aa)*"})");
+        QVERIFY(c.targets(std::string(40, 'a')));
+        try {
+            c.targets(std::string(60, 'a') + "b");
+            QFAIL("expected an error");
+        } catch (const ExpectedError& e) {
+            QVERIFY2(QString(e.what()).contains("simplify the pattern"), e.what());
+        }
     }
     void targets() {
         QFETCH(QString, config);

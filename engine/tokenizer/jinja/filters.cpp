@@ -7,6 +7,7 @@
 
 #include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/py_text.h"
+#include "tokenizer/jinja/template_limits.h"
 
 namespace loradesk::jinja {
 
@@ -81,7 +82,8 @@ Value f_tojson(Interpreter&, const Value& v, CallArgs& a) {
     JsonOptions o;
     o.ensure_ascii = opt(b, 0, Value::boolean(false)).truthy();
     Value indent = opt(b, 1, Value::none());
-    if (indent.is_int()) o.indent = std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, indent.as_int())), ' ');
+    if (indent.is_int())
+        o.indent = std::string(checked_width(indent.as_int(), "tojson indent"), ' ');
     else if (indent.is_string()) o.indent = indent.str();
     else if (!indent.is_none()) fail("tojson: indent must be an int, a string or None");
     if (o.indent) o.item_separator = ",";  // json.dumps drops the space after ',' when indenting
@@ -134,9 +136,9 @@ Value f_join(Interpreter& in, const Value& v, CallArgs& a) {
     std::string out;
     bool first = true;
     for (auto& item : iterate(v)) {
-        if (!first) out += sep;
+        if (!first) append_checked(out, sep);
         first = false;
-        out += (attribute.is_none() ? item : attr_path(in, item, attribute)).to_str();
+        append_checked(out, (attribute.is_none() ? item : attr_path(in, item, attribute)).to_str());
     }
     return Value::string(std::move(out));
 }
@@ -221,10 +223,10 @@ Value f_replace(Interpreter&, const Value& v, CallArgs& a) {
         std::int64_t done = 0;
         for (std::size_t i = 0; i <= u.size(); ++i) {
             if (count < 0 || done < count) {
-                out += to;
+                append_checked(out, to);
                 ++done;
             }
-            if (i < u.size()) out += utf8_encode(u.substr(i, 1));
+            if (i < u.size()) append_checked(out, utf8_encode(u.substr(i, 1)));
         }
         return Value::string(out);
     }
@@ -232,8 +234,8 @@ Value f_replace(Interpreter&, const Value& v, CallArgs& a) {
     for (std::int64_t done = 0; count < 0 || done < count; ++done) {
         std::size_t hit = s.find(from, pos);
         if (hit == std::string::npos) break;
-        out.append(s, pos, hit - pos);
-        out += to;
+        append_checked(out, std::string_view(s).substr(pos, hit - pos));
+        append_checked(out, to);
         pos = hit + from.size();
     }
     out.append(s, pos);
@@ -399,13 +401,13 @@ std::vector<std::string> split_lines(const std::string& s) {  // str.splitlines(
 Value f_indent(Interpreter&, const Value& v, CallArgs& a) {
     auto b = bind_args(a, "indent", {"width", "first", "blank"});
     Value width = opt(b, 0, Value::integer(4));
-    std::string ind = width.is_string() ? width.str() : std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, width.as_int())), ' ');
+    std::string ind = width.is_string() ? width.str() : std::string(checked_width(width.as_int(), "indent"), ' ');
     bool first = opt(b, 1, Value::boolean(false)).truthy(), blank = opt(b, 2, Value::boolean(false)).truthy();
     std::vector<std::string> lines = split_lines(v.to_str() + "\n");
     std::string rv;
     for (std::size_t i = 0; i < lines.size(); ++i) {
-        if (i) rv += "\n" + ((blank || !lines[i].empty()) ? ind : std::string());
-        rv += lines[i];
+        if (i) append_checked(rv, "\n" + ((blank || !lines[i].empty()) ? ind : std::string()));
+        append_checked(rv, lines[i]);
     }
     return Value::string(first ? ind + rv : rv);
 }
@@ -483,7 +485,7 @@ Value f_format(Interpreter&, const Value& v, CallArgs& a) {
 
 Value f_center(Interpreter&, const Value& v, CallArgs& a) {
     auto b = bind_args(a, "center", {"width"});
-    std::int64_t width = opt(b, 0, Value::integer(80)).as_int();
+    std::int64_t width = std::int64_t(checked_width(opt(b, 0, Value::integer(80)).as_int(), "center"));
     std::string s = v.to_str();
     auto len = static_cast<std::int64_t>(utf8_decode(s).size());
     if (width <= len) return Value::string(s);

@@ -7,6 +7,7 @@
 #include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/py_text.h"
 #include "tokenizer/jinja/template_error.h"
+#include "tokenizer/jinja/template_limits.h"
 
 namespace loradesk::jinja {
 
@@ -32,7 +33,16 @@ bool add_ovf(std::int64_t a, std::int64_t b, std::int64_t* r) { return __builtin
 bool sub_ovf(std::int64_t a, std::int64_t b, std::int64_t* r) { return __builtin_sub_overflow(a, b, r); }
 bool mul_ovf(std::int64_t a, std::int64_t b, std::int64_t* r) { return __builtin_mul_overflow(a, b, r); }
 
+// Refuses a string or list of `n` bytes or items before it is built (template_limits.h).
+void check_size(std::size_t n, const char* what) {
+    if (n > kMaxRenderBytes)
+        fail(std::string(what) + " too large: " + std::to_string(n) + " bytes or items, the sandbox allows at most " +
+             std::to_string(kMaxRenderBytes));
+}
+
 Value repeat(const Value& seq, std::int64_t n) {
+    const std::size_t unit = seq.is_string() ? seq.str().size() : seq.items().size();
+    if (n > 0 && unit > 0 && std::uint64_t(n) > kMaxRenderBytes / unit) check_size(kMaxRenderBytes + 1, "repetition");
     if (seq.is_string()) {
         std::string out;
         for (std::int64_t i = 0; i < n; ++i) out += seq.str();
@@ -56,8 +66,12 @@ Value arithmetic(BinaryOp op, const Value& a, const Value& b) {
         case BinaryOp::add:
             if (ints) return Value::integer(checked(add_ovf, a.as_int(), b.as_int()));
             if (nums) return Value::floating(a.as_double() + b.as_double());
-            if (a.is_string() && b.is_string()) return Value::string(a.str() + b.str());
+            if (a.is_string() && b.is_string()) {
+                check_size(a.str().size() + b.str().size(), "string");
+                return Value::string(a.str() + b.str());
+            }
             if (a.is_list() && b.is_list() && a.kind() == b.kind()) {
+                check_size(a.items().size() + b.items().size(), "list");
                 ValueList out = a.items();
                 out.insert(out.end(), b.items().begin(), b.items().end());
                 return a.kind() == Kind::tuple ? Value::tuple(std::move(out)) : Value::list(std::move(out));
@@ -102,9 +116,13 @@ Value arithmetic(BinaryOp op, const Value& a, const Value& b) {
         case BinaryOp::pow:
             if (!nums) operand_error("**", a, b);
             if (ints && b.as_int() >= 0) {
+                // Square-and-multiply: a loop of b multiplications never ended for 1 ** 10**18 (no overflow to
+                // stop it). Squaring overflows only when a later multiplication by it would overflow too.
                 std::int64_t base = a.as_int(), result = 1;
-                for (std::int64_t e = b.as_int(); e > 0; --e)
-                    result = checked(mul_ovf, result, base);
+                for (std::int64_t e = b.as_int(); e > 0; e >>= 1) {
+                    if (e & 1) result = checked(mul_ovf, result, base);
+                    if (e > 1) base = checked(mul_ovf, base, base);
+                }
                 return Value::integer(result);
             }
             return Value::floating(std::pow(a.as_double(), b.as_double()));
@@ -399,7 +417,12 @@ Value BinaryExpr::eval(Interpreter& in) const {
         if (op == BinaryOp::and_) return a.truthy() ? right->eval(in) : a;
         if (op == BinaryOp::or_) return a.truthy() ? a : right->eval(in);
         Value b = right->eval(in);
-        if (op == BinaryOp::concat) return Value::string(a.to_str() + b.to_str());
+        if (op == BinaryOp::concat) {
+            std::string s = a.to_str();
+            std::string t = b.to_str();
+            check_size(s.size() + t.size(), "string");
+            return Value::string(s + t);
+        }
         return arithmetic(op, a, b);
     });
 }

@@ -3,6 +3,7 @@
 // attribute/item/call rules of Jinja2's sandbox. One Interpreter per render; never shared across threads.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,10 +66,14 @@ public:
     Flow render_body(const Body& body, std::string& out);
     std::string render_to_string(const Body& body);
 
+    // Counts a loop iteration or macro call; fails past kMaxRenderSteps (template_limits.h).
+    void step();
+
     int depth = 0;  // macro recursion guard
 
 private:
     FramePtr m_frame;
+    std::int64_t m_steps = 0;
 };
 
 CallArgs eval_args(Interpreter& in, const Arguments& args);

@@ -9,6 +9,7 @@
 #include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/py_text.h"
 #include "tokenizer/jinja/template_error.h"
+#include "tokenizer/jinja/template_limits.h"
 
 namespace loradesk::jinja {
 
@@ -285,9 +286,9 @@ Value string_method(Interpreter& in, const Value& self, const std::string& name,
         bool first = true;
         for (auto& item : iterate(*b[0])) {
             if (!item.is_string()) fail("sequence item: expected str instance, " + item.type_name() + " found");
-            if (!first) out += s;
+            if (!first) append_checked(out, s);
             first = false;
-            out += item.str();
+            append_checked(out, item.str());
         }
         return Value::string(std::move(out));
     }

@@ -6,6 +6,7 @@
 #include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/lexer.h"
 #include "tokenizer/jinja/template_error.h"
+#include "tokenizer/jinja/template_limits.h"
 
 namespace loradesk::jinja {
 
@@ -65,6 +66,21 @@ private:
     }
 
     [[noreturn]] void error(const std::string& message) const { throw TemplateError(message, cur().line, cur().column); }
+
+    // Every recursive descent (nested expression, block, unary operator) holds one for its extent.
+    class NestingGuard {
+      public:
+        explicit NestingGuard(Parser& p) : m_p(p) {
+            if (++m_p.m_nesting > kMaxNesting)
+                m_p.error("expressions or blocks nested more than " + std::to_string(kMaxNesting) + " levels deep");
+        }
+        ~NestingGuard() { --m_p.m_nesting; }
+        NestingGuard(const NestingGuard&) = delete;
+        NestingGuard& operator=(const NestingGuard&) = delete;
+
+      private:
+        Parser& m_p;
+    };
     void expect_op(const char* op) {
         if (!skip_op(op)) error(std::string("expected '") + op + "', found " + describe(cur()));
     }
@@ -81,6 +97,7 @@ private:
 
     // Parses statements until a {% name %} in `ends`; leaves the stream after that name and reports it.
     Body parse_body(const std::vector<std::string>& ends, std::string* end_found) {
+        NestingGuard guard(*this);
         Body body;
         int start_line = m_pos > 0 ? m_tokens[m_pos - 1].line : cur().line;  // the opening tag's line
         while (true) {
@@ -312,6 +329,7 @@ private:
     }
 
     ExprPtr parse_expression() {
+        NestingGuard guard(*this);
         ExprPtr e = parse_or();
         while (is_name("if")) {
             auto c = node<CondExpr>(cur().line);
@@ -355,6 +373,7 @@ private:
             auto u = node<UnaryExpr>(cur().line);
             advance();
             u->op = UnaryOp::not_;
+            NestingGuard guard(*this);
             u->operand = parse_not();
             return u;
         }
@@ -433,6 +452,7 @@ private:
             auto u = node<UnaryExpr>(cur().line);
             u->op = is_op("-") ? UnaryOp::neg : UnaryOp::pos;
             advance();
+            NestingGuard guard(*this);
             u->operand = parse_unary(false);
             e = std::move(u);
         } else {
@@ -644,6 +664,7 @@ private:
 
     std::vector<Token> m_tokens;
     std::size_t m_pos = 0;
+    int m_nesting = 0;  // NestingGuard depth
 };
 
 }  // namespace

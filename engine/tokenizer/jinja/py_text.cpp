@@ -12,6 +12,7 @@
 #include <locale.h>
 #include <wctype.h>
 
+#include "tokenizer/jinja/template_limits.h"
 #include "tokenizer/jinja/value.h"
 
 namespace loradesk::jinja {
@@ -371,12 +372,15 @@ std::string percent_format(std::string_view fmt, const Value& args) {
         std::string flags;
         while (i < fmt.size() && std::string_view("-+ 0#").find(fmt[i]) != std::string_view::npos) flags += fmt[i++];
         int width = 0;
-        while (i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i]))) width = width * 10 + (fmt[i++] - '0');
+        // Checked per digit: "%99999999999d" overflowed int (UB) and then asked printf for gigabytes.
+        while (i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i])))
+            width = int(checked_width(std::int64_t(width) * 10 + (fmt[i++] - '0'), "format"));
         int precision = -1;
         if (i < fmt.size() && fmt[i] == '.') {
             precision = 0;
             ++i;
-            while (i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i]))) precision = precision * 10 + (fmt[i++] - '0');
+            while (i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i])))
+                precision = int(checked_width(std::int64_t(precision) * 10 + (fmt[i++] - '0'), "format precision"));
         }
         if (i >= fmt.size()) fail("incomplete format");
         if (next >= list.size()) fail("not enough arguments for format string");

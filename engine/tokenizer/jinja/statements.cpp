@@ -7,6 +7,7 @@
 #include "tokenizer/jinja/ast.h"
 #include "tokenizer/jinja/interpreter.h"
 #include "tokenizer/jinja/template_error.h"
+#include "tokenizer/jinja/template_limits.h"
 
 namespace loradesk::jinja {
 
@@ -76,9 +77,17 @@ Value make_loop(const ValueList& items, std::size_t i, const Value& cycle, const
 
 }  // namespace
 
+void Interpreter::step() {
+    if (++m_steps > kMaxRenderSteps)
+        fail("the template ran more than " + std::to_string(kMaxRenderSteps) +
+             " loop iterations and macro calls (a template that never ends?)");
+}
+
 Flow Interpreter::render_body(const Body& body, std::string& out) {
     for (auto& s : body) {
         Flow f = s->render(*this, out);
+        if (out.size() > kMaxRenderBytes)
+            fail("the template printed more than " + std::to_string(kMaxRenderBytes) + " bytes");
         if (f != Flow::normal) return f;
     }
     return Flow::normal;
@@ -101,8 +110,9 @@ Flow PrintStmt::render(Interpreter& in, std::string& out) const {
 }
 
 Flow IfStmt::render(Interpreter& in, std::string& out) const {
-    for (auto& [cond, body] : branches)
-        if (at_stmt(line, [&] { return cond->eval(in).truthy(); })) return in.render_body(body, out);
+    // Named pairs rather than structured bindings: clang before 16 cannot capture a binding in a lambda.
+    for (auto& branch : branches)
+        if (at_stmt(line, [&] { return branch.first->eval(in).truthy(); })) return in.render_body(branch.second, out);
     return in.render_body(otherwise, out);
 }
 
@@ -121,7 +131,10 @@ Flow ForStmt::render(Interpreter& in, std::string& out) const {
         ValueList kept;
         for (auto& item : *items) {
             auto f = std::make_shared<Frame>(in.frame());
-            at_stmt(line, [&] { assign(*f, targets, item); });
+            at_stmt(line, [&] {
+                in.step();
+                assign(*f, targets, item);
+            });
             Interpreter::FrameGuard guard(in, f);
             if (at_stmt(line, [&] { return filter->eval(in).truthy(); })) kept.push_back(item);
         }
@@ -144,7 +157,10 @@ Flow ForStmt::render(Interpreter& in, std::string& out) const {
     for (std::size_t i = 0; i < items->size(); ++i) {
         // A fresh frame per iteration: assignments in one iteration are not seen by the next (Jinja2).
         auto f = std::make_shared<Frame>(in.frame());
-        at_stmt(line, [&] { assign(*f, targets, (*items)[i]); });
+        at_stmt(line, [&] {
+            in.step();
+            assign(*f, targets, (*items)[i]);
+        });
         *position = i;
         f->set("loop", make_loop(*items, i, cycle, changed));
         Interpreter::FrameGuard guard(in, f);
@@ -190,7 +206,7 @@ Flow WithStmt::render(Interpreter& in, std::string& out) const {
     // All values are computed in the outer scope before any name is bound (Jinja2 semantics).
     auto f = std::make_shared<Frame>(in.frame());
     std::vector<Value> values;
-    for (auto& [name, e] : assignments) values.push_back(at_stmt(line, [&] { return e->eval(in); }));
+    for (auto& assignment : assignments) values.push_back(at_stmt(line, [&] { return assignment.second->eval(in); }));
     for (std::size_t i = 0; i < assignments.size(); ++i) f->set(assignments[i].first, std::move(values[i]));
     Interpreter::FrameGuard guard(in, f);
     return in.render_body(body, out);
@@ -203,6 +219,7 @@ namespace {
 // Calls a macro-like body: binds parameters (defaults evaluated at call time in the new scope).
 Value invoke_body(Interpreter& in, const FramePtr& scope, const std::string& name, const std::vector<MacroParam>& params,
                   const Body& body, CallArgs& args, const Value* caller) {
+    in.step();
     if (in.depth >= kMaxMacroDepth) fail("macro '" + name + "' recursed deeper than " + std::to_string(kMaxMacroDepth));
     if (args.positional.size() > params.size())
         fail("macro '" + name + "' takes not more than " + std::to_string(params.size()) + " argument(s)");

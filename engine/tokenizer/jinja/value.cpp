@@ -2,10 +2,10 @@
 #include "tokenizer/jinja/value.h"
 
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "tokenizer/jinja/py_text.h"
+#include "tokenizer/jinja/template_limits.h"
 
 namespace loradesk::jinja {
 
@@ -320,6 +320,9 @@ ValueList iterate(const Value& v) {
             return keys;
         }
         case Kind::string: {
+            if (v.str().size() > kMaxIteratedChars)
+                fail("a string of " + std::to_string(v.str().size()) +
+                     " bytes is too long to iterate (the sandbox allows " + std::to_string(kMaxIteratedChars) + ")");
             ValueList chars;
             for (char32_t c : utf8_decode(v.str())) chars.push_back(Value::string(utf8_encode(std::u32string(1, c))));
             return chars;
