@@ -12,6 +12,9 @@ cd "$(dirname "$0")/.."
 root=$PWD
 build=${LORADESK_PACKAGE_BUILD_DIR:-build-package}
 jobs=${JOBS:-2}
+# The same base directory as scripts/dev.sh build: ccache then hashes both builds' commands alike and the
+# package build reuses the test build's objects (CI builds both on 2 cores).
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
 sudo_cmd() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 step() { printf '\n== %s\n' "$*"; }
 fail() { printf 'package_smoke: FAILED: %s\n' "$*" >&2; exit 1; }

@@ -23,7 +23,7 @@ const char* finish_reason_name(FinishReason r) {
 std::string context_too_long_message(int max_context, int prompt_tokens, int completion_tokens,
                                      const char* prompt_word) {
     return "This model's maximum context length is " + std::to_string(max_context) +
-           " tokens. However, you requested " + std::to_string(prompt_tokens + completion_tokens) + " tokens (" +
+           " tokens. However, you requested " + std::to_string(int64_t(prompt_tokens) + completion_tokens) + " tokens (" +
            std::to_string(prompt_tokens) + " in the " + prompt_word + ", " + std::to_string(completion_tokens) +
            " in the completion). Please reduce the length of the " + prompt_word + " or completion.";
 }

@@ -148,7 +148,12 @@ void finish(OllamaRequest& out) {
 template <class Parse>
 ParsedGeneration parse_translated(Parse parse, const json& openai_body, const ServerOptions& options) {
     try {
-        return parse(openai_body, options);
+        ParsedGeneration parsed = parse(openai_body, options);
+        // num_predict -1 / -2 ("until the context is full") arrive as the largest max_tokens: clipped to what the
+        // context leaves, never the overflow error an explicit max_tokens gets.
+        if (const json* m = field(openai_body, "max_tokens"); m && *m == std::numeric_limits<int32_t>::max())
+            for (api::GenerateRequest& r : parsed.prompts) r.stop.strict_max_tokens = false;
+        return parsed;
     } catch (const ApiError& e) {
         throw renamed(e);
     }

@@ -150,7 +150,7 @@ class TstServeCli : public QObject {
         QVERIFY2(s.start({"--data-dir", data.path(), "--shutdown-timeout", "1", "--threads", "1"}), s.output.constData());
         const int fd = connect_to(s.port, 30);
         const std::string body =
-            R"({"prompt": "Once upon a time", "n": 32, "max_tokens": 1500, "ignore_eos": true, "stream": true})";
+            R"({"prompt": "Once upon a time", "n": 32, "max_tokens": 1000, "ignore_eos": true, "stream": true})";
         QVERIFY(send_all(fd, request_text("POST", "/v1/completions", body)));
         std::string begun;
         char buf[4096];
