@@ -16,6 +16,14 @@ using nlohmann::json;
 
 namespace {
 
+// An object's "type" when it is a string, else "": json::value("type", "") throws (a 500) when the key holds
+// another type, as fuzz_request_parse found with {"type": {"url": ...}} and {"type": 2^63}.
+std::string type_of(const json& v) {
+    if (!v.is_object()) return {};
+    auto it = v.find("type");
+    return it != v.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 // Refuses a prompt that cannot fit the context before it is tokenized (30 MB took 12 s to tokenize only to be
 // refused as too long): no token is longer than kPromptBytesPerToken bytes in practice.
 void check_prompt_bytes(std::size_t bytes, const ServerOptions& options, const std::string& param) {
@@ -101,12 +109,12 @@ std::string message_text(const json& content, std::size_t index) {
         throw_invalid(param, fmt::format("messages[{}].content must be a string or an array of text parts", index));
     std::string text;
     for (const json& part : content) {
-        const bool is_text = part.is_object() && part.value("type", "") == "text" && part.contains("text") &&
+        const bool is_text = type_of(part) == "text" && part.contains("text") &&
                              part["text"].is_string();
         if (!is_text)
             throw_invalid(param, fmt::format("messages[{}].content has a part that is not text ({}); only text parts "
                                              "are supported by this model",
-                                             index, part.is_object() ? part.value("type", "?") : part.type_name()));
+                                             index, part.is_object() ? type_of(part) : std::string(part.type_name())));
         // Parts join with a newline, as vLLM and transformers join them (and as /tokenize always did).
         if (&part != &content.front()) text += '\n';
         text += part["text"].get<std::string>();
@@ -169,7 +177,7 @@ ParsedGeneration parse_chat_request(const json& body, const ServerOptions& optio
     if (const json* v = field(body, "tools")) {
         if (!v->is_array()) throw_invalid("tools", "'tools' must be an array of {type:\"function\", function:{name}}");
         for (const json& t : *v) {
-            const bool ok = t.is_object() && t.value("type", "") == "function" && t.contains("function") &&
+            const bool ok = type_of(t) == "function" && t.contains("function") &&
                             t["function"].is_object() && t["function"].contains("name") &&
                             t["function"]["name"].is_string();
             if (!ok) throw_invalid("tools", "each tool must be {\"type\":\"function\",\"function\":{\"name\":...}}");
@@ -182,7 +190,7 @@ ParsedGeneration parse_chat_request(const json& body, const ServerOptions& optio
             choice = v->get<std::string>();
             if (choice != "none" && choice != "auto" && choice != "required")
                 throw_invalid("tool_choice", "'tool_choice' must be none, auto, required or {type:function,...}");
-        } else if (!(v->is_object() && v->value("type", "") == "function")) {
+        } else if (type_of(*v) != "function") {
             throw_invalid("tool_choice", "'tool_choice' must be none, auto, required or {type:function,...}");
         }
     }
