@@ -9,6 +9,7 @@
 #include "api/engine.h"
 #include "lora/adapter_loader.h"
 #include "runtime/cpu/cpu_runner.h"
+#include "runtime/reference_logprobs.h"
 #include "server/router.h"
 #include "server/server_test_util.h"
 
@@ -30,31 +31,7 @@ const std::vector<std::string> kFortunes = {
 
 // Row i of the result: log-softmax of the runner's logits at prompt position i, in double.
 std::vector<std::vector<double>> reference(runtime::cpu::CpuRunner& runner, int slot, const std::vector<int32_t>& ids) {
-    const int ps = 16, n = int(ids.size()), n_pages = (n + ps - 1) / ps;
-    runtime::ForwardBatch b;
-    b.page_size = ps;
-    b.token_ids = ids;
-    for (int i = 0; i < n; ++i) b.positions.push_back(i), b.logits_indices.push_back(i);
-    b.qo_indptr = {0, n};
-    b.kv_indptr = {0, n_pages};
-    for (int p = 0; p < n_pages; ++p) b.kv_indices.push_back(p);
-    b.kv_last_page_len = {n - (n_pages - 1) * ps};
-    b.seq_lora_slot = {slot};
-    b.build_lora_segments();
-    std::vector<float> logits;
-    runner.forward(b, logits);
-    const std::size_t V = std::size_t(runner.config().vocab_size);
-    std::vector<std::vector<double>> out;
-    for (int r = 0; r < n; ++r) {
-        const float* row = logits.data() + std::size_t(r) * V;
-        double max = row[0], sum = 0;
-        for (std::size_t i = 0; i < V; ++i) max = std::max(max, double(row[i]));
-        for (std::size_t i = 0; i < V; ++i) sum += std::exp(double(row[i]) - max);
-        std::vector<double> lp(V);
-        for (std::size_t i = 0; i < V; ++i) lp[i] = double(row[i]) - max - std::log(sum);
-        out.push_back(std::move(lp));
-    }
-    return out;
+    return test::full_prompt_logprobs(runner, slot, ids);
 }
 
 }  // namespace

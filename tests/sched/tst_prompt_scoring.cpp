@@ -7,6 +7,7 @@
 
 #include "model/synth_model.h"
 #include "runtime/cpu/cpu_runner.h"
+#include "runtime/reference_logprobs.h"
 #include "sched/base_residency.h"
 #include "sched/engine_loop.h"
 
@@ -58,33 +59,9 @@ SubmitSpec request(std::vector<int32_t> prompt, int max_tokens, int prompt_logpr
 // log-softmax in double of every row of one forward over the whole prompt on a fresh runner.
 std::vector<std::vector<double>> reference(const std::string& dir, const std::vector<int32_t>& prompt) {
     runtime::cpu::CpuRunner runner(dir, 1);
-    const int ps = 16, n = int(prompt.size()), n_pages = (n + ps - 1) / ps;
-    runner.allocate_kv(n_pages, ps);
+    runner.allocate_kv((int(prompt.size()) + 15) / 16, 16);
     runner.configure_lora_slots(0, 8);
-    runtime::ForwardBatch b;
-    b.page_size = ps;
-    b.token_ids = prompt;
-    for (int i = 0; i < n; ++i) b.positions.push_back(i), b.logits_indices.push_back(i);
-    b.qo_indptr = {0, n};
-    b.kv_indptr = {0, n_pages};
-    for (int p = 0; p < n_pages; ++p) b.kv_indices.push_back(p);
-    b.kv_last_page_len = {n - (n_pages - 1) * ps};
-    b.seq_lora_slot = {0};
-    b.build_lora_segments();
-    std::vector<float> logits;
-    runner.forward(b, logits);
-    const std::size_t V = std::size_t(runner.config().vocab_size);
-    std::vector<std::vector<double>> out;
-    for (int r = 0; r < n; ++r) {
-        const float* row = logits.data() + std::size_t(r) * V;
-        double max = row[0], sum = 0;
-        for (std::size_t i = 0; i < V; ++i) max = std::max(max, double(row[i]));
-        for (std::size_t i = 0; i < V; ++i) sum += std::exp(double(row[i]) - max);
-        std::vector<double> lp(V);
-        for (std::size_t i = 0; i < V; ++i) lp[i] = double(row[i]) - max - std::log(sum);
-        out.push_back(std::move(lp));
-    }
-    return out;
+    return test::full_prompt_logprobs(runner, 0, prompt);
 }
 
 }  // namespace
