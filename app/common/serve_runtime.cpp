@@ -86,14 +86,13 @@ sigset_t block_stop_signals() {
 }
 
 void serve_until_stop_signal(ServerHost& host, const sigset_t& stop_signals, std::chrono::seconds drain) {
-    // Not named `signals`: Qt defines that as a macro, and the desktop app includes this header.
-    const sigset_t signals = stop_signals;
     constexpr std::chrono::seconds kStopGrace{15};  // cancelling, ending streams, joining threads
     int sig = 0;
-    sigwait(&signals, &sig);
+    sigwait(&stop_signals, &sig);
     log::info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
     static std::atomic<bool> cut_short{false};  // read by the detached thread below, even after we return
-    std::thread([signals] {
+    // A copy: the thread outlives this call (the parameter is not named `signals`: Qt defines that macro).
+    std::thread([signals = stop_signals] {
         int again = 0;
         sigwait(&signals, &again);
         log::warn("second signal: cancelling running requests now");
