@@ -1,0 +1,124 @@
+#include "grammar/grammar_matcher.h"
+
+#include <algorithm>
+
+namespace loradesk::grammar {
+
+namespace {
+// Past this many DFA states a matcher drops its tables (keeping the current state) to bound memory: one state
+// costs about 1 KiB of transitions.
+constexpr std::size_t kMaxAutomatonStates = 16384;
+constexpr std::size_t kMaxAutomatonNodes = std::size_t(1) << 21;
+
+void set_bit(std::span<uint32_t> words, int32_t id) {
+    std::size_t w = std::size_t(id) >> 5;
+    if (w < words.size()) words[w] |= 1u << (uint32_t(id) & 31);
+}
+}  // namespace
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const TokenIndex> index)
+    : m_grammar(std::move(grammar)),
+      m_index(std::move(index)),
+      m_automaton(m_grammar),
+      m_state(m_automaton.initial()) {}
+
+void GrammarMatcher::maybe_compact() {
+    if (m_automaton.n_states() > kMaxAutomatonStates || m_automaton.n_nodes() > kMaxAutomatonNodes)
+        m_state = m_automaton.compact(m_state);
+}
+
+void GrammarMatcher::compute_mask_uncached(std::span<uint32_t> words) {
+    std::fill(words.begin(), words.end(), 0u);
+    const bool ending = m_terminated || m_automaton.can_end(m_state);
+    bool any = false;
+    if (!m_terminated && m_automaton.can_continue(m_state)) {
+        maybe_compact();
+        const auto& t = m_index->trie();
+        m_depth_states.resize(std::size_t(t.max_depth) + 1);
+        m_depth_states[0] = m_state;
+        const uint32_t n = uint32_t(t.byte.size());
+        for (uint32_t i = 0; i < n;) {
+            const uint32_t d = t.depth[i];
+            const int32_t s = m_automaton.next(m_depth_states[d - 1], t.byte[i]);
+            if (s == StackAutomaton::kDead) {
+                i = t.subtree_end[i];  // no token below this prefix can fit
+                continue;
+            }
+            m_depth_states[d] = s;
+            for (uint32_t k = t.token_offsets[i]; k < t.token_offsets[i + 1]; ++k) {
+                set_bit(words, t.token_ids[k]);
+                any = true;
+            }
+            ++i;
+        }
+    }
+    if (ending || !any)
+        for (int32_t id : m_index->vocab().eos_ids) set_bit(words, id);
+}
+
+void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> words) {
+    maybe_compact();
+    if (m_terminated) {
+        compute_mask_uncached(words);
+        return;
+    }
+    MaskCache& cache = m_index->mask_cache();
+    const std::string& key = m_automaton.key(m_state);
+    if (auto mask = cache.find(m_grammar->uid, key)) {
+        std::size_t n = std::min(words.size(), mask->size());
+        std::copy_n(mask->begin(), n, words.begin());
+        std::fill(words.begin() + std::ptrdiff_t(n), words.end(), 0u);
+        return;
+    }
+    auto mask = std::make_shared<TokenMask>(m_index->n_words());
+    compute_mask_uncached(*mask);
+    std::size_t n = std::min(words.size(), mask->size());
+    std::copy_n(mask->begin(), n, words.begin());
+    std::fill(words.begin() + std::ptrdiff_t(n), words.end(), 0u);
+    cache.insert(m_grammar->uid, m_automaton.key(m_state), std::move(mask));
+}
+
+int32_t GrammarMatcher::walk(std::string_view bytes) {
+    maybe_compact();
+    int32_t s = m_state;
+    for (char c : bytes) {
+        s = m_automaton.next(s, uint8_t(c));
+        if (s == StackAutomaton::kDead) return s;
+    }
+    return s;
+}
+
+bool GrammarMatcher::accept_token(int32_t id) {
+    if (m_terminated) return false;
+    if (m_index->is_eos(id)) {
+        if (!m_automaton.can_end(m_state)) return false;
+        m_terminated = true;
+        return true;
+    }
+    if (!m_index->is_grammar_token(id)) return false;
+    int32_t s = walk(m_index->vocab().token_bytes[std::size_t(id)]);
+    if (s == StackAutomaton::kDead) return false;
+    m_state = s;
+    return true;
+}
+
+bool GrammarMatcher::accept_bytes(std::string_view bytes) {
+    if (m_terminated) return false;
+    int32_t s = walk(bytes);
+    if (s == StackAutomaton::kDead) return false;
+    m_state = s;
+    return true;
+}
+
+bool GrammarMatcher::can_end() const { return m_terminated || m_automaton.can_end(m_state); }
+
+bool GrammarMatcher::is_terminated() const {
+    return m_terminated || (m_automaton.can_end(m_state) && !m_automaton.can_continue(m_state));
+}
+
+void GrammarMatcher::reset() {
+    m_state = m_automaton.initial();
+    m_terminated = false;
+}
+
+}  // namespace loradesk::grammar

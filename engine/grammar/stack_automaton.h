@@ -1,0 +1,79 @@
+// StackAutomaton: a lazily built DFA whose states are sets of pushdown stacks of a CompiledGrammar. A stack is
+// interned as a node (element position, parent node) so that equal stacks share one id; a state is the sorted set
+// of its stacks' ids. Transitions on each byte are computed on first use and then cost one array read, which is
+// what makes walking the vocabulary trie cheap. Not thread-safe: each GrammarMatcher owns one.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar/compiled_grammar.h"
+
+namespace loradesk::grammar {
+
+class StackAutomaton {
+  public:
+    static constexpr int32_t kDead = -1;
+    // A set with more stacks than this is treated as dead: only highly ambiguous grammars get there, and the
+    // alternative is unbounded time and memory per byte.
+    static constexpr std::size_t kMaxStacks = 20000;
+
+    explicit StackAutomaton(std::shared_ptr<const CompiledGrammar> grammar);
+
+    int32_t initial() const { return m_initial; }
+    int32_t next(int32_t state, uint8_t byte) {
+        int32_t t = m_transitions[std::size_t(state) * 256 + byte];
+        if (t == kUnknown) {
+            t = compute(state, byte);
+            m_transitions[std::size_t(state) * 256 + byte] = t;
+        }
+        return t;
+    }
+    // The input so far is a complete sentence (some stack is empty).
+    bool can_end(int32_t state) const { return m_sets[std::size_t(state)].front() == 0; }
+    // Some stack still expects input.
+    bool can_continue(int32_t state) const { return m_sets[std::size_t(state)].back() != 0; }
+    // Canonical description of a state, independent of node ids: equal for equal stack sets in any automaton of
+    // the same grammar. Keys the shared mask cache.
+    const std::string& key(int32_t state);
+
+    std::size_t n_states() const { return m_sets.size(); }
+    std::size_t n_nodes() const { return m_nodes.size(); }
+    // Forgets every state but `state` (to bound memory); returns its id in the rebuilt tables.
+    int32_t compact(int32_t state);
+
+  private:
+    static constexpr int32_t kUnknown = -2;
+    struct Node {
+        uint32_t pos;     // element the stack expects next
+        uint32_t parent;  // node below; 0 is the empty stack
+    };
+    struct VecHash {
+        std::size_t operator()(const std::vector<uint32_t>& v) const noexcept;
+    };
+
+    void reset_tables();
+    uint32_t intern_node(uint32_t pos, uint32_t parent);
+    int32_t intern_set(std::vector<uint32_t> stacks);
+    void expand(uint32_t node);  // closure: pushes rule alternatives until each stack expects a byte
+    int32_t compute(int32_t state, uint8_t byte);
+    std::vector<uint32_t> positions(uint32_t node) const;
+
+    std::shared_ptr<const CompiledGrammar> m_grammar;
+    std::vector<Node> m_nodes;
+    std::unordered_map<uint64_t, uint32_t> m_node_ids;
+    std::vector<std::vector<uint32_t>> m_sets;
+    std::unordered_map<std::vector<uint32_t>, int32_t, VecHash> m_set_ids;
+    std::vector<int32_t> m_transitions;  // [n_states * 256]
+    std::vector<std::string> m_keys;     // lazily filled
+    int32_t m_initial = 0;
+    // Scratch for compute/expand.
+    std::vector<uint32_t> m_seen;
+    uint32_t m_generation = 0;
+    std::vector<uint32_t> m_work, m_out;
+};
+
+}  // namespace loradesk::grammar
