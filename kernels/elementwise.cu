@@ -130,14 +130,26 @@ __global__ void bias_add_kernel(uint16_t* y, int64_t stride, const uint16_t* bia
     }
 }
 
-__global__ void argmax_kernel(const float* logits, int vocab, int32_t* out) {
+// masks == nullptr: plain argmax; else row r keeps to the tokens of mask mask_of_row[r] (none when < 0).
+__global__ void argmax_kernel(const float* logits, int vocab, int32_t* out, const uint32_t* masks,
+                              const int32_t* mask_of_row, int mask_words) {
     detail::pdl_wait();
     const float* row = logits + int64_t(blockIdx.x) * vocab;
     float best = -FLT_MAX;
     int idx = INT32_MAX;
-    for (int c = threadIdx.x; c < vocab; c += blockDim.x) {
-        float v = row[c];
-        if (v > best) best = v, idx = c;  // NaN compares false and never wins
+    const int which = masks ? mask_of_row[blockIdx.x] : -1;
+    if (which < 0) {
+        for (int c = threadIdx.x; c < vocab; c += blockDim.x) {
+            float v = row[c];
+            if (v > best) best = v, idx = c;  // NaN compares false and never wins
+        }
+    } else {
+        const uint32_t* m = masks + int64_t(which) * mask_words;
+        const int end = min(vocab, mask_words * 32);
+        for (int c = threadIdx.x; c < end; c += blockDim.x) {
+            float v = row[c];
+            if ((m[c >> 5] >> (c & 31) & 1u) && v > best) best = v, idx = c;
+        }
     }
     for (int o = 16; o > 0; o >>= 1) {
         float ov = __shfl_xor_sync(0xffffffffu, best, o);
@@ -202,7 +214,14 @@ cudaError_t bias_add(uint16_t* y, int64_t y_row_stride, const uint16_t* bias, in
 
 cudaError_t argmax(const float* logits, int n_rows, int vocab, int32_t* out, cudaStream_t stream) {
     if (n_rows == 0) return cudaSuccess;
-    return detail::launch(argmax_kernel, n_rows, 512, 0, stream, logits, vocab, out);
+    return detail::launch(argmax_kernel, n_rows, 512, 0, stream, logits, vocab, out, static_cast<const uint32_t*>(nullptr),
+                          static_cast<const int32_t*>(nullptr), 0);
+}
+
+cudaError_t masked_argmax(const float* logits, int n_rows, int vocab, const uint32_t* masks, const int32_t* mask_of_row,
+                          int mask_words, int32_t* out, cudaStream_t stream) {
+    if (n_rows == 0) return cudaSuccess;
+    return detail::launch(argmax_kernel, n_rows, 512, 0, stream, logits, vocab, out, masks, mask_of_row, mask_words);
 }
 
 }  // namespace loradesk::kernels

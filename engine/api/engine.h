@@ -101,6 +101,10 @@ struct GenerateRequest {
     // computed in the prefill. The prompt's rows are then computed, not taken from the prefix cache.
     int prompt_logprobs = -1;
     bool skip_special_tokens = true;
+    // Structured output: a GBNF grammar (llama.cpp's dialect, root rule "root") that the generated text must
+    // follow; every token keeps it a prefix of a sentence of the grammar and EOS comes only where the grammar
+    // can end. Empty = unconstrained. The server compiles response_format, guided_* and tool_choice into this.
+    std::string grammar;
 };
 
 struct TopLogprob {

@@ -17,6 +17,7 @@
 #include "api/catalog_bridge.h"
 #include "api/engine.h"
 #include "api/rate_meter.h"
+#include "api/structured_output.h"
 #include "lora/adapter_registry.h"
 #include "lora/tiered_store.h"
 #include "model/model_config.h"
@@ -56,6 +57,7 @@ struct EngineCore {
     std::unique_ptr<runtime::ModelRunner> runner;
     std::shared_ptr<const tokenizer::Tokenizer> tokenizer;
     std::optional<jinja::ChatTemplate> chat_template;
+    std::unique_ptr<StructuredOutput> structured;  // grammars of constrained requests
 
     // Destruction order matters (reverse of declaration): the loop stops before the store and the
     // runner go; the registry outlives every lease held by streams (they hold the core).

@@ -124,6 +124,7 @@ std::shared_ptr<RequestStream> EngineImpl::submit_or_throw(GenerateRequest& r) {
     lr.stop.stop_token_ids = r.stop.stop_token_ids;
     lr.stop.ignore_eos = r.stop.ignore_eos;
     lr.prompt_logprobs = r.prompt_logprobs;
+    if (!r.grammar.empty()) lr.constraint = m_core->structured->matcher_for(r.grammar);
 
     SubmitInfo info;
     info.request_id = r.id;

@@ -36,6 +36,10 @@ class CompiledGrammar {
     std::vector<ByteSet> byte_sets;
     std::vector<std::string> rule_names;  // for debugging and messages
     uint64_t uid = 0;                     // unique per compilation: keys the shared mask cache
+    // min_suffix[p]: the fewest bytes that finish the alternative from element position p (to its kEnd), so a
+    // stack's shortest completion is the sum over its frames; kNoEnd where nothing finishes. Budgets use it.
+    static constexpr uint32_t kNoEnd = UINT32_MAX / 4;
+    std::vector<uint32_t> min_suffix;
 
     static bool is_end(uint32_t e) { return e == kEnd; }
     static bool is_rule(uint32_t e) { return (e & kTagMask) == kRuleTag; }
@@ -43,6 +47,9 @@ class CompiledGrammar {
     static uint32_t arg(uint32_t e) { return e & kArgMask; }
     bool byte_matches(uint32_t element, uint8_t b) const { return (byte_sets[arg(element)][b >> 6] >> (b & 63)) & 1; }
 };
+
+// Fills g.min_suffix (a fixed point over the rules' shortest expansions).
+void compute_min_suffix(CompiledGrammar& g);
 
 // Parses, checks and lowers a GBNF grammar. Errors name the line, column or rule.
 Result<std::shared_ptr<const CompiledGrammar>> compile_gbnf(std::string_view gbnf, std::string_view root = "root");

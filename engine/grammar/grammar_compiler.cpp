@@ -255,6 +255,7 @@ Result<std::shared_ptr<const CompiledGrammar>> compile_ir(GrammarIr ir) {
         check_left_recursion(ir);
         auto g = Lowering(ir).run();
         g->uid = g_next_uid.fetch_add(1);
+        compute_min_suffix(*g);
         return std::shared_ptr<const CompiledGrammar>(std::move(g));
     } catch (const Error& e) {
         return Status::failure(e.code(), e.what());

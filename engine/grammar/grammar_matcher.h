@@ -30,6 +30,12 @@ class GrammarMatcher {
     bool is_terminated() const;           // EOS accepted, or can_end() and no further byte possible
     void reset();
 
+    // Token budgets: the fewest bytes that still complete a sentence (0 when can_end()), and the same after `id`
+    // would be accepted (CompiledGrammar::kNoEnd when the grammar refuses it). The state does not change.
+    uint32_t min_bytes_to_end();
+    uint32_t min_bytes_after(int32_t id);
+    bool is_eos(int32_t id) const { return m_index->is_eos(id); }
+
     // The same mask without the shared cache (tests compare the two; benchmarks time the walk).
     void compute_mask_uncached(std::span<uint32_t> words);
 

@@ -27,6 +27,8 @@ void StackAutomaton::reset_tables() {
     m_set_ids.clear();
     m_transitions.clear();
     m_keys.clear();
+    m_node_min.assign(1, 0);  // the empty stack is complete
+    m_set_min.clear();
     m_seen.assign(1, 0);
     m_generation = 0;
 }
@@ -36,6 +38,7 @@ uint32_t StackAutomaton::intern_node(uint32_t pos, uint32_t parent) {
     if (inserted) {
         m_nodes.push_back({pos, parent});
         m_seen.push_back(0);
+        m_node_min.push_back(kUnsetMin);
     }
     return it->second;
 }
@@ -49,6 +52,7 @@ int32_t StackAutomaton::intern_set(std::vector<uint32_t> stacks) {
         m_sets.push_back(std::move(stacks));
         m_transitions.resize(m_transitions.size() + 256, kUnknown);
         m_keys.emplace_back();
+        m_set_min.push_back(kUnsetMin);
     }
     return it->second;
 }
@@ -98,6 +102,28 @@ int32_t StackAutomaton::compute(int32_t state, uint8_t byte) {
         if (m_out.size() > kMaxStacks) return kDead;
     }
     return intern_set(m_out);
+}
+
+uint32_t StackAutomaton::min_bytes_to_end(int32_t state) {
+    uint32_t& memo = m_set_min[std::size_t(state)];
+    if (memo != kUnsetMin) return memo;
+    uint32_t best = CompiledGrammar::kNoEnd;
+    for (uint32_t top : m_sets[std::size_t(state)]) {
+        // A stack's frames below the first already-known node are summed on the way back up (no recursion).
+        m_work.clear();
+        uint32_t n = top;
+        while (m_node_min[n] == kUnsetMin) {
+            m_work.push_back(n);
+            n = m_nodes[n].parent;
+        }
+        uint32_t below = m_node_min[n];
+        for (auto it = m_work.rbegin(); it != m_work.rend(); ++it) {
+            below = std::min(CompiledGrammar::kNoEnd, below + m_grammar->min_suffix[m_nodes[*it].pos]);
+            m_node_min[*it] = below;
+        }
+        best = std::min(best, m_node_min[top]);
+    }
+    return memo = best;
 }
 
 std::vector<uint32_t> StackAutomaton::positions(uint32_t node) const {

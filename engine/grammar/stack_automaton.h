@@ -40,6 +40,10 @@ class StackAutomaton {
     // the same grammar. Keys the shared mask cache.
     const std::string& key(int32_t state);
 
+    // The fewest bytes that complete a sentence from `state` (0 when it can end; CompiledGrammar::kNoEnd when
+    // nothing completes it). Memoised per state and stack node.
+    uint32_t min_bytes_to_end(int32_t state);
+
     std::size_t n_states() const { return m_sets.size(); }
     std::size_t n_nodes() const { return m_nodes.size(); }
     // Forgets every state but `state` (to bound memory); returns its id in the rebuilt tables.
@@ -47,6 +51,7 @@ class StackAutomaton {
 
   private:
     static constexpr int32_t kUnknown = -2;
+    static constexpr uint32_t kUnsetMin = UINT32_MAX;
     struct Node {
         uint32_t pos;     // element the stack expects next
         uint32_t parent;  // node below; 0 is the empty stack
@@ -69,6 +74,8 @@ class StackAutomaton {
     std::unordered_map<std::vector<uint32_t>, int32_t, VecHash> m_set_ids;
     std::vector<int32_t> m_transitions;  // [n_states * 256]
     std::vector<std::string> m_keys;     // lazily filled
+    std::vector<uint32_t> m_node_min;    // per node: min_bytes of its stack, kUnset until asked
+    std::vector<uint32_t> m_set_min;     // per state, likewise
     int32_t m_initial = 0;
     // Scratch for compute/expand.
     std::vector<uint32_t> m_seen;

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -38,6 +40,17 @@ struct MemoryReport {
     std::size_t kv_bytes = 0;
     std::size_t lora_slot_bytes = 0;
     std::size_t workspace_bytes = 0;
+};
+
+// Allowed-token masks of grammar-constrained rows whose argmax is taken where the logits are: row r keeps to the
+// tokens of mask row_mask[r] (words [row_mask[r] * words_per_row, +words_per_row), bit id % 32 of word id / 32)
+// when row_mask[r] >= 0. The engine loop computes masks while the step runs: `ready`, when set, is called (on the
+// calling thread) once the step is under way and before the words are read.
+struct RowMasks {
+    std::span<const uint32_t> words;
+    std::span<const int32_t> row_mask;  // one entry per logits row; empty = no row is masked
+    int words_per_row = 0;
+    std::function<void()> ready;
 };
 
 class ModelRunner {
@@ -89,8 +102,9 @@ class ModelRunner {
     // want_logits (one flag per logits row), packed in row order. A device runner computes the argmax
     // where the logits are and moves only the flagged rows: at batch 128 and a 32 k vocabulary, copying
     // every row and scanning it on the host costs about as much as the decode step itself.
+    // `masks` constrains the argmax of grammar-constrained greedy rows (RowMasks).
     virtual void forward_sampled(const ForwardBatch& batch, std::span<const uint8_t> want_logits,
-                                 std::vector<int32_t>& argmax, std::vector<float>& logits);
+                                 std::vector<int32_t>& argmax, std::vector<float>& logits, const RowMasks& masks = {});
 };
 
 }  // namespace loradesk::runtime

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "grammar/grammar_matcher.h"
 
 namespace loradesk::runtime {
 namespace {
@@ -48,7 +49,72 @@ Sampler::Sampler(SamplingParams params, const std::vector<int>& prompt_ids) : m_
     m_prompt_unique.assign(uniq.begin(), uniq.end());
 }
 
-void Sampler::accept(int token) { ++m_output_counts[token]; }
+Sampler::~Sampler() = default;
+
+void Sampler::accept(int token) {
+    ++m_output_counts[token];
+    if (!m_matcher) return;
+    m_mask_ready = false;
+    // The token came from this step's mask, so the grammar takes it; a token it refuses (EOS after the grammar
+    // finished, say) leaves the state as it was, and constraint_finished() ends the request.
+    m_matcher->accept_token(token);
+}
+
+void Sampler::set_constraint(std::shared_ptr<grammar::GrammarMatcher> matcher) {
+    m_matcher = std::move(matcher);
+    m_mask_ready = false;
+}
+
+bool Sampler::constraint_finished() const { return m_matcher && m_matcher->is_terminated(); }
+
+void Sampler::prepare_mask(int vocab_size, int tokens_left) {
+    if (!m_matcher) return;
+    m_mask.assign((std::size_t(vocab_size) + 31) / 32, 0u);
+    m_matcher->fill_next_token_bitmask(m_mask);
+    if (tokens_left < (1 << 30)) restrict_to_budget(tokens_left);
+    m_mask_ready = true;
+}
+
+void Sampler::restrict_to_budget(int tokens_left) {
+    // Each token adds at least a byte, so a grammar whose shortest completion is M bytes closes within M tokens
+    // plus EOS. Once the budget comes within kSlack tokens of that, only tokens after which the completion still
+    // fits the tokens left (one of them for EOS) stay allowed; the shortest path always qualifies, so the mask
+    // never empties. Earlier, no single token is expected to lengthen the completion by more than kSlack bytes.
+    // A budget that was too small from the start cannot be met: then the tokens that bring the end nearest stay.
+    constexpr int64_t kSlack = 32;
+    int64_t fit = int64_t(tokens_left) - 2;  // bytes that may remain after this token
+    if (int64_t(m_matcher->min_bytes_to_end()) + kSlack < fit) return;
+    std::vector<std::pair<int32_t, int64_t>>& after = m_budget_scratch;
+    after.clear();
+    bool eos = false;
+    int64_t best = INT64_MAX;
+    for (std::size_t w = 0; w < m_mask.size(); ++w) {
+        for (uint32_t bits = m_mask[w]; bits; bits &= bits - 1) {
+            const int32_t id = int32_t(w * 32 + std::size_t(__builtin_ctz(bits)));
+            if (m_matcher->is_eos(id)) {  // set only where the grammar can end
+                eos = true;
+                continue;
+            }
+            const int64_t m = int64_t(m_matcher->min_bytes_after(id));
+            after.emplace_back(id, m);
+            best = std::min(best, m);
+        }
+    }
+    if (!eos) fit = std::max(fit, best);
+    for (auto [id, m] : after)
+        if (m > fit) m_mask[std::size_t(id) / 32] &= ~(1u << (id & 31));
+}
+
+void Sampler::apply_mask(std::vector<float>& logits) const {
+    const std::size_t n = logits.size();
+    for (std::size_t w = 0; w < m_mask.size(); ++w) {
+        const uint32_t bits = m_mask[w];
+        if (bits == ~0u) continue;
+        for (std::size_t b = 0; b < 32 && w * 32 + b < n; ++b)
+            if (!(bits >> b & 1u)) logits[w * 32 + b] = -INFINITY;
+    }
+    for (std::size_t i = m_mask.size() * 32; i < n; ++i) logits[i] = -INFINITY;  // ids past the tokenizer's
+}
 
 double Sampler::next_uniform() { return double(m_rng() >> 11) * 0x1.0p-53; }
 
@@ -143,6 +209,10 @@ int Sampler::draw(int vocab_size) {
 SampleResult Sampler::sample(const float* raw, int vocab_size) {
     SampleResult r;
     m_logits.assign(raw, raw + vocab_size);
+    if (m_matcher) {
+        if (!m_mask_ready) prepare_mask(vocab_size);
+        apply_mask(m_logits);
+    }
     apply_processors(m_logits);
     if (m_params.temperature <= kGreedyTemperature) {
         r.token = int(std::max_element(m_logits.begin(), m_logits.end()) - m_logits.begin());  // first maximum wins ties

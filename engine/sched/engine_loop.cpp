@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 
 #include "core/error.h"
 #include "core/log.h"
+#include "grammar/grammar_matcher.h"
 
 namespace loradesk::sched {
 
@@ -161,6 +163,7 @@ void EngineLoop::drain_inbox() {
     for (auto& [req, ch] : submits) {
         try {
             auto sampler = std::make_unique<runtime::Sampler>(req.sampling.params, req.prompt);
+            if (req.constraint) sampler->set_constraint(std::move(req.constraint));
             m_sched->submit(std::move(req), ch->id());
             m_channels.emplace(ch->id(), ch);
             m_samplers.emplace(ch->id(), std::move(sampler));
@@ -207,7 +210,21 @@ void EngineLoop::step() {
         m_packed.assign(n_rows, -1);
         for (std::size_t r = 0, k = 0; r < n_rows; ++r)
             if (m_want_logits[r]) m_packed[r] = int32_t(k++);
-        m_runner.forward_sampled(m_plan.batch, m_want_logits, m_argmax, m_logits);
+        // Grammar masks depend only on tokens already accepted: they are computed while the model runs, and
+        // greedy constrained rows take their masked argmax where the logits are.
+        auto masks = start_masks();
+        runtime::RowMasks row_masks;
+        if (masks.valid()) {
+            row_masks.ready = [&] {
+                masks.get();
+                gather_device_masks();
+            };
+            row_masks.row_mask = m_mask_of_row;
+            row_masks.words = m_mask_words;
+            row_masks.words_per_row = (m_runner.config().vocab_size + 31) / 32;
+        }
+        m_runner.forward_sampled(m_plan.batch, m_want_logits, m_argmax, m_logits, row_masks);
+        if (masks.valid()) masks.get();  // (when the runner never called ready: it failed)
         t2 = Clock::now();
         score_rows();
         sample_rows(sampled, outs);
@@ -221,6 +238,11 @@ void EngineLoop::step() {
     int prefill = 0, decode = 0;
     for (std::size_t i = 0; i < m_plan.seqs.size(); ++i) (m_plan.seqs[i]->is_decode() ? decode : prefill) += m_plan.n_tokens[i];
     m_sched->commit(m_plan, sampled);  // may end sequences: m_pending keeps their ids
+    // A grammar that is complete and takes nothing more ends its request even where EOS would not (ignore_eos,
+    // min_tokens): every further token would break the structure the client asked for.
+    for (Sequence* s : m_plan.sampling)
+        if (s->status == SeqStatus::running && m_samplers.at(s->id)->constraint_finished())
+            m_sched->finish(s->id, FinishReason::stop, "the grammar is complete");
     const auto t4 = Clock::now();
 
     LoopMetrics& m = m_metrics;
@@ -233,6 +255,46 @@ void EngineLoop::step() {
     m.prefill_tokens.observe(prefill);
     m.decode_tokens.observe(decode);
     m.sampled_rows += int64_t(m_plan.sampling.size());
+}
+
+std::future<void> EngineLoop::start_masks() {
+    m_mask_rows.clear();
+    for (Sequence* s : m_plan.sampling) {
+        runtime::Sampler* sampler = m_samplers.at(s->id).get();
+        if (sampler->constrained()) m_mask_rows.emplace_back(sampler, s->stop.max_tokens - s->n_generated());
+    }
+    if (m_mask_rows.empty()) return {};
+    // Greedy constrained rows without processors take a masked argmax on the runner; their masks are packed
+    // in row order (gather_device_masks).
+    const std::size_t words = std::size_t(m_runner.config().vocab_size + 31) / 32;
+    m_mask_of_row.assign(m_plan.batch.logits_indices.size(), -1);
+    int32_t n_device = 0;
+    for (std::size_t i = 0; i < m_plan.sampling.size(); ++i) {
+        const std::size_t row = std::size_t(m_plan.sampling_rows[i]);
+        runtime::Sampler* sampler = m_samplers.at(m_plan.sampling[i]->id).get();
+        if (sampler->constrained() && !m_want_logits[row]) m_mask_of_row[row] = n_device++;
+    }
+    m_mask_words.assign(std::size_t(n_device) * words, 0u);
+    if (!m_sample_pool) m_sample_pool = std::make_unique<ThreadPool>(std::clamp(int(std::thread::hardware_concurrency()) / 2, 1, 8));
+    const int vocab = m_runner.config().vocab_size;
+    return std::async(std::launch::async, [this, vocab] {
+        m_sample_pool->parallel_for(m_mask_rows.size(), [&](std::size_t begin, std::size_t end) {
+            for (std::size_t k = begin; k < end; ++k) m_mask_rows[k].first->prepare_mask(vocab, m_mask_rows[k].second);
+        });
+    });
+}
+
+void EngineLoop::gather_device_masks() {
+    // Sized before the step (the spans in RowMasks point here); filled once the masks exist.
+    const std::size_t words = std::size_t(m_runner.config().vocab_size + 31) / 32;
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < m_plan.sampling.size(); ++i) {
+        const std::size_t row = std::size_t(m_plan.sampling_rows[i]);
+        if (m_mask_of_row[row] < 0) continue;
+        std::span<const uint32_t> mask = m_samplers.at(m_plan.sampling[i]->id)->mask();
+        std::copy(mask.begin(), mask.end(), m_mask_words.begin() + std::ptrdiff_t(k * words));
+        ++k;
+    }
 }
 
 void EngineLoop::sample_rows(std::vector<int32_t>& sampled, std::vector<TokenOut>& outs) {

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -137,6 +138,9 @@ private:
     void run();
     void drain_inbox();
     void step();
+    // Starts computing the grammar masks of this step's constrained rows on the pool; invalid when none.
+    std::future<void> start_masks();
+    void gather_device_masks();
     void sample_rows(std::vector<int32_t>& sampled, std::vector<TokenOut>& outs);
     void score_rows();
     void emit_tokens();
@@ -173,6 +177,9 @@ private:
     LoopMetrics m_metrics;             // loop thread; copied into m_stats under m_mutex
     std::chrono::steady_clock::time_point m_by_adapter_at{};
     std::unique_ptr<ThreadPool> m_sample_pool;  // host sampling of many rows; made on first need
+    std::vector<std::pair<runtime::Sampler*, int>> m_mask_rows;  // constrained rows of the step, tokens left
+    std::vector<int32_t> m_mask_of_row;    // logits row -> its mask in m_mask_words, -1: none (runner argmax)
+    std::vector<uint32_t> m_mask_words;    // masks of the greedy constrained rows, packed
     std::thread m_thread;
 };
 

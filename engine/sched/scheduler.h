@@ -19,6 +19,10 @@
 #include "sched/scheduler_steps.h"
 #include "sched/sequence.h"
 
+namespace loradesk::grammar {
+class GrammarMatcher;
+}
+
 namespace loradesk::sched {
 
 struct SchedulerConfig {
@@ -37,6 +41,8 @@ struct SubmitSpec {
     SamplingConfig sampling;
     StopConfig stop;
     int prompt_logprobs = -1;  // score the prompt with this many alternatives per token; -1 = off
+    // Structured output: the grammar state every generated token must keep valid (the loop's sampler owns it).
+    std::shared_ptr<grammar::GrammarMatcher> constraint;
 };
 
 // A logits row that scores a prompt token: row `row` of the step's logits (at prompt position `position`)

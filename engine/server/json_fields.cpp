@@ -37,6 +37,21 @@ std::size_t first_string_over(const std::string& text, std::size_t limit) {
 
 }  // namespace
 
+nlohmann::ordered_json parse_ordered_fields(const std::string& body, std::span<const std::string_view> names) {
+    using ojson = nlohmann::ordered_json;
+    bool keep = false;
+    const ojson::parser_callback_t only = [&](int depth, ojson::parse_event_t event, ojson& parsed) {
+        if (event == ojson::parse_event_t::key && depth == 1) {
+            keep = false;
+            for (std::string_view n : names) keep = keep || parsed == n;
+            return keep;
+        }
+        return depth == 0 || keep;
+    };
+    ojson parsed = ojson::parse(body, only, false);
+    return parsed.is_object() ? parsed : ojson::object();
+}
+
 json parse_json_body(const std::string& body, const BodyLimits& limits) {
     const std::size_t max_string_bytes = limits.max_string_bytes;
     // Refused before parsing: the parser would copy such a string twice (its token buffer, then the value), so a

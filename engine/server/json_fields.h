@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace loradesk::server {
@@ -30,6 +32,12 @@ struct BodyLimits {
 // Parses a request body as a JSON object: 400 when it is not JSON, not an object, nests deeper than
 // kMaxJsonDepth, has more than kMaxJsonValues values or kMaxJsonKeys keys, or breaks `limits`.
 nlohmann::json parse_json_body(const std::string& body, const BodyLimits& limits = {});
+
+// Only the top-level fields `names` of a body that parse_json_body accepted, parsed again keeping the client's key
+// order (nlohmann::json sorts keys): JSON Schemas list properties in the order the output should have them, and
+// chat templates render tools with tojson. Other fields are skipped as they are read, so a large prompt costs no
+// second copy. Empty object when none is present.
+nlohmann::ordered_json parse_ordered_fields(const std::string& body, std::span<const std::string_view> names);
 
 // The field, or nullptr when absent or null (clients send explicit nulls for optional fields).
 const nlohmann::json* field(const nlohmann::json& body, const char* name);

@@ -6,7 +6,9 @@
 #include <limits>
 #include <utility>
 
+#include "grammar/json_schema_grammar.h"
 #include "server/api_error.h"
+#include "server/output_constraint.h"
 #include "server/json_fields.h"
 
 namespace loradesk::server::ollama {
@@ -50,10 +52,6 @@ ApiError renamed(const ApiError& e) {
 // Fields that loradesk cannot honour; each is refused rather than ignored, since ignoring would change the
 // answer the client asked for without telling it.
 void refuse_unsupported(const json& body) {
-    if (const json* v = field(body, "format"); v && !(v->is_string() && v->get_ref<const std::string&>().empty()))
-        refuse("format",
-               "'format' (JSON mode or a JSON schema) is not supported: loradesk has no constrained "
-               "decoding yet; remove 'format' and ask for JSON in the prompt instead");
     if (const json* v = field(body, "template"); v && !(v->is_string() && v->get_ref<const std::string&>().empty()))
         refuse("template",
                "'template' is not supported: loradesk renders the model's own Jinja chat template; send "
@@ -103,6 +101,19 @@ void map_options(const json& body, json& out) {
     }
 }
 
+// format: "json" (any JSON object) or a JSON schema, enforced by a grammar as the OpenAI routes do; it travels
+// as the llama.cpp-style "grammar" field that the OpenAI parsers read, so errors here name `format`.
+void map_format(const json& body, json& out) {
+    const json* v = field(body, "format");
+    if (!v || (v->is_string() && v->get_ref<const std::string&>().empty())) return;
+    if (v->is_string()) {
+        if (*v != "json") throw_invalid("format", "'format' must be \"json\" or a JSON schema object");
+        out["grammar"] = grammar::json_object_gbnf();
+        return;
+    }
+    out["grammar"] = schema_grammar(nlohmann::ordered_json(*v), false, "format");
+}
+
 // think: true/false, or Ollama's levels "high" / "medium" / "low" for models that take a reasoning effort.
 void map_think(const json& body, json& out) {
     const json* v = field(body, "think");
@@ -127,6 +138,7 @@ json common_body(const json& body, OllamaRequest& out) {
     refuse_unsupported(body);
     json o = json::object();
     o["model"] = out.model;
+    map_format(body, o);
     map_options(body, o);
     // Read here rather than by the OpenAI parsers: /v1/completions takes logprobs as a count of 0..5.
     out.logprobs = get_bool(body, "logprobs", false);
@@ -148,7 +160,7 @@ void finish(OllamaRequest& out) {
 template <class Parse>
 ParsedGeneration parse_translated(Parse parse, const json& openai_body, const ServerOptions& options) {
     try {
-        ParsedGeneration parsed = parse(openai_body, options);
+        ParsedGeneration parsed = parse(openai_body, options, nullptr);
         // num_predict -1 / -2 ("until the context is full") arrive as the largest max_tokens: clipped to what the
         // context leaves, never the overflow error an explicit max_tokens gets.
         if (const json* m = field(openai_body, "max_tokens"); m && *m == std::numeric_limits<int32_t>::max())

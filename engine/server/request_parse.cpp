@@ -8,6 +8,7 @@
 
 #include "server/api_error.h"
 #include "server/json_fields.h"
+#include "server/output_constraint.h"
 #include "server/sampling_parse.h"
 
 namespace loradesk::server {
@@ -37,7 +38,8 @@ void check_prompt_bytes(std::size_t bytes, const ServerOptions& options, const s
 }
 
 // Fields shared by both endpoints; fills the template request and the common flags.
-void parse_common(const json& body, const ServerOptions& options, ParsedGeneration& out, api::GenerateRequest& req) {
+void parse_common(const json& body, const nlohmann::ordered_json& ordered, const ServerOptions& options,
+                  ParsedGeneration& out, api::GenerateRequest& req) {
     if (!body.is_object()) throw_invalid("", "the request body must be a JSON object");
     if (const json* v = field(body, "model")) {
         if (!v->is_string()) throw_invalid("model", "'model' must be a string (a model or adapter id from /v1/models)");
@@ -48,17 +50,7 @@ void parse_common(const json& body, const ServerOptions& options, ParsedGenerati
         out.lora_path = resolve_adapter_path(v->get<std::string>(), options.adapter_roots, "lora_path");
     }
     req.model = out.model;
-    if (const json* v = field(body, "response_format")) {
-        const std::string type = v->is_object() && v->contains("type") && (*v)["type"].is_string()
-                                     ? (*v)["type"].get<std::string>()
-                                     : std::string();
-        if (type != "text")
-            throw ApiError(400, "invalid_request_error",
-                           fmt::format("response_format '{}' is not supported: loradesk has no constrained decoding; "
-                                       "remove response_format or use {{\"type\":\"text\"}}",
-                                       type.empty() ? v->dump().substr(0, 80) : type),
-                           "response_format", "unsupported");
-    }
+    req.grammar = output_constraint_grammar(ordered);
     out.n = int(get_int(body, "n", 1, options.max_n).value_or(1));
     out.best_of = out.n;
     out.stream = get_bool(body, "stream", false);
@@ -155,11 +147,13 @@ json normalize_messages(const json& messages) {
 
 }  // namespace
 
-ParsedGeneration parse_chat_request(const json& body, const ServerOptions& options) {
+ParsedGeneration parse_chat_request(const json& body, const ServerOptions& options,
+                                    const nlohmann::ordered_json* ordered_fields) {
     ParsedGeneration out;
     out.endpoint = Endpoint::chat;
     api::GenerateRequest req;
-    parse_common(body, options, out, req);
+    const nlohmann::ordered_json ordered = ordered_fields ? *ordered_fields : ordered_fields_of(body);
+    parse_common(body, ordered, options, out, req);
     const json* messages = field(body, "messages");
     if (!messages) throw_invalid("messages", "'messages' is required");
     req.messages = normalize_messages(*messages);
@@ -182,7 +176,7 @@ ParsedGeneration parse_chat_request(const json& body, const ServerOptions& optio
                             t["function"]["name"].is_string();
             if (!ok) throw_invalid("tools", "each tool must be {\"type\":\"function\",\"function\":{\"name\":...}}");
         }
-        req.tools = *v;
+        req.tools = ordered.at("tools");  // the client's key order: templates render tools with tojson
     }
     std::string choice = "auto";
     if (const json* v = field(body, "tool_choice")) {
@@ -212,11 +206,13 @@ ParsedGeneration parse_chat_request(const json& body, const ServerOptions& optio
     return out;
 }
 
-ParsedGeneration parse_completion_request(const json& body, const ServerOptions& options) {
+ParsedGeneration parse_completion_request(const json& body, const ServerOptions& options,
+                                          const nlohmann::ordered_json* ordered_fields) {
     ParsedGeneration out;
     out.endpoint = Endpoint::completion;
     api::GenerateRequest req;
-    parse_common(body, options, out, req);
+    const nlohmann::ordered_json ordered = ordered_fields ? *ordered_fields : ordered_fields_of(body);
+    parse_common(body, ordered, options, out, req);
     if (auto lp = get_int(body, "logprobs", 0, 5)) {
         out.logprobs = true;
         out.top_logprobs = int(*lp);

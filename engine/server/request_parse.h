@@ -49,8 +49,12 @@ struct ParsedGeneration {
     int n_candidates() const { return int(prompts.size()) * best_of; }
 };
 
-ParsedGeneration parse_chat_request(const nlohmann::json& body, const ServerOptions& options);
-ParsedGeneration parse_completion_request(const nlohmann::json& body, const ServerOptions& options);
+// `ordered`: the body's structured-output fields and tools in the client's key order (parse_ordered_fields); when
+// null, they are read from `body` (keys sorted).
+ParsedGeneration parse_chat_request(const nlohmann::json& body, const ServerOptions& options,
+                                    const nlohmann::ordered_json* ordered = nullptr);
+ParsedGeneration parse_completion_request(const nlohmann::json& body, const ServerOptions& options,
+                                          const nlohmann::ordered_json* ordered = nullptr);
 
 // Canonicalises `path` and checks that it lies inside one of `roots` (no traversal, no symlink escape).
 // Throws ApiError 400 naming `param` when it does not, or when no roots are configured.

@@ -10,6 +10,8 @@
 #include "server/generation.h"
 #include "server/ollama_format.h"
 #include "server/openai_format.h"
+#include "server/json_fields.h"
+#include "server/output_constraint.h"
 #include "server/request_parse.h"
 
 namespace loradesk::server {
@@ -211,7 +213,14 @@ HttpResponse Router::generate(const HttpRequest& request, bool chat) {
     require_available();
     const nlohmann::json body =
         parse_json_body(request.body, {m_options.max_prompt_bytes, std::size_t(std::max(1, m_options.max_n))});
-    ParsedGeneration parsed = chat ? parse_chat_request(body, m_options) : parse_completion_request(body, m_options);
+    // Schemas and tools are read again in the client's key order; only bodies that may carry them pay for it.
+    nlohmann::ordered_json ordered;
+    for (std::string_view name : kOrderedFields)
+        if (ordered.is_null() && request.body.find(fmt::format("\"{}\"", name)) != std::string::npos)
+            ordered = parse_ordered_fields(request.body, kOrderedFields);
+    const nlohmann::ordered_json* fields = ordered.is_null() ? nullptr : &ordered;
+    ParsedGeneration parsed =
+        chat ? parse_chat_request(body, m_options, fields) : parse_completion_request(body, m_options, fields);
     return run_generation(m_engine, std::move(parsed), m_options, m_metrics, request.client_gone);
 }
 

@@ -142,4 +142,20 @@ void argmax(const float* logits, int n_rows, int vocab, int32_t* out) {
     }
 }
 
+void masked_argmax(const float* logits, int n_rows, int vocab, const uint32_t* masks, const int32_t* mask_of_row,
+                   int mask_words, int32_t* out) {
+    for (int r = 0; r < n_rows; ++r) {
+        const float* row = logits + int64_t(r) * vocab;
+        const uint32_t* m = mask_of_row[r] < 0 ? nullptr : masks + int64_t(mask_of_row[r]) * mask_words;
+        // As the device kernel: the first largest value above -FLT_MAX (NaN and -inf never win).
+        int best = INT32_MAX;
+        float best_v = -std::numeric_limits<float>::max();
+        for (int c = 0; c < vocab; ++c) {
+            if (m && (c >= mask_words * 32 || !(m[c >> 5] >> (c & 31) & 1u))) continue;
+            if (row[c] > best_v) best_v = row[c], best = c;
+        }
+        out[r] = best == INT32_MAX ? 0 : best;
+    }
+}
+
 }  // namespace loradesk::kernels::ref

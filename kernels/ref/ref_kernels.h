@@ -40,6 +40,9 @@ void silu_mul(const uint16_t* gate_up, int n_tokens, int inter, uint16_t* out);
 void bias_add(uint16_t* y, int64_t y_row_stride, const uint16_t* bias, int n_tokens, int cols);
 // out[t] = index of the largest logits[t, :] (lowest index on ties; NaN never wins).
 void argmax(const float* logits, int n_rows, int vocab, int32_t* out);
+// argmax over the tokens each row's mask allows (kernels::masked_argmax's twin).
+void masked_argmax(const float* logits, int n_rows, int vocab, const uint32_t* masks, const int32_t* mask_of_row,
+                   int mask_words, int32_t* out);
 
 void sgmv_shrink(const SgmvParams& p);
 void sgmv_expand(const SgmvParams& p);

@@ -150,7 +150,23 @@ test('abort mid-stream cancels the engine request', { skip }, async () => {
   assert.equal(await metric(/^loradesk_requests_running(\{| )/), 0);
 });
 
-test('errors: unknown model, refused format, no pull, bad option', { skip }, async () => {
+test('format: "json" and a JSON schema constrain the answer (random weights never write JSON by themselves)', { skip }, async () => {
+  const schema = { type: 'object', properties: { city: { type: 'string', maxLength: 20 }, days: { type: 'integer', minimum: 1, maximum: 7 } },
+                   required: ['city', 'days'], additionalProperties: false };
+  for (const model of [BASE_MODEL, `${BASE_MODEL}:poet`]) {
+    const r = await ollama.chat({ model, messages: hi, format: schema, stream: false, options: greedy(120) });
+    const v = JSON.parse(r.message.content);
+    assert.deepEqual(Object.keys(v), ['city', 'days'], r.message.content);
+    assert.ok(Number.isInteger(v.days) && v.days >= 1 && v.days <= 7, r.message.content);
+    let text = '';
+    for await (const part of await ollama.generate({ model, prompt: 'JSON please', format: 'json', stream: true, options: greedy(120) }))
+      text += part.response;
+    const obj = JSON.parse(text);
+    assert.ok(obj && typeof obj === 'object' && !Array.isArray(obj), text);
+  }
+});
+
+test('errors: unknown model, unsupported format schema, no pull, bad option', { skip }, async () => {
   const isError = (status, re) => (e) => {
     assert.equal(e.name, 'ResponseError');
     assert.equal(e.status_code, status);
@@ -160,8 +176,8 @@ test('errors: unknown model, refused format, no pull, bad option', { skip }, asy
   await assert.rejects(ollama.chat({ model: 'llama3.2', messages: hi, stream: false }),
                        isError(404, /model "llama3.2" not found.*\/v1\/load_lora_adapter/));
   await assert.rejects(ollama.generate({ model: 'llama3.2', prompt: 'x', stream: true }), isError(404, /not found/));
-  await assert.rejects(ollama.chat({ model: BASE_MODEL, messages: hi, format: 'json', stream: false }),
-                       isError(400, /'format'.*not supported/));
+  await assert.rejects(ollama.chat({ model: BASE_MODEL, messages: hi, format: { type: 'object', not: {} }, stream: false }),
+                       isError(400, /'not'/));
   await assert.rejects(ollama.pull({ model: 'llama3.2', stream: false }), isError(501, /does not download/));
   await assert.rejects(ollama.embed({ model: BASE_MODEL, input: 'x' }), isError(501, /no embeddings/));
   await assert.rejects(ollama.chat({ model: BASE_MODEL, messages: hi, stream: false, options: { temperature: 5 } }),

@@ -110,7 +110,7 @@ test('chat: streamed with include_usage (SDK and raw SSE framing)', { skip }, as
   assert.equal(ids.size, 1, 'same id on every chunk');
 });
 
-test('errors: 400 with param, 404 unknown adapter, context overflow, unsupported response_format', { skip }, async () => {
+test('errors: 400 with param, 404 unknown adapter, context overflow, unsupported schema keyword', { skip }, async () => {
   const model = await baseId();
   const messages = [{ role: 'user', content: 'hi' }];
   await assert.rejects(client.chat.completions.create({ model, messages, temperature: 5 }),
@@ -120,8 +120,8 @@ test('errors: 400 with param, 404 unknown adapter, context overflow, unsupported
   const maxLen = (await models()).find((m) => m.id === model).max_model_len;
   await assert.rejects(client.chat.completions.create({ model, max_tokens: 4, messages: [{ role: 'user', content: 'hello '.repeat(maxLen + 16) }] }),
     (e) => e instanceof OpenAI.BadRequestError && e.code === 'context_length_exceeded' && /maximum context length/.test(e.message));
-  await assert.rejects(client.chat.completions.create({ model, messages, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: {} } } }),
-    (e) => e instanceof OpenAI.BadRequestError && e.param === 'response_format');
+  await assert.rejects(client.chat.completions.create({ model, messages, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', if: {} } } } }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'response_format.json_schema.schema' && /'if'/.test(e.message));
   const big = await fetch(`${BASE}/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...authHeaders },
                                                    body: JSON.stringify({ model, prompt: 'x'.repeat(MAX_BODY + 1024) }) });
   assert.equal(big.status, 413);

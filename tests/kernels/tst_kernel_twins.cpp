@@ -364,6 +364,17 @@ class TstKernelTwins : public QObject {
         QCOMPARE(out[0], 1);
         QCOMPARE(out[1], 1);
     }
+    // A constrained row sees only its mask's tokens; an unconstrained row in the same call sees all.
+    void masked_argmax_keeps_to_the_mask() {
+        std::vector<float> logits{1, 3, 3, -1, 9, 0, -5, 2, 7, 7, 1, 1};
+        const std::vector<uint32_t> masks{0b1001u, 0b0100u};  // mask 0: tokens 0 and 3; mask 1: token 2
+        std::vector<int32_t> out(3);
+        ref::masked_argmax(logits.data(), 3, 4, masks.data(), std::vector<int32_t>{0, -1, 1}.data(), 1, out.data());
+        QCOMPARE(out, (std::vector<int32_t>{0, 0, 2}));
+        ref::masked_argmax(logits.data(), 1, 4, std::vector<uint32_t>{0u}.data(), std::vector<int32_t>{0}.data(), 1,
+                           out.data());
+        QCOMPARE(out[0], 0);  // nothing allowed
+    }
 };
 
 QTEST_GUILESS_MAIN(TstKernelTwins)

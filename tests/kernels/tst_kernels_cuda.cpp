@@ -459,6 +459,27 @@ class TstKernelsCuda : public QObject {
         QCOMPARE(got, am);
     }
 
+    // Grammar masks: random sparse masks on every other row (plain rows between), against the reference twin.
+    void masked_argmax_matches_ref_data() { silu_bias_argmax_data(); }
+    void masked_argmax_matches_ref() {
+        QFETCH(int, n);
+        QFETCH(int, cols);
+        std::mt19937 rng(7 * n + cols);
+        auto logits = random_f32(rng, std::size_t(n) * cols, -20.0f, 20.0f);
+        const int words = (cols + 31) / 32;
+        std::vector<uint32_t> masks(std::size_t(n) * words);
+        for (auto& w : masks) w = uint32_t(rng()) & uint32_t(rng()) & uint32_t(rng());  // ~1/8 of tokens allowed
+        std::vector<int32_t> which(n);
+        for (int r = 0; r < n; ++r) which[r] = r % 2 ? -1 : r;
+        std::vector<int32_t> expected(n);
+        ref::masked_argmax(logits.data(), n, cols, masks.data(), which.data(), words, expected.data());
+        DeviceBuffer<float> d_logits(logits);
+        DeviceBuffer<uint32_t> d_masks(masks);
+        DeviceBuffer<int32_t> d_which(which), d_out(std::vector<int32_t>(n, -1));
+        sync_check(masked_argmax(d_logits.get(), n, cols, d_masks.get(), d_which.get(), words, d_out.get(), nullptr));
+        QCOMPARE(d_out.download(), expected);
+    }
+
     // Many distinct adapters per batch, odd ranks (1, 3, 7, 16, 64), base-model segments mixed in, fused
     // slices with gaps between them. Layouts: "mixed" (segments of 1..733 tokens: the 4-token chunked path),
     // "decode4" (the graph path: segments of <= 4 tokens, an empty segment on a real slot, empty slot-0 tail),

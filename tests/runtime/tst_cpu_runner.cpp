@@ -172,6 +172,39 @@ private slots:
             if (want[i]) QVERIFY(std::equal(row, row + std::ptrdiff_t(v), rows.begin() + std::ptrdiff_t(packed++ * v)));
         }
     }
+    // Grammar masks on the default forward_sampled: a masked row's argmax is the best allowed token, an unmasked
+    // row in the same step keeps the plain argmax, and `ready` runs before the masks are read.
+    void forward_sampled_masked_rows() {
+        CpuRunner a(dir("tiny"), 1), b(dir("tiny"), 1);
+        SequenceDriver da(a, 32, 16), db(b, 32, 16);
+        std::vector<SequenceDriver::Work> w;
+        for (int i = 0; i < 4; ++i) {
+            QCOMPARE(da.add_sequence(0), db.add_sequence(0));
+            w.push_back({i, prompt(4 + i, i, a.config().vocab_size)});
+        }
+        const int v = a.config().vocab_size, words = (v + 31) / 32;
+        std::vector<uint32_t> masks(std::size_t(2 * words), 0u);
+        for (int t = 5; t < v; t += 7) masks[std::size_t(t / 32)] |= 1u << (t % 32);           // mask 0
+        masks[std::size_t(words + 3 / 32)] |= 1u << 3;                                          // mask 1: token 3
+        const std::vector<int32_t> which{0, -1, 1, 0};
+        bool ready = false;
+        runtime::RowMasks rm{masks, which, words, [&] { ready = true; }};
+        std::vector<float> all, rows;
+        std::vector<int32_t> argmax;
+        da.step(w, false, all);
+        b.forward_sampled(db.build(w, false), {}, argmax, rows, rm);
+        QVERIFY(ready);
+        for (std::size_t i = 0; i < w.size(); ++i) {
+            const float* row = all.data() + i * std::size_t(v);
+            int best = -1;
+            for (int t = 0; t < v; ++t) {
+                const bool allowed = which[i] < 0 || (masks[std::size_t(which[i] * words + t / 32)] >> (t % 32) & 1u);
+                if (allowed && (best < 0 || row[t] > row[best])) best = t;
+            }
+            QCOMPARE(argmax[i], best);
+        }
+        QCOMPARE(argmax[2], 3);
+    }
     void lora_zero_b_is_base() {
         CpuRunner r(dir("tiny-qwen2"), 2);
         r.configure_lora_slots(2, 8);

@@ -283,12 +283,30 @@ class TstCudaRunner : public QObject {
             std::vector<uint8_t> want(w.size());
             for (std::size_t i = 0; i < want.size(); ++i) want[i] = (i % 3 == 1) || i == want.size() - 1;
             df.step(w, false, logits);
-            sampled.forward_sampled(ds.build(w, false), want, argmax, rows);
+            // Every third row is grammar-masked (a random ~1/8 of the vocabulary, token 1 always allowed); the
+            // rest take the plain argmax, as the engine loop mixes them.
+            const int words = (c.vocab_size + 31) / 32;
+            std::vector<int32_t> which(w.size(), -1);
+            std::vector<uint32_t> masks;
+            for (std::size_t i = 0; i < w.size(); i += 3) {
+                which[i] = int32_t(masks.size() / std::size_t(words));
+                for (int k = 0; k < words; ++k) masks.push_back(uint32_t(rng()) & uint32_t(rng()) & uint32_t(rng()));
+                masks[std::size_t(which[i]) * std::size_t(words)] |= 2u;
+            }
+            sampled.forward_sampled(ds.build(w, false), want, argmax, rows, runtime::RowMasks{masks, which, words, {}});
             QCOMPARE(argmax.size(), w.size());
             std::size_t packed = 0;
             for (std::size_t i = 0; i < w.size(); ++i) {
                 auto row = logits.begin() + std::ptrdiff_t(i) * c.vocab_size;
-                QCOMPARE(argmax[i], int32_t(std::max_element(row, row + c.vocab_size) - row));
+                if (which[i] < 0) {
+                    QCOMPARE(argmax[i], int32_t(std::max_element(row, row + c.vocab_size) - row));
+                } else {
+                    const uint32_t* m = masks.data() + std::size_t(which[i]) * std::size_t(words);
+                    int best = -1;
+                    for (int t = 0; t < c.vocab_size; ++t)
+                        if ((m[t / 32] >> (t % 32) & 1u) && (best < 0 || row[t] > row[best])) best = t;
+                    QCOMPARE(argmax[i], best);
+                }
                 if (!want[i]) continue;
                 std::vector<float> a(row, row + c.vocab_size),
                     b(rows.begin() + std::ptrdiff_t(packed * c.vocab_size),

@@ -295,9 +295,10 @@ class TstOllamaRoutes : public QObject {
         QTest::addColumn<QString>("path");
         QTest::addColumn<QByteArray>("extra");
         QTest::addColumn<QString>("message");
-        QTest::newRow("format json") << "/api/chat" << QByteArray(R"({"format":"json"})") << "'format' (JSON mode";
-        QTest::newRow("format schema") << "/api/generate" << QByteArray(R"({"format":{"type":"object"}})")
-                                       << "'format' (JSON mode";
+        QTest::newRow("format text") << "/api/chat" << QByteArray(R"({"format":"yaml"})") << "'format' must be";
+        QTest::newRow("format keyword") << "/api/generate"
+                                        << QByteArray(R"({"format":{"type":"object","patternProperties":{}}})")
+                                        << "unsupported JSON Schema keyword 'patternProperties'";
         QTest::newRow("template") << "/api/generate" << QByteArray(R"({"template":"{{ .Prompt }}"})")
                                   << "'template' is not supported";
         QTest::newRow("images") << "/api/generate" << QByteArray(R"({"images":["iVBOR"]})") << "'images' are not";

@@ -64,9 +64,16 @@ private slots:
         chat("tool without name", R"("tools":[{"type":"function","function":{}}])", "tools");
         chat("tool_choice", R"("tool_choice":"sometimes")", "tool_choice");
         chat("template kwargs", R"("chat_template_kwargs":[1])", "chat_template_kwargs");
-        chat("json_schema", R"("response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{}}})",
-             "response_format");
-        chat("json_object", R"("response_format":{"type":"json_object"})", "response_format");
+        chat("response_format type", R"("response_format":{"type":"structural_tag"})", "response_format");
+        chat("json_schema keyword", R"("response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","patternProperties":{}}}})",
+             "response_format.json_schema.schema");
+        chat("json_schema not object", R"("response_format":{"type":"json_schema"})", "response_format");
+        chat("guided_choice empty", R"("guided_choice":[])", "guided_choice");
+        chat("guided_regex lookahead", R"("guided_regex":"(?=a)b")", "guided_regex");
+        chat("guided_json text", R"("guided_json":"not json")", "guided_json");
+        chat("two constraints", R"("guided_choice":["a"],"guided_regex":"b")", "guided_choice");
+        chat("structured_outputs two", R"("structured_outputs":{"choice":["a"],"regex":"b"})", "structured_outputs");
+        chat("whitespace pattern", R"("guided_whitespace_pattern":" ")", "guided_whitespace_pattern");
         chat("user", R"("user":7)", "user");
         chat("ignore_eos", R"("ignore_eos":"no")", "ignore_eos");
         chat("echo", R"("echo":1)", "echo");

@@ -323,8 +323,8 @@ private slots:
         QTest::newRow("engine error") << chat << msg("", "#fail") << 500 << "server_error" << "500" << "";
         QTest::newRow("engine cancel") << chat << msg("", "#engine-cancel") << 503 << "unavailable_error" << "503" << "";
         QTest::newRow("unknown route") << "/v2/nothing" << "{}" << 404 << "not_found_error" << "not_found" << "";
-        QTest::newRow("response_format") << chat << R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})"
-                                         << 400 << "invalid_request_error" << "unsupported" << "response_format";
+        QTest::newRow("response_format") << chat << R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","not":{}}}}})"
+                                         << 400 << "invalid_request_error" << "unsupported" << "response_format.json_schema.schema";
     }
     void error_classes() {
         QFETCH(QString, path);

@@ -298,11 +298,34 @@ void CudaRunner::forward(const ForwardBatch& batch, std::vector<float>& out) {
 }
 
 void CudaRunner::forward_sampled(const ForwardBatch& batch, std::span<const uint8_t> want_logits,
-                                 std::vector<int32_t>& argmax, std::vector<float>& logits) {
+                                 std::vector<int32_t>& argmax, std::vector<float>& logits, const RowMasks& masks) {
     m->run_step(batch);
     const int n = int(batch.logits_indices.size());
     const std::size_t vocab = std::size_t(m->cfg.vocab_size), row_bytes = vocab * 4;
-    launch_check(kernels::argmax(m->logits, n, m->cfg.vocab_size, m->greedy, m->stream), "argmax");
+    // The step is queued: the host now finishes the grammar masks (computed while the GPU runs), and they go up
+    // in one copy behind the step, the row index after them.
+    if (masks.ready) masks.ready();
+    if (!masks.row_mask.empty()) {
+        const std::size_t mask_bytes = masks.words.size() * 4, index_bytes = std::size_t(n) * 4;
+        m->h_masks.reserve(mask_bytes + index_bytes);
+        if (m->masks.bytes() < mask_bytes + index_bytes) {
+            cuda_check(cudaStreamSynchronize(m->stream), "mask buffer");
+            m->masks.release();
+            m->masks.allocate(std::max<std::size_t>(mask_bytes + index_bytes, std::size_t(1) << 20), "grammar masks");
+        }
+        std::memcpy(m->h_masks.data(), masks.words.data(), mask_bytes);
+        std::memcpy(m->h_masks.data() + mask_bytes, masks.row_mask.data(), std::min(index_bytes, masks.row_mask.size() * 4));
+        cuda_check(cudaMemcpyAsync(m->masks.data(), m->h_masks.data(), mask_bytes + index_bytes, cudaMemcpyHostToDevice,
+                                   m->stream),
+                   "mask upload");
+        launch_check(kernels::masked_argmax(m->logits, n, m->cfg.vocab_size,
+                                            reinterpret_cast<const uint32_t*>(m->masks.data()),
+                                            reinterpret_cast<const int32_t*>(m->masks.data() + mask_bytes),
+                                            masks.words_per_row, m->greedy, m->stream),
+                     "masked argmax");
+    } else {
+        launch_check(kernels::argmax(m->logits, n, m->cfg.vocab_size, m->greedy, m->stream), "argmax");
+    }
     std::size_t n_rows = 0;
     uint8_t* host = reinterpret_cast<uint8_t*>(m->h_out.data());
     for (int r = 0; r < n; ++r) {

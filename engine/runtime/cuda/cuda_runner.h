@@ -83,7 +83,7 @@ class CudaRunner final : public ModelRunner {
     void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
     // Argmax of every row on the device; only the flagged rows' logits are copied back.
     void forward_sampled(const ForwardBatch& batch, std::span<const uint8_t> want_logits, std::vector<int32_t>& argmax,
-                         std::vector<float>& logits) override;
+                         std::vector<float>& logits, const RowMasks& masks = {}) override;
 
     // Greedy path: runs the step and returns argmax token ids of the logits rows (argmax on the device,
     // only n_logits ints copied back).

@@ -134,6 +134,8 @@ struct CudaRunner::Impl {
     int32_t *meta = nullptr, *greedy = nullptr;
     int32_t* gemv_sync = nullptr;  // [n_layers][4 LoRA sites][2]: fused-LoRA counters, zeroed at each step's start
     PinnedBuffer h_meta, h_out, h_ids;  // h_ids: forward_sampled's argmax ids
+    PinnedBuffer h_masks;               // grammar masks, then their row index (forward_sampled)
+    DeviceArena masks;                  // the same on the device; grows on need (never inside a graph)
     kernels::AttentionPlan plan;
     std::vector<kernels::PrefillTile> prefill_tiles;
     std::vector<int32_t> meta_host, plan_seg_slots;
