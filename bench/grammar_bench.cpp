@@ -1,7 +1,8 @@
 // grammar_bench: allowed-token mask cost for a JSON grammar over a synthetic Qwen-size (~150k token) vocabulary,
-// in four states (start, inside a string, after a key, inside a number): cold (fresh matcher, empty caches),
-// warm walk (the matcher's DFA already built, shared cache bypassed) and cached (shared mask cache hit). Checks
-// each mask before timing; the in-run baseline is the naive mask (every token's bytes tried on its own).
+// in four states (start, inside a string, after a key, inside a number): cold (fresh matcher, empty caches), new
+// context (fresh matcher, frame cache warm, mask cache cold: a state first seen in another request or nesting
+// depth), full walk (the whole trie from the state, DFA warm) and cached (mask cache hit). Checks each mask
+// before timing; the in-run baseline is the naive mask (every token's bytes tried on its own).
 #include <time.h>
 
 #include <algorithm>
@@ -163,14 +164,15 @@ int main() {
         {"after key", "{\"name\"", ":", "a"},
         {"inside number", "{\"a\": 12", "345", "a"},
     };
-    std::printf("%-14s %7s %10s %10s %10s %10s %8s\n", "state", "allowed", "cold us", "warm us", "cached us",
-                "naive us", "naive/warm");
+    std::printf("%-14s %7s %9s %11s %11s %10s %10s %10s\n", "state", "allowed", "cold us", "new-ctx us", "full-walk us",
+                "cached us", "naive us", "naive/new");
     std::vector<uint32_t> mask(index->n_words()), check(index->n_words());
     for (const Case& c : cases) {
         // Correctness first: the mask equals the naive one and contains / excludes the expected tokens.
         GrammarMatcher m(g, index);
         if (!m.accept_bytes(c.prefix)) return std::fprintf(stderr, "prefix rejected\n"), 1;
         index->mask_cache().clear();
+        index->frame_cache().clear();
         double a = now_us();
         m.fill_next_token_bitmask(mask);
         double cold = now_us() - a;
@@ -194,11 +196,29 @@ int main() {
         std::size_t allowed = 0;
         for (uint32_t w : mask) allowed += std::size_t(__builtin_popcount(w));
 
-        double warm = median_us([&] { m.compute_mask_uncached(mask); }, 21);
+        // A state not seen before whose frames are known (another request, another nesting depth): frame cache
+        // warm, mask cache cold, a fresh matcher each time.
+        double new_ctx = median_us(
+            [&] {
+                GrammarMatcher fresh(g, index);
+                fresh.accept_bytes(c.prefix);
+                fresh.compute_mask_uncached(mask);
+            },
+            21);
+        double fresh_only = median_us(
+            [&] {
+                GrammarMatcher fresh(g, index);
+                fresh.accept_bytes(c.prefix);
+            },
+            21);
+        if (mask != check) return std::fprintf(stderr, "%s: frame mask differs from the naive one\n", c.name), 1;
+        double full = median_us([&] { m.compute_mask_full_walk(mask); }, 11);
+        if (mask != check) return std::fprintf(stderr, "%s: full walk differs from the naive one\n", c.name), 1;
         double cached = median_us([&] { m.fill_next_token_bitmask(mask); }, 201);
         double naive_us = median_us(naive, 3);
-        std::printf("%-14s %7zu %10.0f %10.0f %10.1f %10.0f %8.1fx\n", c.name, allowed, cold, warm, cached, naive_us,
-                    naive_us / warm);
+        const double nc = std::max(1.0, new_ctx - fresh_only);
+        std::printf("%-14s %7zu %9.0f %11.0f %11.0f %10.1f %10.0f %9.0fx\n", c.name, allowed, cold, nc, full, cached,
+                    naive_us, naive_us / nc);
     }
 
     // A whole constrained generation: per-token cost of mask + accept along a JSON document, shared cache warm

@@ -92,6 +92,8 @@ class TstGrammarMatcher : public QObject {
             if (!fresh.accept_bytes(walk.text)) qFatal("history rejected");
             fresh.compute_mask_uncached(uncached);
             if (mask != uncached) qFatal("cached and uncached masks differ at step %d", step);
+            fresh.compute_mask_full_walk(uncached);
+            if (mask != uncached) qFatal("frame-decomposed and full-walk masks differ at step %d", step);
             std::vector<int32_t> allowed;
             bool any_token = false;
             for (std::size_t id = 0; id < vocab.token_bytes.size(); ++id) {
@@ -260,7 +262,7 @@ class TstGrammarMatcher : public QObject {
         for (int i = 0; i < 9999; ++i) QVERIFY(m.accept_bytes("7"));
         std::vector<uint32_t> mask(m_index->n_words()), expect(m_index->n_words());
         m.fill_next_token_bitmask(mask);
-        m.compute_mask_uncached(expect);
+        m.compute_mask_full_walk(expect);
         QCOMPARE(mask, expect);
         QVERIFY(m.accept_bytes("7"));
         QVERIFY(!m.accept_bytes("7"));
