@@ -22,7 +22,8 @@ class GrammarMatcher {
 
     // Allowed next tokens as a bitmask: bit (id % 32) of word id / 32; words = (vocab+31)/32. EOS ids are set
     // only when the grammar can end here. When no token at all fits (cannot happen for a well-formed grammar
-    // unless the vocabulary lacks needed bytes), only EOS ids are set.
+    // unless the vocabulary lacks needed bytes), only EOS ids are set; accept_token(EOS) still returns false there,
+    // and the caller ends the sequence as a grammar failure.
     void fill_next_token_bitmask(std::span<uint32_t> words);
     bool accept_token(int32_t id);        // false (state unchanged) if not allowed; EOS allowed only when accepting
     bool accept_bytes(std::string_view);  // for tests / forced prefixes

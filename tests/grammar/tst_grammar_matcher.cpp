@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
+#include <thread>
 
 #include "grammar_test_util.h"
 
@@ -271,6 +272,36 @@ class TstGrammarMatcher : public QObject {
         m.reset();
         QVERIFY(!m.accept_bytes("zz!"));
         QVERIFY(m.accept_bytes(std::string(10000, 'z') + "!"));
+    }
+
+    void threads_share_grammar_and_caches() {
+        // One grammar and one index (with its shared caches) under four threads, each with its own matcher: every
+        // mask must equal the full trie walk, whichever thread filled the caches.
+        auto g = compile(test::kJsonGbnf);
+        auto index = build_token_index(small_vocabulary());
+        std::atomic<int> failures{0};
+        std::vector<std::thread> threads;
+        for (uint32_t t = 0; t < 4; ++t)
+            threads.emplace_back([&, t] {
+                std::mt19937 rng(t + 1);
+                std::vector<uint32_t> mask(index->n_words()), full(index->n_words());
+                for (int walk = 0; walk < 20; ++walk) {
+                    GrammarMatcher m(g, index);
+                    for (int step = 0; step < 30; ++step) {
+                        m.fill_next_token_bitmask(mask);
+                        m.compute_mask_full_walk(full);
+                        if (mask != full) ++failures;
+                        std::vector<int32_t> allowed;
+                        for (std::size_t id = 0; id < index->vocab_size(); ++id)
+                            if (bit(mask, id) && int32_t(id) != kEos) allowed.push_back(int32_t(id));
+                        if (allowed.empty() || !m.accept_token(allowed[rng() % allowed.size()])) break;
+                    }
+                }
+            });
+        for (auto& th : threads) th.join();
+        QCOMPARE(failures.load(), 0);
+        QVERIFY(index->mask_cache().size() > 0);
+        QVERIFY(index->frame_cache().size() > 0);
     }
 
     void mask_cache_is_shared_and_bounded() {

@@ -4,8 +4,7 @@
 #include <random>
 #include <regex>
 
-#include "grammar/gbnf_choice.h"
-#include "grammar/regex_to_gbnf.h"
+#include "grammar/grammar.h"  // the umbrella header: compiles standalone
 #include "grammar_test_util.h"
 
 using namespace loradesk;
