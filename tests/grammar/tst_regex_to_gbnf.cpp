@@ -144,6 +144,7 @@ class TstRegexToGbnf : public QObject {
         row("[z-a]", "range out of order");
         row("a\\", "lone backslash");
         row("\\012", "octal");
+        QTest::newRow("deep nesting") << QString(300, '(') << "groups nested more than 200 deep";
     }
     void errors() {
         QFETCH(QString, regex);
