@@ -3,6 +3,9 @@
 // context (fresh matcher, frame cache warm, mask cache cold: a state first seen in another request or nesting
 // depth), full walk (the whole trie from the state, DFA warm) and cached (mask cache hit). Checks each mask
 // before timing; the in-run baseline is the naive mask (every token's bytes tried on its own).
+// Measured on the shared 2-core build machine (thread CPU time, 150k tokens, 862k trie nodes): cached 1.6 us;
+// new context 1 / 91 / 12 / 15 us (start / in string / after key / in number); cold 60 / 3800 / 190 / 130 us;
+// full trie walk in a string 2.7 ms; naive per-token mask 4-8 ms; JSON compile 0.55 ms; index build 0.18 s.
 #include <time.h>
 
 #include <algorithm>
@@ -236,8 +239,8 @@ int main() {
             ++n;
         }
         if (!m.can_end()) return std::fprintf(stderr, "doc incomplete\n"), 1;
-        std::printf("JSON document, one byte per token, %s: %.1f us per token (mask + accept)\n",
-                    pass == 0 ? "fresh caches" : "shared cache warm", (now_us() - a) / double(n));
+        std::printf("JSON document, one byte per token, %s: %.1f us per token (mask + accept), %zu DFA states\n",
+                    pass == 0 ? "fresh caches" : "shared cache warm", (now_us() - a) / double(n), m.automaton_states());
     }
     GrammarCache cache;
     t0 = now_us();

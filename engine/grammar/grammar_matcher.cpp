@@ -7,7 +7,7 @@ namespace loradesk::grammar {
 namespace {
 // Past this many DFA states a matcher drops its tables (keeping the current state) to bound memory: one state
 // costs about 1 KiB of transitions.
-constexpr std::size_t kMaxAutomatonStates = 16384;
+constexpr std::size_t kMaxAutomatonStates = 4096;  // a JSON document uses ~300
 constexpr std::size_t kMaxAutomatonNodes = std::size_t(1) << 21;
 
 void set_bit(std::span<uint32_t> words, int32_t id) {

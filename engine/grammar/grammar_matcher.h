@@ -37,6 +37,8 @@ class GrammarMatcher {
     void compute_mask_uncached(std::span<uint32_t> words);
     // The mask by walking the whole trie from the current state: no caches at all (the reference and baseline).
     void compute_mask_full_walk(std::span<uint32_t> words);
+    // States of the matcher's DFA (about 1 KiB each; bounded by compaction): for benchmarks and diagnostics.
+    std::size_t automaton_states() const { return m_automaton.n_states(); }
 
   private:
     void maybe_compact();

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include "core/error.h"
 #include "grammar/gbnf_choice.h"
 #include "grammar/grammar_ir.h"
