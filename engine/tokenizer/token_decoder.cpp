@@ -176,6 +176,49 @@ void TokenDecoder::apply(const Step& s, std::vector<std::string>& tokens) {
     }
 }
 
+std::string TokenDecoder::token_bytes(const std::string& token) const {
+    if (!m_has_decoder) return token;
+    std::string t = token;
+    for (const Step& s : m_steps) {
+        switch (s.kind) {
+            case Kind::byte_level: {
+                std::string bytes;
+                std::size_t i = 0;
+                while (i < t.size()) {
+                    const int b = unicode_to_byte(next_code_point(t, i));
+                    if (b < 0) return t;  // not a byte-level token (an added token keeps its own text)
+                    bytes += char(b);
+                }
+                t = std::move(bytes);
+                break;
+            }
+            case Kind::byte_fallback:
+                if (int b = byte_token_value(t); b >= 0) t = std::string(1, char(b));
+                break;
+            case Kind::metaspace: {
+                std::string out;
+                for (std::size_t p = 0; p < t.size();) {
+                    if (t.compare(p, s.replacement.size(), s.replacement) == 0) {
+                        out += ' ';
+                        p += s.replacement.size();
+                    } else {
+                        out += t[p++];
+                    }
+                }
+                t = std::move(out);
+                break;
+            }
+            case Kind::replace:
+                t = replace_all(*s.pattern, t, s.replacement);
+                break;
+            case Kind::fuse:
+            case Kind::strip:
+                break;
+        }
+    }
+    return t;
+}
+
 std::string TokenDecoder::decode(std::vector<std::string> tokens) const {
     if (!m_has_decoder) {
         std::string out;

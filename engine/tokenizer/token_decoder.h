@@ -18,6 +18,11 @@ class TokenDecoder {
 
     // Invalid UTF-8 produced by byte-level or byte-fallback tokens becomes U+FFFD.
     std::string decode(std::vector<std::string> tokens) const;
+    // The exact bytes one vocabulary token contributes inside generated text (constrained decoding matches
+    // grammars against them): byte-level chars and <0xNN> byte tokens become their raw bytes, possibly a
+    // partial UTF-8 character (never U+FFFD); Metaspace's mark becomes a space even at the start, and Strip
+    // steps, which only trim the start of a whole text, are not applied.
+    std::string token_bytes(const std::string& token) const;
 
   private:
     enum class Kind { byte_level, metaspace, byte_fallback, fuse, strip, replace };

@@ -290,6 +290,12 @@ std::string Tokenizer::id_to_token(int32_t id) const {
     return std::string(m_model->id_to_token(id));
 }
 
+std::string Tokenizer::token_bytes(int32_t id) const {
+    if (auto it = m_added_by_id.find(id); it != m_added_by_id.end()) return it->second.content;
+    const std::string_view t = m_model->id_to_token(id);
+    return t.empty() ? std::string() : m_decoder.token_bytes(std::string(t));
+}
+
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
     if (auto it = m_added_by_content.find(token); it != m_added_by_content.end()) return it->second;
     return m_model->token_to_id(token);

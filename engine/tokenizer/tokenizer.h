@@ -36,6 +36,9 @@ class Tokenizer {
     std::string decode_raw(const std::vector<int32_t>& ids, bool skip_special_tokens) const;
 
     std::string id_to_token(int32_t id) const;  // empty when the id is unknown
+    // The bytes `id` adds to generated text (TokenDecoder::token_bytes; an added token's content). Empty when
+    // the id is unknown. For grammar-constrained decoding, which matches token bytes against a grammar.
+    std::string token_bytes(int32_t id) const;
     std::optional<int32_t> token_to_id(std::string_view token) const;
     int32_t vocab_size() const { return m_vocab_size; }  // one past the largest known id
     bool is_special(int32_t id) const;

@@ -258,6 +258,39 @@ class TstTokenizer : public QObject {
                                                    "b\xC0")),
                  QString("a\ufffdb\ufffd"));
     }
+    // Token bytes for constrained decoding: raw bytes (a lone UTF-8 lead byte stays itself), the Metaspace mark as
+    // a space even first, Strip not applied, added tokens as their content; byte-level tokens map back to bytes.
+    void token_bytes() {
+        json tok = small_bpe({{"byte_fallback", true}});
+        tok["decoder"] = {
+            {"type", "Sequence"},
+            {"decoders",
+             json::array({{{"type", "Replace"}, {"pattern", {{"String", "\xE2\x96\x81"}}}, {"content", " "}},
+                          {{"type", "ByteFallback"}},
+                          {{"type", "Fuse"}},
+                          {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
+        tok["added_tokens"] = json::array({added(1, "<s>")});
+        auto t = make(tok);
+        QCOMPARE(t->token_bytes(10), std::string(" a"));
+        QCOMPARE(t->token_bytes(100 + 0xC3), std::string("\xC3"));
+        QCOMPARE(t->token_bytes(7), std::string("abc"));
+        QCOMPARE(t->token_bytes(1), std::string("<s>"));
+        QCOMPARE(t->token_bytes(99999), std::string());
+        // Byte level: every id's bytes, concatenated over an encoding, give back the text exactly.
+        json bl = small_bpe();
+        bl["model"]["vocab"] = json::object();
+        for (int b = 0; b < 256; ++b) bl["model"]["vocab"][byte_to_unicode_table()[std::size_t(b)]] = b;
+        bl["model"]["merges"] = json::array();
+        bl["model"].erase("unk_token");
+        bl["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
+        bl["decoder"] = {{"type", "ByteLevel"}};
+        auto b = make(bl);
+        const std::string text = "{\"k\": \"\xC3\xA9\xE2\x82\xAC\"}\n";
+        std::string joined;
+        for (int32_t id : b->encode(text, false)) joined += b->token_bytes(id);
+        QCOMPARE(joined, text);
+        QCOMPARE(b->token_bytes(0xE2), std::string("\xE2"));
+    }
     void malformed_files_data() {
         QTest::addColumn<QByteArray>("tokenizer_json");
         QTest::addColumn<QString>("message");

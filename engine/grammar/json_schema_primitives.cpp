@@ -1,0 +1,125 @@
+// Rule texts of the JSON primitives and string formats. The whitespace gap is bounded (at most 2 newlines then at
+// most 20 spaces or tabs, or at most 20 spaces or tabs) so that a model cannot spend its budget on layout; digit
+// counts are capped likewise (integer_range_regex.h). Formats follow RFC 3339 / 4291 / 3986 / 5321 closely enough
+// that ajv-formats ("full" mode) accepts every string they produce; each is a subset, never a superset.
+#include "grammar/json_schema_primitives.h"
+
+#include <array>
+#include <cctype>
+
+namespace loradesk::grammar::json_schema {
+namespace {
+
+constexpr std::array kPrimitives = {
+    PrimitiveTemplate{"space", R"(( [ \t]{1,20} | "\n"{1,2} [ \t]{0,20} )?)"},
+    PrimitiveTemplate{"char", R"([^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ))"},
+    PrimitiveTemplate{"string", R"("\"" <P>char* "\"" <S>)"},
+    PrimitiveTemplate{"integral", R"("0" | [1-9] [0-9]{0,18})"},
+    PrimitiveTemplate{"number", R"("-"? <P>integral ( "." [0-9]{1,19} )? ( [eE] ( "+" | "-" )? [0-9]{1,3} )? <S>)"},
+    PrimitiveTemplate{"integer", R"("-"? <P>integral <S>)"},
+    PrimitiveTemplate{"boolean", R"(( "true" | "false" ) <S>)"},
+    PrimitiveTemplate{"null", R"("null" <S>)"},
+    PrimitiveTemplate{"value", R"(<P>object | <P>array | <P>string | <P>number | <P>boolean | <P>null)"},
+    PrimitiveTemplate{"object",
+                      R"("{" <S> ( <P>string ":" <S> <P>value ( "," <S> <P>string ":" <S> <P>value )* )? "}" <S>)"},
+    PrimitiveTemplate{"array", R"("[" <S> ( <P>value ( "," <S> <P>value )* )? "]" <S>)"},
+    // Dates check days per month and February 29 in leap years, as ajv-formats does.
+    PrimitiveTemplate{
+        "fmt-leap-year",
+        R"([0-9]{2} ( "0" [48] | [2468] [048] | [13579] [26] ) | ( "0" [048] | [2468] [048] | [13579] [26] ) "00")"},
+    PrimitiveTemplate{
+        "fmt-date",
+        R"([0-9]{4} "-" ( ( "0" [13578] | "1" [02] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ) | ( "0" [469] | "11" ) "-" ( "0" [1-9] | [12] [0-9] | "30" ) | "02-" ( "0" [1-9] | "1" [0-9] | "2" [0-8] ) ) | <P>fmt-leap-year "-02-29")"},
+    PrimitiveTemplate{"fmt-hour-minute", R"(( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9])"},
+    // RFC 3339 full-time: the offset is required, as ajv-formats requires it.
+    PrimitiveTemplate{
+        "fmt-time",
+        R"(<P>fmt-hour-minute ":" [0-5] [0-9] ( "." [0-9]{1,9} )? ( "Z" | ( "+" | "-" ) <P>fmt-hour-minute ))"},
+    PrimitiveTemplate{"fmt-date-time", R"(<P>fmt-date "T" <P>fmt-time)"},
+    PrimitiveTemplate{"fmt-uuid",
+                      R"([0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12})"},
+    PrimitiveTemplate{"fmt-label", R"([a-zA-Z0-9] ( [a-zA-Z0-9\-]{0,61} [a-zA-Z0-9] )?)"},
+    // At most 3 labels keep the name under the 253 characters that hostnames allow.
+    PrimitiveTemplate{"fmt-hostname", R"(( <P>fmt-label "." ){0,2} <P>fmt-label)"},
+    PrimitiveTemplate{"fmt-email-atom", R"([a-zA-Z0-9!#$%&'*+/=?_{|}~\-\^\x60]{1,64})"},
+    PrimitiveTemplate{"fmt-email",
+                      R"(<P>fmt-email-atom ( "." <P>fmt-email-atom ){0,7} "@" ( <P>fmt-label "." ){1,3} <P>fmt-label)"},
+    PrimitiveTemplate{"fmt-ipv4-octet", R"("25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9] [0-9] | [0-9])"},
+    PrimitiveTemplate{"fmt-ipv4",
+                      R"(<P>fmt-ipv4-octet "." <P>fmt-ipv4-octet "." <P>fmt-ipv4-octet "." <P>fmt-ipv4-octet)"},
+    // RFC 4291 section 2.2, one alternative per position of "::".
+    PrimitiveTemplate{"fmt-h16", R"([0-9a-fA-F]{1,4})"},
+    PrimitiveTemplate{"fmt-ls32", R"(<P>fmt-h16 ":" <P>fmt-h16 | <P>fmt-ipv4)"},
+    PrimitiveTemplate{
+        "fmt-ipv6",
+        R"(( <P>fmt-h16 ":" ){6} <P>fmt-ls32 | "::" ( <P>fmt-h16 ":" ){5} <P>fmt-ls32 | <P>fmt-h16? "::" ( <P>fmt-h16 ":" ){4} <P>fmt-ls32 | ( ( <P>fmt-h16 ":" )? <P>fmt-h16 )? "::" ( <P>fmt-h16 ":" ){3} <P>fmt-ls32 | ( ( <P>fmt-h16 ":" ){0,2} <P>fmt-h16 )? "::" ( <P>fmt-h16 ":" ){2} <P>fmt-ls32 | ( ( <P>fmt-h16 ":" ){0,3} <P>fmt-h16 )? "::" <P>fmt-h16 ":" <P>fmt-ls32 | ( ( <P>fmt-h16 ":" ){0,4} <P>fmt-h16 )? "::" <P>fmt-ls32 | ( ( <P>fmt-h16 ":" ){0,5} <P>fmt-h16 )? "::" <P>fmt-h16 | ( ( <P>fmt-h16 ":" ){0,6} <P>fmt-h16 )? "::")"},
+    // ISO 8601 durations as ajv-formats reads them: at least one component, "T" only before a time component.
+    PrimitiveTemplate{
+        "fmt-duration-date",
+        R"([0-9]{1,9} "Y" ( [0-9]{1,9} "M" )? ( [0-9]{1,9} "D" )? | [0-9]{1,9} "M" ( [0-9]{1,9} "D" )? | [0-9]{1,9} "D")"},
+    PrimitiveTemplate{
+        "fmt-duration-time",
+        R"("T" ( [0-9]{1,9} "H" ( [0-9]{1,9} "M" )? ( [0-9]{1,9} "S" )? | [0-9]{1,9} "M" ( [0-9]{1,9} "S" )? | [0-9]{1,9} "S" ))"},
+    PrimitiveTemplate{"fmt-duration",
+                      R"("P" ( <P>fmt-duration-date <P>fmt-duration-time? | <P>fmt-duration-time | [0-9]{1,9} "W" ))"},
+    // Absolute URIs with an authority; sizes chosen so that the longest stays under 1800 characters (Pydantic's
+    // HttpUrl carries maxLength 2083).
+    PrimitiveTemplate{"fmt-pchar", R"([a-zA-Z0-9._~!$&'()*+,;=:@\-] | "%" [0-9a-fA-F]{2})"},
+    PrimitiveTemplate{"fmt-uri-query", R"(( <P>fmt-pchar | [/?] ){0,128})"},
+    PrimitiveTemplate{
+        "fmt-uri",
+        R"([a-zA-Z] [a-zA-Z0-9+.\-]{0,9} "://" <P>fmt-hostname ( ":" [0-9]{1,5} )? ( "/" <P>fmt-pchar{0,32} ){0,8} ( "?" <P>fmt-uri-query )? ( "#" <P>fmt-uri-query )?)"},
+};
+
+struct FormatEntry {
+    std::string_view name;
+    StringFormat format;
+};
+
+constexpr std::array kFormats = {
+    FormatEntry{"date-time", {"fmt-date-time", 20, 35}},
+    FormatEntry{"date", {"fmt-date", 10, 10}},
+    FormatEntry{"time", {"fmt-time", 9, 24}},
+    FormatEntry{"duration", {"fmt-duration", 3, 62}},
+    FormatEntry{"email", {"fmt-email", 5, 8 * 64 + 7 + 1 + 4 * 63 + 3}},
+    FormatEntry{"hostname", {"fmt-hostname", 1, 3 * 63 + 2}},
+    FormatEntry{"ipv4", {"fmt-ipv4", 7, 15}},
+    FormatEntry{"ipv6", {"fmt-ipv6", 2, 45}},
+    FormatEntry{"uuid", {"fmt-uuid", 36, 36}},
+    FormatEntry{"uri", {"fmt-uri", 5, 2000}},
+    // Annotations only (ajv-formats does not check them either).
+    FormatEntry{"password", {"", 0, 0}},
+    FormatEntry{"binary", {"", 0, 0}},
+};
+
+}  // namespace
+
+std::optional<PrimitiveTemplate> primitive_template(std::string_view name) {
+    for (const auto& p : kPrimitives)
+        if (p.name == name) return p;
+    return std::nullopt;
+}
+
+std::vector<std::string> primitive_references(std::string_view body) {
+    std::vector<std::string> out;
+    for (std::size_t pos = body.find("<P>"); pos != std::string_view::npos; pos = body.find("<P>", pos)) {
+        pos += 3;
+        std::size_t end = pos;
+        while (end < body.size() && (std::isalnum(static_cast<unsigned char>(body[end])) || body[end] == '-')) ++end;
+        out.emplace_back(body.substr(pos, end - pos));
+        pos = end;
+    }
+    return out;
+}
+
+std::optional<StringFormat> string_format(std::string_view format) {
+    for (const auto& f : kFormats)
+        if (f.name == format) return f.format;
+    return std::nullopt;
+}
+
+std::string_view supported_formats() {
+    return "date-time, date, time, duration, email, hostname, ipv4, ipv6, uuid, uri, password, binary";
+}
+
+}  // namespace loradesk::grammar::json_schema
