@@ -72,7 +72,11 @@ Vocabulary synthetic_vocabulary(std::size_t target) {
             for (const char* c = punct; *c; ++c) add(std::string{*a, *b, *c});
         }
     for (int n = 0; n < 1000; ++n) add(std::to_string(n)), add(std::string(n < 100 ? "0" : "") + std::to_string(n));
-    for (int n = 1; n <= 32; ++n) add(std::string(std::size_t(n), ' ')), add("\n" + std::string(std::size_t(n), ' '));
+    for (std::size_t n = 1; n <= 32; ++n) {
+        std::string spaces(n, ' ');
+        add(spaces);
+        add(spaces.insert(0, 1, '\n'));  // not "\n" + std::string: GCC 12 warns falsely (-Wrestrict) on that
+    }
     std::mt19937 rng(42);
     for (int i = 0; i < 6000; ++i) {  // CJK, accented Latin, emoji, cut sequences
         std::string s;
