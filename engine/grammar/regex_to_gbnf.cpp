@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include "core/error.h"
 #include "grammar/gbnf_choice.h"
 #include "grammar/grammar_ir.h"
@@ -147,6 +149,7 @@ class RegexConverter {
     }
 
     std::string parse_group() {
+        if (++m_depth > kMaxNesting) fail(fmt::format("groups nested more than {} deep", kMaxNesting));
         ++m_pos;
         if (peek() == '?') {
             if (peek(1) == ':') {
@@ -166,6 +169,7 @@ class RegexConverter {
         std::string body = parse_alternation();
         if (peek() != ')') fail("missing ')'");
         ++m_pos;
+        --m_depth;
         return "(" + body + ")";
     }
 
@@ -336,6 +340,7 @@ class RegexConverter {
 
     std::string_view m_re;
     std::size_t m_pos = 0;
+    int m_depth = 0;  // open groups
 };
 
 }  // namespace
