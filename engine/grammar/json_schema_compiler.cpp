@@ -223,7 +223,12 @@ std::string SchemaCompiler::primitive(std::string_view name) {
     return full;
 }
 
-std::string SchemaCompiler::gap() { return m_options.any_whitespace ? " " + m_prefix + "space" : ""; }
+std::string SchemaCompiler::gap() {
+    if (!m_options.any_whitespace) return "";
+    std::string out = " ";
+    out += primitive("space");
+    return out;
+}
 
 std::string SchemaCompiler::token(std::string_view text) {
     if (m_options.any_whitespace) primitive("space");
@@ -394,6 +399,11 @@ std::string SchemaCompiler::visit_all_of(const Json& schema, const std::string& 
         for (const auto& [k, v] : part->items()) {
             if (is_annotation(k)) continue;
             if ((k == "type" && v == "object") || (k == "additionalProperties" && v == true)) continue;
+            // unevaluatedProperties sees the properties of every entry: false closes the merged object.
+            if (k == "unevaluatedProperties" && v.is_boolean() && part == &siblings) {
+                merged["additionalProperties"] = v;
+                continue;
+            }
             if (k == "properties" && v.is_object()) {
                 for (const auto& [name, sub] : v.items()) {
                     if (merged["properties"].contains(name))

@@ -29,7 +29,9 @@ using Json = nlohmann::ordered_json;
 
 inline constexpr int kMaxDepth = 64;                      // nesting of sub-schemas while compiling
 inline constexpr std::size_t kMaxGrammarBytes = 1 << 20;  // total GBNF text
-inline constexpr std::size_t kMaxRepeat = 100'000;        // minItems/maxItems/minLength/maxLength
+// minItems/minLength above this are errors; maxItems/maxLength above it are lowered to it, which only narrows what
+// the grammar generates (the documents stay valid). It matches compile_gbnf's limit per repetition.
+inline constexpr std::size_t kMaxRepeat = 10'000;
 
 // Not thread-safe; use one instance per compilation. Throws ExpectedError(invalid_argument) on unsupported or
 // malformed schemas.

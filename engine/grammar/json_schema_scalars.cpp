@@ -102,9 +102,11 @@ std::optional<std::size_t> SchemaCompiler::count_keyword(const Json& schema, con
     if (it == schema.end()) return std::nullopt;
     if (!it->is_number_integer() || it->get<std::int64_t>() < 0)
         fail(fmt::format("'{}' at {} must be a non-negative integer", key, path_text(path)));
-    if (it->get<std::uint64_t>() > kMaxRepeat)
+    if (it->get<std::uint64_t>() > kMaxRepeat) {
+        if (std::string_view(key).starts_with("max")) return kMaxRepeat;
         fail(fmt::format("'{}' at {} is {}, above the supported {}", key, path_text(path), it->get<std::uint64_t>(),
                          kMaxRepeat));
+    }
     return it->get<std::size_t>();
 }
 
