@@ -12,7 +12,7 @@ namespace loradesk::grammar::json_schema {
 // many digits in its integer part and in its fraction (values beyond are rejected even without bounds).
 inline constexpr int kMaxIntegerDigits = 19;
 inline constexpr int kMaxFractionDigits = 19;
-inline constexpr int kMaxExponentDigits = 3;
+inline constexpr int kMaxExponentDigits = 2;  // keeps unbounded numbers finite in a double
 // Bounds must lie within +-kMaxBound so that every magnitude fits comfortably in uint64.
 inline constexpr std::int64_t kMaxBound = 1'000'000'000'000'000'000;
 

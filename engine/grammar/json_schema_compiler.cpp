@@ -256,13 +256,13 @@ std::string SchemaCompiler::visit(const Json& schema, const std::string& path, c
     }
     if (!schema.is_object()) fail(fmt::format("the schema at {} must be an object or a boolean", path_text(path)));
     check_keywords(schema, path);
-    if (schema.contains("$ref")) return visit_ref(schema, path, depth);
     if (auto it = schema.find("nullable"); it != schema.end() && *it == true) {
         Json inner = schema;
         inner.erase("nullable");
         const std::string value = visit(inner, path, hint, depth + 1);
         return add_rule(hint + "-or-null", fmt::format("{} | {}", value, primitive("null")));
     }
+    if (schema.contains("$ref")) return visit_ref(schema, path, depth);
     if (schema.contains("const") || schema.contains("enum")) return visit_values(schema, path, hint);
     if (schema.contains("anyOf") || schema.contains("oneOf")) return visit_any_of(schema, path, hint, depth);
     if (schema.contains("allOf")) return visit_all_of(schema, path, hint, depth);

@@ -1,6 +1,7 @@
 // Rule texts of the JSON primitives and string formats. The whitespace gap is bounded (at most 2 newlines then at
 // most 20 spaces or tabs, or at most 20 spaces or tabs) so that a model cannot spend its budget on layout; digit
-// counts are capped likewise (integer_range_regex.h). Formats follow RFC 3339 / 4291 / 3986 / 5321 closely enough
+// counts are capped likewise (the 18/19/2 below are kMaxIntegerDigits - 1, kMaxFractionDigits and
+// kMaxExponentDigits of integer_range_regex.h). Formats follow RFC 3339 / 4291 / 3986 / 5321 closely enough
 // that ajv-formats ("full" mode) accepts every string they produce; each is a subset, never a superset.
 #include "grammar/json_schema_primitives.h"
 
@@ -15,7 +16,7 @@ constexpr std::array kPrimitives = {
     PrimitiveTemplate{"char", R"([^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ))"},
     PrimitiveTemplate{"string", R"("\"" <P>char* "\"" <S>)"},
     PrimitiveTemplate{"integral", R"("0" | [1-9] [0-9]{0,18})"},
-    PrimitiveTemplate{"number", R"("-"? <P>integral ( "." [0-9]{1,19} )? ( [eE] ( "+" | "-" )? [0-9]{1,3} )? <S>)"},
+    PrimitiveTemplate{"number", R"("-"? <P>integral ( "." [0-9]{1,19} )? ( [eE] ( "+" | "-" )? [0-9]{1,2} )? <S>)"},
     PrimitiveTemplate{"integer", R"("-"? <P>integral <S>)"},
     PrimitiveTemplate{"boolean", R"(( "true" | "false" ) <S>)"},
     PrimitiveTemplate{"null", R"("null" <S>)"},

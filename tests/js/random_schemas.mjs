@@ -45,13 +45,18 @@ function stringSchema(rng) {
 }
 
 function integerSchema(rng) {
+    // The effective range [lo, hi] is never empty; exclusive bounds sit one outside it.
     const s = { type: 'integer' };
     const lo = rng.pick([-1000, -50, -5, 0, 1, 7, 10, 99, 100]);
     const hi = lo + rng.pick([0, 1, 9, 10, 90, 123, 9999]);
-    if (rng.chance(0.8)) s[rng.chance(0.3) ? 'exclusiveMinimum' : 'minimum'] = rng.chance(0.3) ? lo - 1 : lo;
-    if (rng.chance(0.8)) s[rng.chance(0.3) ? 'exclusiveMaximum' : 'maximum'] = rng.chance(0.3) ? hi + 1 : hi;
-    if (s.exclusiveMinimum !== undefined && s.exclusiveMaximum !== undefined &&
-        s.exclusiveMaximum - s.exclusiveMinimum < 2) s.exclusiveMaximum = s.exclusiveMinimum + 2;
+    if (rng.chance(0.8)) {
+        if (rng.chance(0.3)) s.exclusiveMinimum = lo - 1;
+        else s.minimum = lo;
+    }
+    if (rng.chance(0.8)) {
+        if (rng.chance(0.3)) s.exclusiveMaximum = hi + 1;
+        else s.maximum = hi;
+    }
     return s;
 }
 
