@@ -238,6 +238,9 @@ std::string SchemaCompiler::token(std::string_view text) {
 void SchemaCompiler::check_keywords(const Json& schema, const std::string& path) const {
     for (const auto& [key, value] : schema.items()) {
         if (is_annotation(key) || contains(kHandled, key)) continue;
+        // zod writes propertyNames: {type: string} for records; keys are strings anyway.
+        if (key == "propertyNames" && (value == true || value == Json::object() || value == Json{{"type", "string"}}))
+            continue;
         fail(fmt::format("unsupported JSON Schema keyword '{}' at {}", key, path_text(path)));
     }
     if (auto it = schema.find("uniqueItems"); it != schema.end() && *it == true)

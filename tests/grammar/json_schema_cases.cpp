@@ -131,6 +131,17 @@ void add_document_rows() {
             {R"("2024-02-29T12:30:59Z")", R"("1999-12-31T23:59:59.123+05:30")", R"("2000-02-29T00:00:00-01:00")"},
             {R"("2023-02-29T12:30:59Z")", R"("2024-13-01T00:00:00Z")", R"("2024-01-01T24:00:00Z")",
              R"("2024-01-01T12:00:00")", R"("2024-04-31T12:00:00Z")", R"("1900-02-29T00:00:00Z")"});
+    // zod 4 (z.email(), z.iso.datetime(), z.uuid(), z.record(z.string(), z.number())) writes a pattern beside each
+    // format and propertyNames for records.
+    add_row(
+        "zod formats with their patterns",
+        R"({"type":"object","properties":{"email":{"type":"string","format":"email","pattern":"^(?:[A-Za-z0-9_'+\\-]+\\.)*[A-Za-z0-9_'+\\-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9\\-]*\\.)+[A-Za-z]{2,}$"},"when":{"type":"string","format":"date-time","pattern":"^(?:(?:\\d\\d[2468][048]|\\d\\d[13579][26]|\\d\\d0[48]|[02468][048]00|[13579][26]00)-02-29|\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|(?:02)-(?:0[1-9]|1\\d|2[0-8])))T(?:(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d+)?(?:Z))$"},"id":{"type":"string","format":"uuid","pattern":"^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}|00000000-0000-0000-0000-000000000000|ffffffff-ffff-ffff-ffff-ffffffffffff)$"},"rec":{"type":"object","propertyNames":{"type":"string"},"additionalProperties":{"type":"number"}}},"required":["email","when","id"],"additionalProperties":false})",
+        {R"({"email":"a.b@example.com","when":"2024-02-29T12:00:00.5Z","id":"123e4567-e89b-42d3-a456-426614174000"})",
+         R"({"email":"x@y.io","when":"2024-01-01T00:00:00Z","id":"123e4567-e89b-12d3-8456-426614174000","rec":{"k":1}})"},
+        {R"({"email":"a.b@example.c0","when":"2024-02-29T12:00:00Z","id":"123e4567-e89b-42d3-a456-426614174000"})",
+         R"({"email":"a@b.co","when":"2024-02-29T12:00:00+01:00","id":"123e4567-e89b-42d3-a456-426614174000"})",
+         R"({"email":"a@b.co","when":"2024-02-29T12:00:00Z","id":"123e4567-e89b-02d3-a456-426614174000"})",
+         R"({"email":"a@b.co","when":"2024-02-29T12:00:00Z","id":"123e4567-e89b-12d3-a456-426614174000","rec":{"k":"v"}})"});
     add_row("date", R"({"type":"string","format":"date"})", {R"("2024-01-31")", R"("2000-02-29")"},
             {R"("2024-1-31")", R"("2024-06-31")", R"("2100-02-29")"});
     add_row("time", R"({"type":"string","format":"time"})", {R"("23:59:59Z")", R"("00:00:00.5+14:00")"},
@@ -181,6 +192,8 @@ void add_unsupported_rows() {
     };
     row("patternProperties", R"({"type":"object","properties":{"a":{"type":"object","patternProperties":{"x":{}}}}})",
         "unsupported JSON Schema keyword 'patternProperties' at /properties/a");
+    row("pattern beside format", R"({"type":"string","format":"email","pattern":"^a.*$"})",
+        "'pattern' together with 'format' at / is supported only for the patterns zod writes");
     row("propertyNames", R"({"type":"object","propertyNames":{"maxLength":3}})",
         "unsupported JSON Schema keyword 'propertyNames' at /");
     row("if", R"({"if":{},"then":{}})", "unsupported JSON Schema keyword 'if' at /");
