@@ -35,7 +35,11 @@ class CompiledGrammar {
     std::vector<uint32_t> alt_starts;   // element position of each alternative's first element (kEnd if empty)
     std::vector<ByteSet> byte_sets;
     std::vector<std::string> rule_names;  // for debugging and messages
-    uint64_t uid = 0;                     // unique per compilation: keys the shared mask cache
+    // Per element position: whether it lies in an alternative of a rule written by the user (or the synthetic
+    // start). Those alternatives are the frames GrammarMatcher caches context-independent masks for: generated
+    // rules (repetition, groups, multi-byte classes) are too small to be useful frames on their own.
+    std::vector<uint8_t> user_frame;
+    uint64_t uid = 0;  // unique per compilation: keys the shared mask cache
 
     static bool is_end(uint32_t e) { return e == kEnd; }
     static bool is_rule(uint32_t e) { return (e & kTagMask) == kRuleTag; }

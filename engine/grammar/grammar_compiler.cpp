@@ -150,8 +150,10 @@ class Lowering {
         m_rule_alts.resize(n_user);
         for (const auto& r : m_ir.rules) m_g->rule_names.push_back(r.name);
         m_g->elements = {CompiledGrammar::kRuleTag | m_ir.root, CompiledGrammar::kEnd};
+        m_g->user_frame = {1, 1};
         for (uint32_t r = 0; r < n_user; ++r)
             for (const auto& seq : m_ir.rules[r].alternatives) {
+                m_user = !m_ir.rules[r].generated;
                 uint32_t start = lower_sequence(seq);  // may append class rules to m_rule_alts
                 m_rule_alts[r].push_back(start);
             }
@@ -207,12 +209,15 @@ class Lowering {
             m_rule_alts.emplace_back();
             m_g->rule_names.push_back("[class]");
             std::vector<uint32_t> alts;
+            const bool user = m_user;
+            m_user = false;
             if (any_single) alts.push_back(emit({byte_set(singles)}));
             for (const auto* s : multi) {
                 std::vector<uint32_t> elems;
                 for (const auto& r : *s) elems.push_back(byte_range(r));
                 alts.push_back(emit(elems));
             }
+            m_user = user;
             m_rule_alts[rule] = std::move(alts);
             it = m_class_rules.emplace(key, rule).first;
         }
@@ -224,6 +229,7 @@ class Lowering {
         uint32_t start = uint32_t(m_g->elements.size());
         m_g->elements.insert(m_g->elements.end(), elems.begin(), elems.end());
         m_g->elements.push_back(CompiledGrammar::kEnd);
+        m_g->user_frame.resize(m_g->elements.size(), m_user ? 1 : 0);
         return start;
     }
 
@@ -240,6 +246,7 @@ class Lowering {
 
     const GrammarIr& m_ir;
     CompiledGrammar* m_g = nullptr;
+    bool m_user = true;  // whether elements being emitted belong to a user rule's alternative
     std::vector<std::vector<uint32_t>> m_rule_alts;
     std::map<ByteSet, uint32_t> m_sets;
     std::map<std::vector<std::pair<uint32_t, uint32_t>>, uint32_t> m_class_rules;

@@ -27,33 +27,93 @@ void GrammarMatcher::maybe_compact() {
         m_state = m_automaton.compact(m_state);
 }
 
+void GrammarMatcher::walk_subtree(uint32_t begin, uint32_t end, std::span<uint32_t> words) {
+    const auto& t = m_index->trie();
+    for (uint32_t i = begin; i < end;) {
+        const uint32_t d = t.depth[i];
+        const int32_t s = m_automaton.next(m_depth_states[d - 1], t.byte[i]);
+        if (s == StackAutomaton::kDead) {
+            i = t.subtree_end[i];  // no token below this prefix can fit
+            continue;
+        }
+        m_depth_states[d] = s;
+        for (uint32_t k = t.token_offsets[i]; k < t.token_offsets[i + 1]; ++k) set_bit(words, t.token_ids[k]);
+        ++i;
+    }
+}
+
+void GrammarMatcher::finish_mask(std::span<uint32_t> words) const {
+    const bool any = std::any_of(words.begin(), words.end(), [](uint32_t w) { return w != 0; });
+    if (m_terminated || m_automaton.can_end(m_state) || !any)
+        for (int32_t id : m_index->vocab().eos_ids) set_bit(words, id);
+}
+
+void GrammarMatcher::compute_mask_full_walk(std::span<uint32_t> words) {
+    std::fill(words.begin(), words.end(), 0u);
+    if (!m_terminated && m_automaton.can_continue(m_state)) {
+        maybe_compact();
+        m_depth_states.resize(std::size_t(m_index->trie().max_depth) + 1);
+        m_depth_states[0] = m_state;
+        walk_subtree(0, uint32_t(m_index->trie().byte.size()), words);
+    }
+    finish_mask(words);
+}
+
+std::shared_ptr<const FrameMask> GrammarMatcher::frame_mask(const std::vector<uint32_t>& chain) {
+    std::string_view key(reinterpret_cast<const char*>(chain.data()), chain.size() * sizeof(uint32_t));
+    FrameCache& cache = m_index->frame_cache();
+    if (auto found = cache.find(m_grammar->uid, key)) return found;
+    auto fm = std::make_shared<FrameMask>();
+    fm->accepted.assign(m_index->n_words(), 0u);
+    const auto& t = m_index->trie();
+    m_depth_states[0] = m_automaton.local_state(chain);
+    const uint32_t n = uint32_t(t.byte.size());
+    for (uint32_t i = 0; i < n;) {
+        const uint32_t d = t.depth[i];
+        const int32_t s = m_automaton.next(m_depth_states[d - 1], t.byte[i]);
+        if (s == StackAutomaton::kDead) {
+            i = t.subtree_end[i];
+            continue;
+        }
+        m_depth_states[d] = s;
+        for (uint32_t k = t.token_offsets[i]; k < t.token_offsets[i + 1]; ++k) set_bit(fm->accepted, t.token_ids[k]);
+        if (m_automaton.at_frame_end(s)) {
+            // The frame can end after these d bytes: what follows depends on the stack below.
+            fm->splits.emplace_back(i, d);
+            if (!m_automaton.can_continue(s)) {
+                i = t.subtree_end[i];
+                continue;
+            }
+        }
+        ++i;
+    }
+    cache.insert(m_grammar->uid, key, fm);
+    return fm;
+}
+
 void GrammarMatcher::compute_mask_uncached(std::span<uint32_t> words) {
     std::fill(words.begin(), words.end(), 0u);
-    const bool ending = m_terminated || m_automaton.can_end(m_state);
-    bool any = false;
     if (!m_terminated && m_automaton.can_continue(m_state)) {
         maybe_compact();
         const auto& t = m_index->trie();
         m_depth_states.resize(std::size_t(t.max_depth) + 1);
-        m_depth_states[0] = m_state;
-        const uint32_t n = uint32_t(t.byte.size());
-        for (uint32_t i = 0; i < n;) {
-            const uint32_t d = t.depth[i];
-            const int32_t s = m_automaton.next(m_depth_states[d - 1], t.byte[i]);
-            if (s == StackAutomaton::kDead) {
-                i = t.subtree_end[i];  // no token below this prefix can fit
-                continue;
+        const std::vector<uint32_t> stacks = m_automaton.stacks(m_state);  // a copy: new states may be interned
+        for (uint32_t node : stacks) {
+            if (node <= 1) continue;  // the empty stack (can_end) expects nothing
+            uint32_t below = 0;
+            auto fm = frame_mask(m_automaton.frame_of(node, below));
+            const std::size_t n = std::min(words.size(), fm->accepted.size());
+            for (std::size_t w = 0; w < n; ++w) words[w] |= fm->accepted[w];
+            if (fm->splits.empty()) continue;
+            const int32_t context = m_automaton.state_of_node(below);
+            if (context == StackAutomaton::kDead) continue;
+            for (auto [i, d] : fm->splits) {
+                m_depth_states[d] = context;
+                walk_subtree(i + 1, t.subtree_end[i], words);
             }
-            m_depth_states[d] = s;
-            for (uint32_t k = t.token_offsets[i]; k < t.token_offsets[i + 1]; ++k) {
-                set_bit(words, t.token_ids[k]);
-                any = true;
-            }
-            ++i;
         }
     }
-    if (ending || !any)
-        for (int32_t id : m_index->vocab().eos_ids) set_bit(words, id);
+    finish_mask(words);
 }
 
 void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> words) {

@@ -22,7 +22,8 @@ class GrammarMatcher {
 
     // Allowed next tokens as a bitmask: bit (id % 32) of word id / 32; words = (vocab+31)/32. EOS ids are set
     // only when the grammar can end here. When no token at all fits (cannot happen for a well-formed grammar
-    // unless the vocabulary lacks needed bytes), only EOS ids are set.
+    // unless the vocabulary lacks needed bytes), only EOS ids are set; accept_token(EOS) still returns false there,
+    // and the caller ends the sequence as a grammar failure.
     void fill_next_token_bitmask(std::span<uint32_t> words);
     bool accept_token(int32_t id);        // false (state unchanged) if not allowed; EOS allowed only when accepting
     bool accept_bytes(std::string_view);  // for tests / forced prefixes
@@ -30,12 +31,21 @@ class GrammarMatcher {
     bool is_terminated() const;           // EOS accepted, or can_end() and no further byte possible
     void reset();
 
-    // The same mask without the shared cache (tests compare the two; benchmarks time the walk).
+    // The same mask without the shared mask cache: the union over stacks of their frames' context-independent
+    // masks (FrameCache) plus, where a frame can end inside a token, a walk of that trie subtree in the real
+    // context. Tests compare it with the cached mask and with compute_mask_full_walk.
     void compute_mask_uncached(std::span<uint32_t> words);
+    // The mask by walking the whole trie from the current state: no caches at all (the reference and baseline).
+    void compute_mask_full_walk(std::span<uint32_t> words);
 
   private:
     void maybe_compact();
-    int32_t walk(std::string_view bytes);  // state after bytes, or kDead
+    // Walks trie nodes [begin, end) (a subtree whose parent state is in m_depth_states), setting the bits of
+    // tokens that fit.
+    void walk_subtree(uint32_t begin, uint32_t end, std::span<uint32_t> words);
+    std::shared_ptr<const FrameMask> frame_mask(const std::vector<uint32_t>& chain);
+    void finish_mask(std::span<uint32_t> words) const;  // EOS bits
+    int32_t walk(std::string_view bytes);               // state after bytes, or kDead
 
     std::shared_ptr<const CompiledGrammar> m_grammar;
     std::shared_ptr<const TokenIndex> m_index;

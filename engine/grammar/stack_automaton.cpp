@@ -21,13 +21,13 @@ StackAutomaton::StackAutomaton(std::shared_ptr<const CompiledGrammar> grammar) :
 }
 
 void StackAutomaton::reset_tables() {
-    m_nodes.assign(1, Node{0, 0});  // node 0: the empty stack
+    m_nodes.assign({Node{0, 0}, Node{~0u, 0}});  // node 0: the empty stack; node 1: the frame bottom marker
     m_node_ids.clear();
     m_sets.clear();
     m_set_ids.clear();
     m_transitions.clear();
     m_keys.clear();
-    m_seen.assign(1, 0);
+    m_seen.assign(2, 0);
     m_generation = 0;
 }
 
@@ -61,8 +61,8 @@ void StackAutomaton::expand(uint32_t start) {
         m_work.pop_back();
         if (m_seen[n] == m_generation) continue;  // also breaks cycles of nullable tail references
         m_seen[n] = m_generation;
-        if (n == 0) {
-            m_out.push_back(0);
+        if (n <= kBottom) {
+            m_out.push_back(n);
             continue;
         }
         const Node node = m_nodes[n];
@@ -91,7 +91,7 @@ int32_t StackAutomaton::compute(int32_t state, uint8_t byte) {
     const std::size_t n_stacks = m_sets[std::size_t(state)].size();
     for (std::size_t i = 0; i < n_stacks; ++i) {
         uint32_t n = m_sets[std::size_t(state)][i];
-        if (n == 0) continue;
+        if (n <= kBottom) continue;
         const Node node = m_nodes[n];
         if (!m_grammar->byte_matches(el[node.pos], byte)) continue;
         expand(G::is_end(el[node.pos + 1]) ? node.parent : intern_node(node.pos + 1, node.parent));
@@ -102,7 +102,7 @@ int32_t StackAutomaton::compute(int32_t state, uint8_t byte) {
 
 std::vector<uint32_t> StackAutomaton::positions(uint32_t node) const {
     std::vector<uint32_t> out;
-    for (uint32_t n = node; n != 0; n = m_nodes[n].parent) out.push_back(m_nodes[n].pos);
+    for (uint32_t n = node; n > kBottom; n = m_nodes[n].parent) out.push_back(m_nodes[n].pos);
     return out;
 }
 
@@ -122,6 +122,35 @@ const std::string& StackAutomaton::key(int32_t state) {
         key += s;
     }
     return key;
+}
+
+std::vector<uint32_t> StackAutomaton::frame_of(uint32_t node, uint32_t& below) const {
+    std::vector<uint32_t> chain;
+    uint32_t n = node;
+    while (n > kBottom) {
+        chain.push_back(m_nodes[n].pos);
+        const bool user = m_grammar->user_frame[m_nodes[n].pos];
+        n = m_nodes[n].parent;
+        if (user) break;
+    }
+    below = n;
+    return chain;
+}
+
+int32_t StackAutomaton::local_state(const std::vector<uint32_t>& positions) {
+    uint32_t n = kBottom;
+    for (auto it = positions.rbegin(); it != positions.rend(); ++it) n = intern_node(*it, n);
+    m_out.clear();
+    ++m_generation;
+    expand(n);
+    return intern_set(m_out);
+}
+
+int32_t StackAutomaton::state_of_node(uint32_t node) {
+    m_out.clear();
+    ++m_generation;
+    expand(node);
+    return intern_set(m_out);
 }
 
 int32_t StackAutomaton::compact(int32_t state) {

@@ -35,7 +35,22 @@ class StackAutomaton {
     // The input so far is a complete sentence (some stack is empty).
     bool can_end(int32_t state) const { return m_sets[std::size_t(state)].front() == 0; }
     // Some stack still expects input.
-    bool can_continue(int32_t state) const { return m_sets[std::size_t(state)].back() != 0; }
+    bool can_continue(int32_t state) const { return m_sets[std::size_t(state)].back() > kBottom; }
+    // A local (frame) state: some stack has popped out of its frame (see local_state).
+    bool at_frame_end(int32_t state) const {
+        const auto& s = m_sets[std::size_t(state)];
+        return s.front() == kBottom || (s.size() > 1 && s[1] == kBottom);
+    }
+
+    // Frames: the top of the stack `node` up to (and including) the nearest node in a user rule's alternative.
+    // Returns the positions of that chain, top first, and sets `below` to the node under it.
+    std::vector<uint32_t> frame_of(uint32_t node, uint32_t& below) const;
+    // The state of the chain `positions` (top first) standing on a bottom marker instead of its real context:
+    // popping past it shows as at_frame_end().
+    int32_t local_state(const std::vector<uint32_t>& positions);
+    // The state of the stack `node` after expanding its top (the context a frame returns to).
+    int32_t state_of_node(uint32_t node);
+    const std::vector<uint32_t>& stacks(int32_t state) const { return m_sets[std::size_t(state)]; }
     // Canonical description of a state, independent of node ids: equal for equal stack sets in any automaton of
     // the same grammar. Keys the shared mask cache.
     const std::string& key(int32_t state);
@@ -47,6 +62,7 @@ class StackAutomaton {
 
   private:
     static constexpr int32_t kUnknown = -2;
+    static constexpr uint32_t kBottom = 1;  // node 1: the bottom marker of local frame stacks
     struct Node {
         uint32_t pos;     // element the stack expects next
         uint32_t parent;  // node below; 0 is the empty stack

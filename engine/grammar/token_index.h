@@ -1,6 +1,6 @@
 // Vocabulary and TokenIndex: a tokenizer's tokens as the grammar sees them (exact bytes), arranged once per
 // vocabulary as a byte trie in depth-first order so that a mask is one linear pass that skips dead subtrees.
-// Also holds the mask cache shared by all matchers on this vocabulary. Immutable apart from that cache, which is
+// Also holds the mask caches shared by all matchers on this vocabulary. Immutable apart from that cache, which is
 // thread-safe; share one index per tokenizer.
 #pragma once
 
@@ -35,6 +35,7 @@ class TokenIndex {
         return id >= 0 && std::size_t(id) < m_grammar_token.size() && m_grammar_token[std::size_t(id)];
     }
     MaskCache& mask_cache() const { return m_cache; }
+    FrameCache& frame_cache() const { return m_frames; }
 
     // The trie in depth-first preorder: node i has byte[i] on the edge from its parent, depth[i] (root's children
     // are 1), subtree_end[i] (first node after its subtree) and the tokens ending there,
@@ -55,6 +56,7 @@ class TokenIndex {
     std::vector<uint8_t> m_grammar_token;
     Trie m_trie;
     mutable MaskCache m_cache;
+    mutable FrameCache m_frames;
 };
 
 std::shared_ptr<const TokenIndex> build_token_index(Vocabulary vocab);
