@@ -90,6 +90,9 @@ class SchemaCompiler {
 };
 
 [[noreturn]] void fail(std::string message);
+bool is_annotation(std::string_view key);  // keywords without effect on validity (title, description, x-...)
+std::vector<std::string> declared_types(const Json& schema, const std::string& path);  // "type" as a list
+std::string percent_decode(std::string_view s);                         // the URI-fragment escapes of a $ref
 std::string path_text(const std::string& path);                         // "/" for the root
 std::string child_path(const std::string& path, std::string_view key);  // escapes ~ and / per RFC 6901
 

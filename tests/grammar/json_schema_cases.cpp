@@ -30,6 +30,17 @@ void add_document_rows() {
              R"({"name":"Ann","age":1.5})", R"({"name":"Ann","age":01})", R"({"name":"Ann","age":1,"address":{}})",
              R"({"name":"Ann","age":1,"name":"B"})", R"({"name":"Ann","age":1,"address":{"street":"x","zip":3}})",
              "{\"name\":\"a\nb\",\"age\":1}", R"({"name":"Ann","age":1,})"});
+    // Pydantic v2 discriminated union: pet: Union[Cat, Dog] = Field(discriminator="pet_type").
+    add_row("pydantic discriminated union",
+            R"({"$defs":{"Cat":{"properties":{"pet_type":{"const":"cat","title":"Pet Type","type":"string"},
+              "meows":{"title":"Meows","type":"integer"}},"required":["pet_type","meows"],"title":"Cat","type":"object"},
+              "Dog":{"properties":{"pet_type":{"const":"dog","title":"Pet Type","type":"string"},
+              "barks":{"title":"Barks","type":"number"}},"required":["pet_type","barks"],"title":"Dog","type":"object"}},
+              "properties":{"pet":{"discriminator":{"mapping":{"cat":"#/$defs/Cat","dog":"#/$defs/Dog"},
+              "propertyName":"pet_type"},"oneOf":[{"$ref":"#/$defs/Cat"},{"$ref":"#/$defs/Dog"}],"title":"Pet"}},
+              "required":["pet"],"title":"Model","type":"object"})",
+            {R"({"pet":{"pet_type":"cat","meows":3}})", R"({"pet":{"pet_type":"dog","barks":0.5}})"},
+            {R"({"pet":{"pet_type":"cat","barks":3}})", R"({"pet":{"pet_type":"fish"}})", R"({"pet":null})"});
     // zod: z.object({ kind: z.enum(["a","b"]), tags: z.array(z.string()).min(1).max(3), note: z.string().nullable(),
     //                 score: z.number().int().min(-5).max(123).optional() }) via z.toJSONSchema
     add_row("zod object",
