@@ -13,7 +13,11 @@ namespace {
 
 constexpr std::array kPrimitives = {
     PrimitiveTemplate{"space", R"(( [ \t]{1,20} | "\n"{1,2} [ \t]{0,20} )?)"},
-    PrimitiveTemplate{"char", R"([^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ))"},
+    // \u escapes stop short of the surrogates (D800-DFFF): a pair of them is one character to a validator, which
+    // would break minLength/maxLength counting; characters beyond the BMP are written as they are.
+    PrimitiveTemplate{
+        "char",
+        R"([^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" ( [0-9a-cA-CeEfF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} ) ))"},
     PrimitiveTemplate{"string", R"("\"" <P>char* "\"" <S>)"},
     PrimitiveTemplate{"integral", R"("0" | [1-9] [0-9]{0,18})"},
     PrimitiveTemplate{"number", R"("-"? <P>integral ( "." [0-9]{1,19} )? ( [eE] ( "+" | "-" )? [0-9]{1,2} )? <S>)"},

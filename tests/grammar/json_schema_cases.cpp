@@ -117,7 +117,7 @@ void add_document_rows() {
             {R"("ab")", R"("abc")", "\"\xC3\xA9\xE6\x97\xA5\"", R"("a\n")", R"("\u00e9\u00e9\u00e9")"},
             {R"("a")", R"("abcd")", R"("\u00e9\u00e9\u00e9\u00e9")"});
     add_row("string escapes", R"({"type":"string"})", {R"("\" \\ \/ \b \f \n \r \t \u12aB")", "\"\xF0\x9F\x98\x80\""},
-            {"\"\x01\"", "\"a\tb\"", R"("\x")", R"("\u12g4")", R"("unterminated)"});
+            {"\"\x01\"", "\"a\tb\"", R"("\x")", R"("\u12g4")", R"("unterminated)", R"("\ud83d\ude00")"});
     add_row("enum of any values", R"({"enum":["a\"b",1,2.5,null,true,{"k":[1,"x"]},[],"\u00e9"]})",
             {R"("a\"b")", "1", "2.5", "null", "true", R"({"k":[1,"x"]})", "[]", "\"\xC3\xA9\""},
             {R"("a")", "3", "false", R"({"k":[1]})", R"({ "k":[1,"x"]})"});
