@@ -145,10 +145,10 @@ class Parser {
         skip_space(true);
     }
 
-    int line_of(std::size_t at) const {
-        int line = 1;
-        for (std::size_t i = 0; i < at; ++i) line += m_src[i] == '\n';
-        return line;
+    // Rules are defined in text order, so the line count advances incrementally (linear in the text overall).
+    int line_of(std::size_t at) {
+        for (; m_line_scan < at && m_line_scan < m_src.size(); ++m_line_scan) m_line += m_src[m_line_scan] == '\n';
+        return m_line;
     }
 
     std::vector<IrSequence> parse_alternates(bool nested) {
@@ -195,9 +195,11 @@ class Parser {
                 seq.push_back(std::move(e));
             } else if (c == '(') {
                 last = seq.size();
+                if (++m_depth > kMaxNesting) fail(at, fmt::format("groups nested more than {} deep", kMaxNesting));
                 ++m_pos;
                 skip_space(true);
                 auto alternatives = parse_alternates(true);
+                --m_depth;
                 skip_space(true);
                 if (peek() != ')') fail(m_pos, "expected ')' to close the group opened at " + position(at));
                 ++m_pos;
@@ -411,6 +413,9 @@ class Parser {
     std::vector<std::size_t> m_first_ref;
     uint32_t m_current = 0;
     std::size_t m_n_elements = 0;
+    int m_depth = 0;  // open groups
+    std::size_t m_line_scan = 0;
+    int m_line = 1;
 };
 
 }  // namespace

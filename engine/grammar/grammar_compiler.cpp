@@ -17,24 +17,58 @@ namespace {
 
 const std::string& user_name(const GrammarIr& ir, uint32_t rule) { return ir.rules[ir.rules[rule].origin].name; }
 
+// The least fixpoint "rule r holds if some alternative has every element holding", where a class element holds
+// when class_holds says so and a reference holds when its rule does. Worklist form (linear in the grammar): the
+// plain repeat-until-stable loop is quadratic on a long chain of rules written in reverse order.
+template <class ClassHolds>
+std::vector<bool> rules_where_some_alternative(const GrammarIr& ir, ClassHolds class_holds) {
+    const std::size_t n = ir.rules.size();
+    std::vector<bool> holds(n, false);
+    std::vector<uint32_t> pending;                // per alternative: references not yet known to hold
+    std::vector<uint32_t> alt_rule;               // per alternative: its rule
+    std::vector<std::vector<uint32_t>> users(n);  // per rule: alternatives referring to it (with repeats)
+    std::vector<uint32_t> ready;
+    for (uint32_t r = 0; r < n; ++r)
+        for (const auto& seq : ir.rules[r].alternatives) {
+            const uint32_t a = uint32_t(pending.size());
+            uint32_t refs = 0;
+            bool possible = true;
+            for (const auto& e : seq) {
+                if (e.is_rule) {
+                    ++refs;
+                    users[e.rule].push_back(a);
+                } else if (!class_holds(e)) {
+                    possible = false;
+                }
+            }
+            pending.push_back(possible ? refs : ~0u);
+            alt_rule.push_back(r);
+            if (possible && refs == 0 && !holds[r]) {
+                holds[r] = true;
+                ready.push_back(r);
+            }
+        }
+    while (!ready.empty()) {
+        uint32_t r = ready.back();
+        ready.pop_back();
+        for (uint32_t a : users[r]) {
+            if (pending[a] == ~0u || --pending[a] != 0) continue;
+            if (!holds[alt_rule[a]]) {
+                holds[alt_rule[a]] = true;
+                ready.push_back(alt_rule[a]);
+            }
+        }
+    }
+    return holds;
+}
+
 // A rule is productive when some alternative can finish; alternatives that cannot are removed, since no input
 // ever completes them (and the matcher relies on every live stack having a completion).
 void drop_unproductive(GrammarIr& ir) {
     const std::size_t n = ir.rules.size();
-    std::vector<bool> productive(n, false);
+    const std::vector<bool> productive =
+        rules_where_some_alternative(ir, [](const IrElement& e) { return !e.ranges.empty(); });
     auto element_ok = [&](const IrElement& e) { return e.is_rule ? bool(productive[e.rule]) : !e.ranges.empty(); };
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (std::size_t r = 0; r < n; ++r) {
-            if (productive[r]) continue;
-            for (const auto& seq : ir.rules[r].alternatives) {
-                if (std::all_of(seq.begin(), seq.end(), element_ok)) {
-                    productive[r] = changed = true;
-                    break;
-                }
-            }
-        }
-    }
     if (!productive[ir.root]) {
         std::string names;
         for (std::size_t r = 0; r < n; ++r)
@@ -51,21 +85,7 @@ void drop_unproductive(GrammarIr& ir) {
 }
 
 std::vector<bool> nullable_rules(const GrammarIr& ir) {
-    std::vector<bool> nullable(ir.rules.size(), false);
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (std::size_t r = 0; r < ir.rules.size(); ++r) {
-            if (nullable[r]) continue;
-            for (const auto& seq : ir.rules[r].alternatives) {
-                if (std::all_of(seq.begin(), seq.end(),
-                                [&](const IrElement& e) { return e.is_rule && nullable[e.rule]; })) {
-                    nullable[r] = changed = true;
-                    break;
-                }
-            }
-        }
-    }
-    return nullable;
+    return rules_where_some_alternative(ir, [](const IrElement&) { return false; });
 }
 
 struct LeftEdge {

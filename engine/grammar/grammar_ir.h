@@ -15,6 +15,7 @@ inline constexpr std::size_t kMaxUserRules = 10000;       // rules written in th
 inline constexpr std::size_t kMaxRules = 200000;          // including rules generated for repetition
 inline constexpr std::size_t kMaxElements = 1000000;      // elements over all rules after expansion
 inline constexpr uint32_t kMaxRepetition = 10000;         // n in x{m,n}
+inline constexpr int kMaxNesting = 200;                   // parenthesised groups (the parsers recurse)
 inline constexpr uint32_t kMaxCodePoint = 0x10FFFF;
 
 struct CpRange {

@@ -147,6 +147,7 @@ class RegexConverter {
     }
 
     std::string parse_group() {
+        if (++m_depth > kMaxNesting) fail(fmt::format("groups nested more than {} deep", kMaxNesting));
         ++m_pos;
         if (peek() == '?') {
             if (peek(1) == ':') {
@@ -166,6 +167,7 @@ class RegexConverter {
         std::string body = parse_alternation();
         if (peek() != ')') fail("missing ')'");
         ++m_pos;
+        --m_depth;
         return "(" + body + ")";
     }
 
@@ -336,6 +338,7 @@ class RegexConverter {
 
     std::string_view m_re;
     std::size_t m_pos = 0;
+    int m_depth = 0;  // open groups
 };
 
 }  // namespace

@@ -169,6 +169,34 @@ class TstGbnfParser : public QObject {
         QVERIFY(g.value()->elements.size() < 100000);
     }
 
+    void nesting_limit() {  // the parser recurses per group: deep nesting is an error, not a stack overflow
+        auto deep = compile_gbnf("root ::= " + std::string(100000, '('));
+        QVERIFY(!deep.ok());
+        QVERIFY2(QString::fromStdString(deep.status().message).contains("groups nested more than 200 deep"),
+                 deep.status().message.c_str());
+        auto ok = compile_gbnf("root ::= " + std::string(150, '(') + "\"a\"" + std::string(150, ')'));
+        QVERIFY(ok.ok());
+    }
+
+    void long_rule_chain_compiles_in_linear_time() {
+        // Rules defined in reverse order of dependency: a repeat-until-stable analysis would be quadratic.
+        std::string text = "root ::= r0\n";
+        for (int i = 0; i < 9000; ++i) {
+            text += 'r';
+            text += std::to_string(i);
+            text += " ::= \"b\" r";
+            text += std::to_string(i + 1);
+            text += " | \"a\"\n";
+        }
+        text += "r9000 ::= \"z\"\n";
+        QElapsedTimer timer;
+        timer.start();
+        auto g = compile_gbnf(text);
+        QVERIFY(g.ok());
+        QVERIFY2(timer.elapsed() < 2000, qPrintable(QString::number(timer.elapsed())));
+        QCOMPARE(match_kind(g.value(), "bbba"), 1);
+    }
+
     void big_but_legal_repetition() {
         auto g = compile_gbnf("root ::= [a-z]{0,10000}");
         QVERIFY(g.ok());
