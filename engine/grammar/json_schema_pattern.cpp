@@ -167,6 +167,8 @@ class PatternTranslator {
 
     std::string group() {
         const std::size_t open = m_pos++;
+        // The translation recurses per group: cap the nesting so that hostile patterns cannot exhaust the stack.
+        if (++m_group_depth > kMaxGroupDepth) error(fmt::format("groups nest deeper than {}", kMaxGroupDepth));
         if (peek() == '?') {
             if (m_src.substr(m_pos, 2) == "?:") {
                 m_pos += 2;
@@ -182,6 +184,7 @@ class PatternTranslator {
         std::string inner = alternation(false);
         if (peek() != ')') error(fmt::format("'(' at offset {} is not closed", open));
         ++m_pos;
+        --m_group_depth;
         return inner.empty() ? "" : inner;
     }
     char peek_after() const { return m_pos + 1 < m_src.size() ? m_src[m_pos + 1] : ' '; }
@@ -324,6 +327,8 @@ class PatternTranslator {
         return v;
     }
 
+    static constexpr int kMaxGroupDepth = 100;
+    int m_group_depth = 0;
     std::string m_src;  // owned: callers pass temporaries
     std::size_t m_pos = 0;
     std::string m_path;

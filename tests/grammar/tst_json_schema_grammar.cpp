@@ -154,6 +154,8 @@ void TstJsonSchemaGrammar::hostile_schemas() {
     const auto long_strings = compile_schema(Json::parse(R"({"type":"string","maxLength":1000000000})"));
     QVERIFY(long_strings && accepts(long_strings, std::string("\"").append(10000, 'a').append("\"")));
     QVERIFY(error_of(Json::parse(R"({"type":"integer","minimum":1e300})")).find("beyond") != std::string::npos);
+    const Json nested_groups = {{"type", "string"}, {"pattern", std::string(100000, '(')}};
+    QVERIFY(error_of(nested_groups).find("groups nest deeper than 100") != std::string::npos);
     // A schema referring to itself through a container is fine.
     QVERIFY(compile_schema(Json::parse(R"({"type":"array","items":{"$ref":"#"}})")));
 }
