@@ -8,7 +8,11 @@
 //   schema) come after the listed ones and never spell a listed name (they use unescaped characters only).
 // - oneOf is read as anyOf: a document matching two branches satisfies the grammar but fails oneOf.
 // - enum / const values are written compactly (no whitespace inside), as JSON serialises them.
-// - integers and numbers with bounds get exact digit grammars; numbers with bounds take no exponent.
+// - integers and numbers with bounds get exact digit grammars; numbers with bounds take no exponent. Every number
+//   has at most 19 integer and 19 fraction digits and a 2-digit exponent (integer_range_regex.h).
+// - maxLength / maxItems above kMaxRepeat generate at most kMaxRepeat; \u escapes exclude surrogates (a pair would
+//   count as one character); strings of a format use a subset of it that ajv-formats and zod both accept; a format
+//   with a pattern is accepted only for the patterns zod writes beside its formats.
 #pragma once
 
 #include <cstddef>
