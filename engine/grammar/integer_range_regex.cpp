@@ -71,7 +71,7 @@ std::string natural_range_gbnf(std::uint64_t lo, std::optional<std::uint64_t> hi
     const std::size_t lo_digits = std::to_string(lo).size(), hi_digits = std::to_string(hi).size();
     for (std::size_t n = lo_digits; n <= hi_digits; ++n) {
         const std::uint64_t a = std::max(lo, n == 1 ? 0 : pow10(n - 1));
-        const std::uint64_t b = std::min(hi, n == static_cast<std::size_t>(kMaxIntegerDigits) ? hi : pow10(n) - 1);
+        const std::uint64_t b = std::min(hi, pow10(n) - 1);  // 10^19 still fits in uint64
         // Whole digit counts collapse to one term, which keeps unbounded sides small.
         if (n > 1 && a == pow10(n - 1) && b == pow10(n) - 1) {
             alts.push_back("[1-9]" + free_digits(n - 1));

@@ -12,7 +12,7 @@ namespace loradesk::grammar::json_schema {
 // many digits in its integer part and in its fraction (values beyond are rejected even without bounds).
 inline constexpr int kMaxIntegerDigits = 19;
 inline constexpr int kMaxFractionDigits = 19;
-inline constexpr int kMaxExponentDigits = 3;
+inline constexpr int kMaxExponentDigits = 2;  // keeps unbounded numbers finite in a double
 // Bounds must lie within +-kMaxBound so that every magnitude fits comfortably in uint64.
 inline constexpr std::int64_t kMaxBound = 1'000'000'000'000'000'000;
 
@@ -20,8 +20,8 @@ inline constexpr std::int64_t kMaxBound = 1'000'000'000'000'000'000;
 // Returns "" when the range is empty.
 std::string natural_range_gbnf(std::uint64_t lo, std::optional<std::uint64_t> hi);
 
-// JSON spellings of the integers in [lo, hi] (nullopt: open on that side); "-0" is included when 0 is in range,
-// as JSON allows it. Returns "" when the range is empty.
+// JSON spellings of the integers in [lo, hi] (nullopt: open on that side). "-0" (equal to 0) is included when both
+// negative numbers and 0 are in range. Returns "" when the range is empty.
 std::string integer_range_gbnf(std::optional<std::int64_t> lo, std::optional<std::int64_t> hi);
 
 struct NumberBound {

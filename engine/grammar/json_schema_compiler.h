@@ -8,7 +8,11 @@
 //   schema) come after the listed ones and never spell a listed name (they use unescaped characters only).
 // - oneOf is read as anyOf: a document matching two branches satisfies the grammar but fails oneOf.
 // - enum / const values are written compactly (no whitespace inside), as JSON serialises them.
-// - integers and numbers with bounds get exact digit grammars; numbers with bounds take no exponent.
+// - integers and numbers with bounds get exact digit grammars; numbers with bounds take no exponent. Every number
+//   has at most 19 integer and 19 fraction digits and a 2-digit exponent (integer_range_regex.h).
+// - maxLength / maxItems above kMaxRepeat generate at most kMaxRepeat; \u escapes exclude surrogates (a pair would
+//   count as one character); strings of a format use a subset of it that ajv-formats and zod both accept; a format
+//   with a pattern is accepted only for the patterns zod writes beside its formats.
 #pragma once
 
 #include <cstddef>
@@ -29,7 +33,9 @@ using Json = nlohmann::ordered_json;
 
 inline constexpr int kMaxDepth = 64;                      // nesting of sub-schemas while compiling
 inline constexpr std::size_t kMaxGrammarBytes = 1 << 20;  // total GBNF text
-inline constexpr std::size_t kMaxRepeat = 100'000;        // minItems/maxItems/minLength/maxLength
+// minItems/minLength above this are errors; maxItems/maxLength above it are lowered to it, which only narrows what
+// the grammar generates (the documents stay valid). It matches compile_gbnf's limit per repetition.
+inline constexpr std::size_t kMaxRepeat = 10'000;
 
 // Not thread-safe; use one instance per compilation. Throws ExpectedError(invalid_argument) on unsupported or
 // malformed schemas.
@@ -88,6 +94,9 @@ class SchemaCompiler {
 };
 
 [[noreturn]] void fail(std::string message);
+bool is_annotation(std::string_view key);  // keywords without effect on validity (title, description, x-...)
+std::vector<std::string> declared_types(const Json& schema, const std::string& path);  // "type" as a list
+std::string percent_decode(std::string_view s);                         // the URI-fragment escapes of a $ref
 std::string path_text(const std::string& path);                         // "/" for the root
 std::string child_path(const std::string& path, std::string_view key);  // escapes ~ and / per RFC 6901
 

@@ -1,6 +1,7 @@
 // Rule texts of the JSON primitives and string formats. The whitespace gap is bounded (at most 2 newlines then at
 // most 20 spaces or tabs, or at most 20 spaces or tabs) so that a model cannot spend its budget on layout; digit
-// counts are capped likewise (integer_range_regex.h). Formats follow RFC 3339 / 4291 / 3986 / 5321 closely enough
+// counts are capped likewise (the 18/19/2 below are kMaxIntegerDigits - 1, kMaxFractionDigits and
+// kMaxExponentDigits of integer_range_regex.h). Formats follow RFC 3339 / 4291 / 3986 / 5321 closely enough
 // that ajv-formats ("full" mode) accepts every string they produce; each is a subset, never a superset.
 #include "grammar/json_schema_primitives.h"
 
@@ -12,10 +13,14 @@ namespace {
 
 constexpr std::array kPrimitives = {
     PrimitiveTemplate{"space", R"(( [ \t]{1,20} | "\n"{1,2} [ \t]{0,20} )?)"},
-    PrimitiveTemplate{"char", R"([^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ))"},
+    // \u escapes stop short of the surrogates (D800-DFFF): a pair of them is one character to a validator, which
+    // would break minLength/maxLength counting; characters beyond the BMP are written as they are.
+    PrimitiveTemplate{
+        "char",
+        R"([^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" ( [0-9a-cA-CeEfF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} ) ))"},
     PrimitiveTemplate{"string", R"("\"" <P>char* "\"" <S>)"},
     PrimitiveTemplate{"integral", R"("0" | [1-9] [0-9]{0,18})"},
-    PrimitiveTemplate{"number", R"("-"? <P>integral ( "." [0-9]{1,19} )? ( [eE] ( "+" | "-" )? [0-9]{1,3} )? <S>)"},
+    PrimitiveTemplate{"number", R"("-"? <P>integral ( "." [0-9]{1,19} )? ( [eE] ( "+" | "-" )? [0-9]{1,2} )? <S>)"},
     PrimitiveTemplate{"integer", R"("-"? <P>integral <S>)"},
     PrimitiveTemplate{"boolean", R"(( "true" | "false" ) <S>)"},
     PrimitiveTemplate{"null", R"("null" <S>)"},
@@ -36,23 +41,35 @@ constexpr std::array kPrimitives = {
         "fmt-time",
         R"(<P>fmt-hour-minute ":" [0-5] [0-9] ( "." [0-9]{1,9} )? ( "Z" | ( "+" | "-" ) <P>fmt-hour-minute ))"},
     PrimitiveTemplate{"fmt-date-time", R"(<P>fmt-date "T" <P>fmt-time)"},
-    PrimitiveTemplate{"fmt-uuid",
-                      R"([0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12})"},
+    PrimitiveTemplate{"fmt-date-time-utc",
+                      R"(<P>fmt-date "T" <P>fmt-hour-minute ":" [0-5] [0-9] ( "." [0-9]{1,9} )? "Z")"},
+    // RFC 9562 version (1-8) and variant nibbles: what zod's uuid pattern also asks for.
+    PrimitiveTemplate{
+        "fmt-uuid",
+        R"([0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [1-8] [0-9a-fA-F]{3} "-" [89abAB] [0-9a-fA-F]{3} "-" [0-9a-fA-F]{12})"},
     PrimitiveTemplate{"fmt-label", R"([a-zA-Z0-9] ( [a-zA-Z0-9\-]{0,61} [a-zA-Z0-9] )?)"},
     // At most 3 labels keep the name under the 253 characters that hostnames allow.
     PrimitiveTemplate{"fmt-hostname", R"(( <P>fmt-label "." ){0,2} <P>fmt-label)"},
-    PrimitiveTemplate{"fmt-email-atom", R"([a-zA-Z0-9!#$%&'*+/=?_{|}~\-\^\x60]{1,64})"},
-    PrimitiveTemplate{"fmt-email",
-                      R"(<P>fmt-email-atom ( "." <P>fmt-email-atom ){0,7} "@" ( <P>fmt-label "." ){1,3} <P>fmt-label)"},
+    // The common core of RFC 5321 (ajv-formats) and zod's email pattern: dot-separated atoms of [A-Za-z0-9_+-], then
+    // labels and an alphabetic top-level domain.
+    PrimitiveTemplate{"fmt-email-atom", R"([a-zA-Z0-9_+\-]{1,64})"},
+    PrimitiveTemplate{
+        "fmt-email",
+        R"(<P>fmt-email-atom ( "." <P>fmt-email-atom ){0,7} "@" ( <P>fmt-label "." ){1,3} [a-zA-Z]{2,63})"},
     PrimitiveTemplate{"fmt-ipv4-octet", R"("25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9] [0-9] | [0-9])"},
     PrimitiveTemplate{"fmt-ipv4",
                       R"(<P>fmt-ipv4-octet "." <P>fmt-ipv4-octet "." <P>fmt-ipv4-octet "." <P>fmt-ipv4-octet)"},
     // RFC 4291 section 2.2, one alternative per position of "::".
     PrimitiveTemplate{"fmt-h16", R"([0-9a-fA-F]{1,4})"},
+    PrimitiveTemplate{"fmt-h16-pair", R"(<P>fmt-h16 ":" <P>fmt-h16)"},
     PrimitiveTemplate{"fmt-ls32", R"(<P>fmt-h16 ":" <P>fmt-h16 | <P>fmt-ipv4)"},
     PrimitiveTemplate{
         "fmt-ipv6",
         R"(( <P>fmt-h16 ":" ){6} <P>fmt-ls32 | "::" ( <P>fmt-h16 ":" ){5} <P>fmt-ls32 | <P>fmt-h16? "::" ( <P>fmt-h16 ":" ){4} <P>fmt-ls32 | ( ( <P>fmt-h16 ":" )? <P>fmt-h16 )? "::" ( <P>fmt-h16 ":" ){3} <P>fmt-ls32 | ( ( <P>fmt-h16 ":" ){0,2} <P>fmt-h16 )? "::" ( <P>fmt-h16 ":" ){2} <P>fmt-ls32 | ( ( <P>fmt-h16 ":" ){0,3} <P>fmt-h16 )? "::" <P>fmt-h16 ":" <P>fmt-ls32 | ( ( <P>fmt-h16 ":" ){0,4} <P>fmt-h16 )? "::" <P>fmt-ls32 | ( ( <P>fmt-h16 ":" ){0,5} <P>fmt-h16 )? "::" <P>fmt-h16 | ( ( <P>fmt-h16 ":" ){0,6} <P>fmt-h16 )? "::")"},
+    // Without the embedded IPv4 forms, as zod's ipv6 pattern reads them.
+    PrimitiveTemplate{
+        "fmt-ipv6-hex",
+        R"(( <P>fmt-h16 ":" ){6} <P>fmt-h16-pair | "::" ( <P>fmt-h16 ":" ){5} <P>fmt-h16-pair | <P>fmt-h16? "::" ( <P>fmt-h16 ":" ){4} <P>fmt-h16-pair | ( ( <P>fmt-h16 ":" )? <P>fmt-h16 )? "::" ( <P>fmt-h16 ":" ){3} <P>fmt-h16-pair | ( ( <P>fmt-h16 ":" ){0,2} <P>fmt-h16 )? "::" ( <P>fmt-h16 ":" ){2} <P>fmt-h16-pair | ( ( <P>fmt-h16 ":" ){0,3} <P>fmt-h16 )? "::" <P>fmt-h16 ":" <P>fmt-h16-pair | ( ( <P>fmt-h16 ":" ){0,4} <P>fmt-h16 )? "::" <P>fmt-h16-pair | ( ( <P>fmt-h16 ":" ){0,5} <P>fmt-h16 )? "::" <P>fmt-h16 | ( ( <P>fmt-h16 ":" ){0,6} <P>fmt-h16 )? "::")"},
     // ISO 8601 durations as ajv-formats reads them: at least one component, "T" only before a time component.
     PrimitiveTemplate{
         "fmt-duration-date",
@@ -92,7 +109,58 @@ constexpr std::array kFormats = {
     FormatEntry{"binary", {"", 0, 0}},
 };
 
+// zod 4 writes a pattern beside each format it checks (z.email(), z.uuid(), z.iso.datetime(), ...). A format and a
+// pattern together mean both must hold; for these exact patterns (zod 4.6) the rule named here produces only strings
+// that match the pattern and the format, so the pair compiles to that rule.
+struct FormatPattern {
+    std::string_view format;
+    std::string_view pattern;
+    std::string_view rule;
+};
+
+constexpr std::array kKnownFormatPatterns = {
+    FormatPattern{
+        "date",
+        R"(^(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|(?:02)-(?:0[1-9]|1\d|2[0-8])))$)",
+        "fmt-date"},
+    FormatPattern{
+        "date-time",
+        R"(^(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|(?:02)-(?:0[1-9]|1\d|2[0-8])))T(?:(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z))$)",
+        "fmt-date-time-utc"},
+    FormatPattern{
+        "date-time",
+        R"(^(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|(?:02)-(?:0[1-9]|1\d|2[0-8])))T(?:(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|([+-](?:[01]\d|2[0-3]):[0-5]\d)))$)",
+        "fmt-date-time"},
+    FormatPattern{"duration",
+                  R"(^P(?:(\d+W)|(?!.*W)(?=\d|T\d)(\d+Y)?(\d+M)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+([.,]\d+)?S)?)?)$)",
+                  "fmt-duration"},
+    FormatPattern{
+        "email",
+        R"(^(?:[A-Za-z0-9_'+\-]+\.)*[A-Za-z0-9_'+\-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9\-]*\.)+[A-Za-z]{2,}$)",
+        "fmt-email"},
+    FormatPattern{
+        "ipv4",
+        R"(^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])$)",
+        "fmt-ipv4"},
+    FormatPattern{
+        "ipv6",
+        R"(^(([0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,7}:|([0-9a-fA-F]{1,4}:){1,6}:[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,5}(:[0-9a-fA-F]{1,4}){1,2}|([0-9a-fA-F]{1,4}:){1,4}(:[0-9a-fA-F]{1,4}){1,3}|([0-9a-fA-F]{1,4}:){1,3}(:[0-9a-fA-F]{1,4}){1,4}|([0-9a-fA-F]{1,4}:){1,2}(:[0-9a-fA-F]{1,4}){1,5}|[0-9a-fA-F]{1,4}:((:[0-9a-fA-F]{1,4}){1,6})|:((:[0-9a-fA-F]{1,4}){1,7}|:))$)",
+        "fmt-ipv6-hex"},
+    FormatPattern{"uuid", R"(^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$)",
+                  "fmt-uuid"},
+    FormatPattern{
+        "uuid",
+        R"(^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}|00000000-0000-0000-0000-000000000000|ffffffff-ffff-ffff-ffff-ffffffffffff)$)",
+        "fmt-uuid"},
+};
+
 }  // namespace
+
+std::optional<std::string_view> format_rule_with_pattern(std::string_view format, std::string_view pattern) {
+    for (const auto& f : kKnownFormatPatterns)
+        if (f.format == format && f.pattern == pattern) return f.rule;
+    return std::nullopt;
+}
 
 std::optional<PrimitiveTemplate> primitive_template(std::string_view name) {
     for (const auto& p : kPrimitives)

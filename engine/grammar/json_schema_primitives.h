@@ -32,6 +32,10 @@ struct StringFormat {
 };
 std::optional<StringFormat> string_format(std::string_view format);
 
+// The rule for a format together with a pattern, when the pattern is one that zod writes beside that format and
+// the rule is known to satisfy both; nullopt otherwise.
+std::optional<std::string_view> format_rule_with_pattern(std::string_view format, std::string_view pattern);
+
 // The supported format names, for error messages.
 std::string_view supported_formats();
 

@@ -102,9 +102,11 @@ std::optional<std::size_t> SchemaCompiler::count_keyword(const Json& schema, con
     if (it == schema.end()) return std::nullopt;
     if (!it->is_number_integer() || it->get<std::int64_t>() < 0)
         fail(fmt::format("'{}' at {} must be a non-negative integer", key, path_text(path)));
-    if (it->get<std::uint64_t>() > kMaxRepeat)
+    if (it->get<std::uint64_t>() > kMaxRepeat) {
+        if (std::string_view(key).starts_with("max")) return kMaxRepeat;
         fail(fmt::format("'{}' at {} is {}, above the supported {}", key, path_text(path), it->get<std::uint64_t>(),
                          kMaxRepeat));
+    }
     return it->get<std::size_t>();
 }
 
@@ -120,16 +122,25 @@ std::string SchemaCompiler::visit_string(const Json& schema, const std::string& 
             fail(fmt::format("unsupported string format '{}' at {}/format (supported: {})", it->get<std::string>(),
                              path, supported_formats()));
         if (!format->rule.empty()) {
-            if (schema.contains("pattern"))
-                fail(fmt::format("'pattern' together with 'format' at {} is not supported; keep one of them",
-                                 path_text(path)));
+            std::string_view rule = format->rule;
+            if (auto p = schema.find("pattern"); p != schema.end()) {
+                const auto both = p->is_string()
+                                      ? format_rule_with_pattern(it->get<std::string>(), p->get<std::string>())
+                                      : std::nullopt;
+                if (!both)
+                    fail(
+                        fmt::format("'pattern' together with 'format' at {} is supported only for the patterns zod "
+                                    "writes beside its formats; keep one of them",
+                                    path_text(path)));
+                rule = *both;
+            }
             // Lengths are fine when every string of the format already satisfies them.
             if ((min_length && *min_length > format->min_length) || (max_length && *max_length < format->max_length))
                 fail(
                     fmt::format("minLength/maxLength together with format '{}' at {} are not supported (strings of "
                                 "this format have {} to {} characters); remove them or the format",
                                 it->get<std::string>(), path_text(path), format->min_length, format->max_length));
-            return add_rule(hint, fmt::format("{} {} {}{}", kQuote, primitive(format->rule), kQuote, gap()));
+            return add_rule(hint, fmt::format("{} {} {}{}", kQuote, primitive(rule), kQuote, gap()));
         }
     }
     if (schema.contains("pattern")) {
