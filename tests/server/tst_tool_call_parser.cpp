@@ -6,6 +6,7 @@
 // the same answer for every chunking of chunked_feed.h; malformed calls come back as content.
 #include <QtTest>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "chunked_feed.h"
@@ -226,6 +227,35 @@ class TstToolCallParser : public QObject {
                 std::string cut;
                 for (const auto& s : pieces) cut += "|" + s;
                 QFAIL(qPrintable(QString::fromStdString("chunking " + cut + " gave " + streamed.dump())));
+            }
+        }
+    }
+    // Texts stitched from markers and fragments of every syntax: whatever the model writes, every format gives
+    // the same answer streamed as whole, and never throws.
+    void random_marker_soup_streams_as_whole() {
+        const std::vector<std::string> parts = {
+            "<tool_call>", "</tool_call>", "\n", " ", "{", "}", "[", "]", "\"name\": ", "\"get_time\"", ", ",
+            "\"arguments\": ", "\"parameters\": ", "{}", "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "get_time",
+            "<function=get_time>", "</function>", "<parameter=tz>", "</parameter>", "<|python_tag|>", ";", "x",
+            "<think>", "</think>", "\"", "\\", "brave_search.call(query=\"q\")", "<tool_", "[TOOL"};
+        std::mt19937 rng(7);
+        std::uniform_int_distribution<std::size_t> pick(0, parts.size() - 1), len(0, 24), cut(1, 5);
+        for (int n = 0; n < 400; ++n) {
+            std::string text;
+            for (std::size_t k = len(rng); k > 0; --k) text += parts[pick(rng)];
+            for (ToolCallFormat f : {ToolCallFormat::hermes, ToolCallFormat::llama3_json, ToolCallFormat::mistral,
+                                     ToolCallFormat::mistral_v11, ToolCallFormat::qwen3_coder}) {
+                const Outcome whole = parse(f, {text});
+                for (int c = 0; c < 4; ++c) {
+                    std::vector<std::string> pieces;
+                    for (std::size_t at = 0; at < text.size();) {
+                        const std::size_t m = cut(rng);
+                        pieces.push_back(text.substr(at, m));
+                        at += m;
+                    }
+                    const Outcome streamed = parse(f, pieces);
+                    QVERIFY2(streamed.dump() == whole.dump(), (text + " -> " + streamed.dump()).c_str());
+                }
             }
         }
     }
