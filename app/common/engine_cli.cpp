@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "server/tool_call_format.h"
 
 namespace loradesk::cli {
 
@@ -30,6 +31,9 @@ std::vector<OptionSpec> engine_option_specs() {
         {"host-lora-memory", "GB", "host memory for adapters held off the GPU (default 8)"},
         {"kv-reserve-tokens", "N", "admit a request only if each running one can still grow this many tokens (default 0)"},
         {"chat-template", "FILE", "Jinja chat template to use instead of the model's (models without one serve completions only)"},
+        {"tool-call-parser", "NAME",
+         "tool-call syntax of the model's replies: auto (read from the chat template), hermes, llama3_json, mistral "
+         "or qwen3_coder (default auto)"},
         {"metrics-adapter-window", "S", "/metrics lists per-adapter series for adapters active in the last S seconds (default 600; 0 = all)"},
         {"max-batch-tokens", "N", "tokens per engine step (default 2048)"},
         {"max-context", "N", "context length cap (default: the model's)"},
@@ -138,6 +142,11 @@ ServeOptions serve_options_from_args(const Args& args) {
     o.port = bounded_int(args, "port", o.port, 0, 65535);
     o.api_key = api_key_from(args);
     o.metrics_adapter_window_s = bounded_int(args, "metrics-adapter-window", o.metrics_adapter_window_s, 0, 365 * 86400);
+    o.tool_call_parser = args.get("tool-call-parser", o.tool_call_parser);
+    if (!server::is_tool_call_parser_name(o.tool_call_parser))
+        throw_expected(ErrorCode::invalid_argument, "--tool-call-parser must be one of " +
+                                                        std::string(server::kToolCallParserNames) + ", got '" +
+                                                        o.tool_call_parser + "'");
     o.shutdown_timeout_s = bounded_int(args, "shutdown-timeout", o.shutdown_timeout_s, 0, 3600);
     return o;
 }

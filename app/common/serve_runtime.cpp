@@ -34,6 +34,7 @@ ServerHost::ServerHost(const ServeOptions& o) : m_host(o.host) {
     so.port = o.port;
     so.api_key = o.api_key;
     so.metrics_adapter_window_s = o.metrics_adapter_window_s;
+    so.tool_call_parser = o.tool_call_parser;
     so.adapter_roots = o.engine.adapter_dirs;
     for (auto& root : o.extra_adapter_roots) so.adapter_roots.push_back(root);
     m_router = std::make_unique<server::Router>(*m_engine, so);

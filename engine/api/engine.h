@@ -163,6 +163,9 @@ struct SubmitInfo {
     int prompt_tokens = 0;
     int max_tokens = 0;        // after clipping to the context
     int prefix_hit_tokens = 0; // prompt tokens already found in the prefix cache at submission (0 = none/unknown)
+    // Chat requests: the rendered prompt's last bytes (up to 64), so the server can tell whether the template
+    // opened a reasoning block (<think>) that the reply starts inside. Empty for other prompts.
+    std::string prompt_tail;
 };
 
 // One request's events, in order, for a single consumer. A FinishEvent or ErrorEvent is last.
@@ -219,6 +222,9 @@ struct ModelInfo {
     int page_size = 0;
     int max_loras = 0;
     int max_lora_rank = 0;
+    // The chat template's text (empty when the model has none): the server reads its markers to choose the
+    // tool-call and reasoning parsers.
+    std::string chat_template;
 };
 
 struct EngineStats {

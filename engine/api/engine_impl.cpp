@@ -57,7 +57,7 @@ sched::SamplingConfig to_loop_sampling(const GenerateRequest& r) {
 
 }  // namespace
 
-std::vector<int32_t> EngineImpl::build_prompt(const GenerateRequest& r) const {
+std::vector<int32_t> EngineImpl::build_prompt(const GenerateRequest& r, std::string& prompt_tail) const {
     int forms = int(!r.prompt_ids.empty()) + int(r.prompt.has_value()) + int(r.messages.has_value());
     if (forms != 1)
         throw_expected(ErrorCode::invalid_argument, "give exactly one of prompt_ids, prompt or messages");
@@ -74,6 +74,7 @@ std::vector<int32_t> EngineImpl::build_prompt(const GenerateRequest& r) const {
                                "a prompt, or restart the server with --chat-template FILE (a Jinja chat template)");
         std::string text = m_core->chat_template->render(*r.messages, r.tools, r.add_generation_prompt,
                                                          r.chat_template_kwargs);
+        prompt_tail = text.substr(text.size() - std::min<std::size_t>(text.size(), 64));
         ids = m_core->tokenizer->encode(text, false);  // the template already wrote BOS if the model wants it
     }
     if (ids.empty()) throw_expected(ErrorCode::invalid_argument, "the prompt is empty");
@@ -107,7 +108,8 @@ std::shared_ptr<RequestStream> EngineImpl::submit_or_throw(GenerateRequest& r) {
     if (r.prompt_logprobs < -1 || r.prompt_logprobs > 20)
         throw_expected(ErrorCode::invalid_argument, "prompt_logprobs must be between 0 and 20 (or -1 for off), not " +
                                                         std::to_string(r.prompt_logprobs));
-    std::vector<int32_t> prompt = build_prompt(r);
+    std::string prompt_tail;
+    std::vector<int32_t> prompt = build_prompt(r, prompt_tail);
     const int n_prompt = int(prompt.size());
     if (r.stop.strict_max_tokens && int64_t(n_prompt) + r.stop.max_tokens > m_core->max_context)
         throw_expected(ErrorCode::context_too_long,
@@ -133,6 +135,7 @@ std::shared_ptr<RequestStream> EngineImpl::submit_or_throw(GenerateRequest& r) {
     info.tier = digest.empty() ? "base" : tier_of(*m_core->store, digest);
     info.prompt_tokens = int(prompt.size());
     info.max_tokens = std::min(r.stop.max_tokens, m_core->max_context - int(prompt.size()));
+    info.prompt_tail = std::move(prompt_tail);
 
     auto channel = m_core->loop->submit(std::move(lr));  // context length, queue capacity, ids
     {
@@ -357,6 +360,7 @@ ModelInfo EngineImpl::model() const {
     m.page_size = c.options.page_size;
     m.max_loras = c.options.max_loras;
     m.max_lora_rank = c.options.max_lora_rank;
+    if (c.chat_template) m.chat_template = c.chat_template->source();
     return m;
 }
 

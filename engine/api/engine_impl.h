@@ -46,7 +46,8 @@ public:
 
   private:
     std::shared_ptr<RequestStream> submit_or_throw(GenerateRequest& request);
-    std::vector<int32_t> build_prompt(const GenerateRequest& request) const;
+    // `prompt_tail` gets a chat prompt's last rendered bytes (SubmitInfo::prompt_tail).
+    std::vector<int32_t> build_prompt(const GenerateRequest& request, std::string& prompt_tail) const;
     AdapterInfo describe(const lora::RegisteredAdapter& a) const;
     // Running / waiting sequences per adapter as the engine loop last counted them.
     void apply_queue_counts(std::vector<AdapterInfo>& infos) const;

@@ -45,6 +45,12 @@ StreamImpl::StreamImpl(std::shared_ptr<EngineCore> core, std::shared_ptr<sched::
       m_want_logprobs(request.logprobs >= 0),
       m_want_prompt_logprobs(request.prompt_logprobs >= 0),
       m_lease(std::move(lease)) {
+    if (!request.skip_special_tokens) {
+        if (!request.stop.ignore_eos) m_silent_end_ids = m_core->eos_ids;
+        m_silent_end_ids.insert(m_silent_end_ids.end(), request.stop.stop_token_ids.begin(),
+                                request.stop.stop_token_ids.end());
+        m_min_tokens = request.stop.min_tokens;
+    }
     if (m_want_prompt_logprobs) {
         m_prompt_logprobs.reserve(prompt.size());
         m_prompt_logprobs.push_back({describe(prompt.front(), 0.0f), {}, 0});  // unscored: nothing precedes it
@@ -126,7 +132,9 @@ void StreamImpl::on_token(const sched::TokenOut& t) {
         for (auto& [id, p] : t.top) lp.top.push_back(describe(id, p));
         lps.push_back(std::move(lp));
     }
-    std::string delta = m_detok.push(t.token_id);
+    const bool silent_end = m_n_generated >= m_min_tokens && std::find(m_silent_end_ids.begin(), m_silent_end_ids.end(),
+                                                                       t.token_id) != m_silent_end_ids.end();
+    std::string delta = silent_end ? std::string() : m_detok.push(t.token_id);
     auto r = m_stops.push(delta);
     std::string text = std::move(r.text);
     if (r.stopped) {

@@ -43,6 +43,11 @@ private:
     tokenizer::IncrementalDetokenizer m_detok;
     tokenizer::StopStringMatcher m_stops;
     bool m_include_stop;
+    // With skip_special_tokens=false (tool requests whose markers are special tokens), the token that ends the
+    // sequence (EOS, a stop_token_id) would otherwise be written out as "</s>" or "<|eot_id|>"; as in vLLM,
+    // its text is left out. These are the ids that end it once min_tokens are generated.
+    std::vector<int32_t> m_silent_end_ids;
+    int m_min_tokens = 0;
     bool m_want_logprobs;
     bool m_want_prompt_logprobs;
     bool m_prompt_logprobs_sent = false;

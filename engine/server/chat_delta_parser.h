@@ -1,13 +1,19 @@
-// Splits generated chat text, as it streams in, into OpenAI delta parts: reasoning_content (Qwen3
-// "<think>…</think>" at the start), content, and tool calls (Hermes/Qwen "<tool_call>{json}</tool_call>"
-// blocks, when the request gave tools). Holds back only what could still be the start of a tag, so the
-// streamed and non-streamed answers are built by the same code. Not thread-safe; one per choice.
+// Splits generated chat text, as it streams in, into OpenAI delta parts: reasoning_content (reasoning_splitter.h:
+// <think>…</think>, opened by the model or already by the prompt), content, and tool calls in the model
+// family's syntax (tool_call_parser.h) when the request gave tools. Holds back only what could still be the
+// start of a marker, so the streamed and non-streamed answers are built by the same code. Each call comes
+// whole in one delta (its first and only fragment carries the complete arguments). Not thread-safe; one per
+// choice.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "server/reasoning_splitter.h"
+#include "server/tool_call_format.h"
+#include "server/tool_call_parser.h"
 
 namespace loradesk::server {
 
@@ -19,22 +25,31 @@ struct ChatDelta {
     bool empty() const { return reasoning.empty() && content.empty() && tool_calls.empty(); }
 };
 
+struct ChatParseOptions {
+    ReasoningMode reasoning = ReasoningMode::model_opens;
+    bool parse_tool_calls = false;  // tools given and tool_choice != "none"
+    ToolCallFormat tool_format = ToolCallFormat::hermes;
+    nlohmann::ordered_json tools;  // the request's tools (built-in tool names, parameter types)
+};
+
 class ChatDeltaParser {
-public:
-    explicit ChatDeltaParser(bool parse_tool_calls) : m_tools(parse_tool_calls) {}
+  public:
+    // Hermes calls and a model-opened <think>: what the server did before formats were chosen per model.
+    explicit ChatDeltaParser(bool parse_tool_calls);
+    explicit ChatDeltaParser(ChatParseOptions options);
 
     ChatDelta feed(const std::string& text);
     ChatDelta finish();  // flushes what was held back (an unterminated tag becomes plain text)
     int n_tool_calls() const { return m_n_calls; }
 
-private:
-    enum class Mode { start, reasoning_start, reasoning, after_reasoning, content };
-    void step(ChatDelta& out, bool final);
-    void emit_content(ChatDelta& out, std::size_t n);
+  private:
+    void pass_content(const ReasoningDelta& r, bool final, ChatDelta& out);
+    std::string new_call_id() const;
 
+    ReasoningSplitter m_reasoning;
     bool m_tools;
-    Mode m_mode = Mode::start;
-    std::string m_pending;
+    ToolCallFormat m_format;
+    ToolCallParser m_calls;
     int m_n_calls = 0;
 };
 

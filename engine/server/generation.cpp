@@ -43,8 +43,26 @@ std::string failure_label(const Job& job) {
     return a.ok() ? a->name : "unknown";
 }
 
+// The markers of some tool-call formats are special tokens: a tool request keeps them in the text.
+void keep_tool_markers(Job& job) {
+    ParsedGeneration& p = job.parsed;
+    if (p.endpoint != Endpoint::chat || !p.parse_tool_calls) return;
+    if (!tool_call_markers_are_special(job.options.tool_call_format)) return;
+    for (api::GenerateRequest& r : p.prompts) r.skip_special_tokens = false;
+}
+
+ChatParseOptions chat_parse_options(const Job& job, const api::SubmitInfo& info) {
+    ChatParseOptions o;
+    o.reasoning = reasoning_mode(job.options.template_reasoning, info.prompt_tail);
+    o.parse_tool_calls = job.parsed.parse_tool_calls;
+    o.tool_format = job.options.tool_call_format;
+    if (o.parse_tool_calls) o.tools = job.parsed.prompts.front().tools;
+    return o;
+}
+
 void submit_all(Job& job) {
     ParsedGeneration& p = job.parsed;
+    keep_tool_markers(job);
     for (std::size_t pi = 0; pi < p.prompts.size(); ++pi) {
         for (int k = 0; k < p.best_of; ++k) {
             // With a seed, choice k samples with seed + k (as vLLM): n identical choices would be useless.
@@ -66,7 +84,7 @@ void submit_all(Job& job) {
             c.index = int(job.choices.size());
             c.prompt_index = int(pi);
             c.stream = std::move(result.value());
-            c.parser = ChatDeltaParser(p.parse_tool_calls);
+            c.parser = ChatDeltaParser(chat_parse_options(job, c.stream->info()));
             c.text_offset = p.echo ? p.echo_texts[pi].size() : 0;
             if (job.adapter_label.empty())
                 job.adapter_label = c.stream->info().adapter.empty() ? "base" : c.stream->info().adapter;

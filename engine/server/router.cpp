@@ -38,6 +38,18 @@ Router::Router(api::Engine& engine, ServerOptions options) : m_engine(engine), m
     m_metrics.set_adapter_window(std::chrono::seconds(std::max(0, m_options.metrics_adapter_window_s)));
     if (m_options.max_prompt_bytes == 0)
         m_options.max_prompt_bytes = std::size_t(std::max(1, m_engine.model().max_context)) * kPromptBytesPerToken;
+    // The template does not change while the engine runs, so its markers are read once.
+    const std::string chat_template = m_engine.model().chat_template;
+    if (!is_tool_call_parser_name(m_options.tool_call_parser)) {
+        log::warn("unknown tool-call parser '{}' (valid: {}); reading the chat template instead",
+                  m_options.tool_call_parser, kToolCallParserNames);
+        m_options.tool_call_parser = "auto";
+    }
+    m_options.tool_call_format = choose_tool_call_format(m_options.tool_call_parser, chat_template);
+    m_options.template_reasoning = template_reasoning(chat_template);
+    if (!chat_template.empty())
+        log::info("chat replies: {} tool calls{}", tool_call_format_name(m_options.tool_call_format),
+                  m_options.template_reasoning == TemplateReasoning::think ? ", <think> reasoning" : "");
 }
 
 void Router::set_unavailable(std::string reason) {

@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "server/reasoning_splitter.h"
+#include "server/tool_call_format.h"
+
 namespace loradesk::server {
 
 struct ServerOptions {
@@ -38,6 +41,11 @@ struct ServerOptions {
     // /metrics lists per-adapter series only for adapters active within this many seconds (or running,
     // waiting, on the GPU, pinned); 0 = every adapter, whatever the catalog holds.
     int metrics_adapter_window_s = 600;
+    // Tool-call syntax of the model's replies: one of kToolCallParserNames; "auto" reads the chat template.
+    std::string tool_call_parser = "auto";
+    // Filled in by the Router from the engine's chat template and tool_call_parser; routes read these.
+    ToolCallFormat tool_call_format = ToolCallFormat::hermes;
+    TemplateReasoning template_reasoning = TemplateReasoning::unknown;
 };
 
 }  // namespace loradesk::server

@@ -1,6 +1,8 @@
 // engine/api serving on the CPU runner: a base model without a chat template starts and serves
 // completions while chat answers a clear error naming --chat-template (and --chat-template supplies one);
-// the engine-wide statistics (/metrics' source) count steps, batches, phases and where rows were sampled.
+// the engine-wide statistics (/metrics' source) count steps, batches, phases and where rows were sampled;
+// what the server reads to choose reply parsers (the template's text, the rendered prompt's tail); the token
+// that ends a reply is not written out when special tokens are kept.
 #include <QTemporaryDir>
 #include <QtTest>
 #include <filesystem>
@@ -116,12 +118,57 @@ class TstEngineServing : public QObject {
 
     void chat_template_file_supplies_one() {
         const fs::path file = fs::path(m_tmp.path().toStdString()) / "template.jinja";
-        std::ofstream(file) << "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}"
-                               "{% if add_generation_prompt %}<|assistant|>{% endif %}";
+        const std::string text = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}"
+                                 "{% if add_generation_prompt %}<|assistant|>{% endif %}";
+        std::ofstream(file) << text;
         auto engine = make_engine(file.string());
-        Result<int> done = finish(engine->submit(chat(0)));
+        // The server reads the template's markers and the rendered prompt's tail to choose its reply parsers.
+        QCOMPARE(engine->model().chat_template, text);
+        auto submitted = engine->submit(chat(0));
+        QVERIFY(submitted.ok());
+        QCOMPARE(submitted.value()->info().prompt_tail, std::string("<|user|>hello\n<|assistant|>"));
+        Result<int> done = finish(std::move(submitted));
         QVERIFY2(done.ok(), done.status().message.c_str());
         QCOMPARE(done.value(), 4);
+        engine->shutdown();
+    }
+
+    // With skip_special_tokens=false (tool requests whose markers are special tokens) the token that ends the
+    // reply is not written out, as in vLLM; with the default its text was never there for special tokens.
+    void the_ending_token_is_silent_when_specials_are_kept() {
+        auto engine = make_engine();
+        const auto run = [&](std::vector<int32_t> stop_ids, bool skip_special) {
+            api::GenerateRequest r;
+            r.prompt = "hello there";
+            r.sampling.temperature = 0;
+            r.stop.max_tokens = 3;
+            r.stop.ignore_eos = true;
+            r.stop.stop_token_ids = std::move(stop_ids);
+            r.skip_special_tokens = skip_special;
+            std::string text;
+            std::vector<int32_t> ids;
+            auto s = engine->submit(r);
+            if (!s.ok()) return std::make_pair(text, ids);
+            for (int i = 0; i < 600; ++i) {
+                auto ev = s.value()->next(std::chrono::milliseconds(100));
+                if (!ev) continue;
+                if (auto* t = std::get_if<api::TokenEvent>(&*ev)) {
+                    text += t->text;
+                    ids.insert(ids.end(), t->token_ids.begin(), t->token_ids.end());
+                    continue;
+                }
+                break;
+            }
+            return std::make_pair(text, ids);
+        };
+        const auto [free_text, free_ids] = run({}, false);
+        QCOMPARE(free_ids.size(), std::size_t(3));
+        const auto [first_text, first_ids] = run({free_ids[0]}, true);  // stops at its first token, text kept
+        QCOMPARE(first_ids.size(), std::size_t(1));
+        QVERIFY(!first_text.empty());
+        const auto [silent_text, silent_ids] = run({free_ids[0]}, false);
+        QCOMPARE(silent_ids.size(), std::size_t(1));
+        QCOMPARE(silent_text, std::string());
         engine->shutdown();
     }
 

@@ -1,6 +1,6 @@
-// `loradeskd serve` options: where the API key comes from (--api-key, --api-key-file, LORADESK_API_KEY), and as a
-// process: the key from the environment is enforced, a damaged catalog names --start-fresh and --start-fresh gets
-// past it, and binding a non-loopback address without a key logs a warning.
+// `loradeskd serve` options: where the API key comes from (--api-key, --api-key-file, LORADESK_API_KEY),
+// --tool-call-parser's names, and as a process: the key from the environment is enforced, a damaged catalog names
+// --start-fresh and --start-fresh gets past it, and binding a non-loopback address without a key logs a warning.
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -107,6 +107,20 @@ class TstServeCli : public QObject {
             QFAIL("accepted");
         } catch (const Error& e) {
             QVERIFY2(std::string(e.what()).find(message.toStdString()) != std::string::npos, e.what());
+        }
+    }
+    void tool_call_parser_names() {
+        QCOMPARE(parse({}).tool_call_parser, std::string("auto"));
+        for (const char* name : {"auto", "hermes", "llama3_json", "mistral", "qwen3_coder"})
+            QCOMPARE(parse({"--tool-call-parser", name}).tool_call_parser, std::string(name));
+        try {
+            parse({"--tool-call-parser", "pythonic"});
+            QFAIL("accepted");
+        } catch (const Error& e) {
+            // The message lists what is valid.
+            QVERIFY2(std::string(e.what()).find("auto, hermes, llama3_json, mistral, qwen3_coder") != std::string::npos,
+                     e.what());
+            QVERIFY2(std::string(e.what()).find("'pythonic'") != std::string::npos, e.what());
         }
     }
     void start_fresh_reaches_the_engine() {

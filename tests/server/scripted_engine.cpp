@@ -215,6 +215,16 @@ Result<std::shared_ptr<api::RequestStream>> ScriptedEngine::submit(api::Generate
     if (text.find("#slow") != std::string::npos) delay = milliseconds(30);
     std::vector<Step> steps;
     std::vector<std::string> pieces = reply_pieces(text);
+    if (text.find("#scripted") != std::string::npos) {
+        std::lock_guard lock(m_mutex);
+        pieces = m_scripted_reply;
+    }
+    if (request.messages) {
+        auto rendered =
+            render_chat(*request.messages, request.tools, request.add_generation_prompt, request.chat_template_kwargs);
+        if (rendered.ok())
+            info.prompt_tail = rendered->substr(rendered->size() - std::min<std::size_t>(rendered->size(), 64));
+    }
     api::FinishEvent finish;
     finish.reason = api::FinishReason::stop;
     std::string so_far;
@@ -325,6 +335,8 @@ api::ModelInfo ScriptedEngine::model() const {
     m.kv_bytes = 4000000;
     m.vocab_size = 151936;
     m.max_context = 4096;
+    std::lock_guard lock(m_mutex);
+    m.chat_template = m_chat_template;
     return m;
 }
 
@@ -388,8 +400,15 @@ Result<std::string> ScriptedEngine::render_chat(const nlohmann::ordered_json& me
     }
     if (add_generation_prompt) out += "<|assistant|>";
     // Qwen3's switch: thinking turned off writes an empty think block.
-    if (add_generation_prompt && kwargs.is_object() && kwargs.value("enable_thinking", true) == false)
-        out += "<think>\n\n</think>\n\n";
+    const bool thinking_off = kwargs.is_object() && kwargs.value("enable_thinking", true) == false;
+    if (add_generation_prompt && thinking_off) out += "<think>\n\n</think>\n\n";
+    // A thinking release's template (set_chat_template with <think>) opens the block in the prompt.
+    bool opens_think = false;
+    {
+        std::lock_guard lock(m_mutex);
+        opens_think = m_chat_template.find("<think>") != std::string::npos;
+    }
+    if (add_generation_prompt && !thinking_off && opens_think) out += "<think>\n";
     return out;
 }
 

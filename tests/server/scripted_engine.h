@@ -1,11 +1,12 @@
 // A scripted, deterministic test double of api::Engine for the server tests and the JS SDK test server.
 // Replies are fixed token pieces; directives in the prompt text pick behaviours: #busy (429), #overflow
 // (context too long), #unavailable (503), #fail (error after 2 tokens), #engine-cancel, #slow (30 ms per
-// token), #stall (first token after 400 ms), #long (40 tokens), #tool, #think, #utf8. One prompt token per
-// word; prompts of max_context (4096) words or more overflow the context. render_chat writes tools into the
-// prompt and an empty think block when enable_thinking is false, as Qwen3's template does. prompt_logprobs >= 0
-// gives scripted prompt scores first (see prompt_scores in the .cpp); a seed lowers the token logprobs by 0.1
-// (seed % 7), so best_of candidates differ. Thread-safe.
+// token), #stall (first token after 400 ms), #long (40 tokens), #tool, #think, #utf8, #scripted (the pieces
+// given to set_scripted_reply). One prompt token per word; prompts of max_context (4096) words or more overflow
+// the context. render_chat writes tools into the prompt and an empty think block when enable_thinking is false,
+// as Qwen3's template does, and opens <think> when the text given to set_chat_template has one, as thinking
+// releases do. prompt_logprobs >= 0 gives scripted prompt scores first (see prompt_scores in the .cpp); a seed
+// lowers the token logprobs by 0.1 (seed % 7), so best_of candidates differ. Thread-safe.
 #pragma once
 
 #include <atomic>
@@ -49,6 +50,16 @@ public:
     int finished() const { return m_finished->load(); }
     void set_cached_tokens(int n) { m_cached_tokens = n; }
     void set_token_delay_ms(int ms) { m_default_delay_ms = ms; }
+    // What model().chat_template reports (empty by default, as before formats were chosen per template) and
+    // the reply that #scripted prompts get, for tests of the per-family parsers through the routes.
+    void set_chat_template(std::string text) {
+        std::lock_guard lock(m_mutex);
+        m_chat_template = std::move(text);
+    }
+    void set_scripted_reply(std::vector<std::string> pieces) {
+        std::lock_guard lock(m_mutex);
+        m_scripted_reply = std::move(pieces);
+    }
 
     static constexpr int32_t kBos = 1;
 
@@ -63,6 +74,8 @@ private:
     std::shared_ptr<std::atomic<int>> m_finished = std::make_shared<std::atomic<int>>(0);
     std::atomic<int> m_cached_tokens{0};
     std::atomic<int> m_default_delay_ms{0};
+    std::string m_chat_template;
+    std::vector<std::string> m_scripted_reply;
 };
 
 }  // namespace loradesk::testing

@@ -80,8 +80,10 @@ ChatTemplate ChatTemplate::from_config(const nlohmann::json& config, const std::
     ChatTemplate ct;
     if (!template_source.empty()) {
         ct.m_default = compile(template_source, "chat template");
+        ct.m_source = template_source;
     } else if (config.is_object() && config.contains("chat_template") && config["chat_template"].is_string()) {
-        ct.m_default = compile(config["chat_template"].get<std::string>(), "chat template");
+        ct.m_source = config["chat_template"].get<std::string>();
+        ct.m_default = compile(ct.m_source, "chat template");
     } else if (config.is_object() && config.contains("chat_template") && config["chat_template"].is_array()) {
         for (auto& entry : config["chat_template"]) {
             if (!entry.is_object() || !entry.contains("name") || !entry.contains("template") ||
@@ -89,6 +91,7 @@ ChatTemplate ChatTemplate::from_config(const nlohmann::json& config, const std::
                 throw_expected(ErrorCode::corrupt_file, "tokenizer_config.json: chat_template list entries must be {\"name\", \"template\"} strings");
             std::string name = entry["name"].get<std::string>();
             auto t = compile(entry["template"].get<std::string>(), "chat template '" + name + "'");
+            if (name == "default" || name == "tool_use") ct.m_source += entry["template"].get<std::string>() + "\n";
             if (name == "default") ct.m_default = t;
             else if (name == "tool_use") ct.m_tool_use = t;
         }

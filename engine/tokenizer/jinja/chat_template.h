@@ -47,11 +47,15 @@ public:
     static nlohmann::ordered_json normalize_messages(const nlohmann::ordered_json& messages);
 
     bool has_tool_use_template() const { return m_tool_use != nullptr; }
+    // The template text (the default and tool_use ones together when the config names both): the server
+    // reads its markers to choose the tool-call and reasoning parsers.
+    const std::string& source() const { return m_source; }
 
 private:
     std::shared_ptr<const Template> m_default;
     std::shared_ptr<const Template> m_tool_use;  // optional named "tool_use" template
     std::vector<std::pair<std::string, Value>> m_special_tokens;
+    std::string m_source;
 };
 
 }  // namespace loradesk::jinja
