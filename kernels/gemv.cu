@@ -151,7 +151,8 @@ template <int NT, int U>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p, int n_shrink_blocks) {
     detail::pdl_wait();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const bool producer = int(blockIdx.x) < n_shrink_blocks;
+    const int block = p.reverse_block_order ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x);
+    const bool producer = block < n_shrink_blocks;
     int row0 = -1, row1 = -1;
     float acc[2][NT];
 #pragma unroll
@@ -160,9 +161,9 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p, int n_shri
         for (int t = 0; t < NT; ++t) acc[i][t] = 0.0f;
 
     if (producer) {
-        lora_shrink_warp(p, int(blockIdx.x) * kWarps + warp, lane);
+        lora_shrink_warp(p, block * kWarps + warp, lane);
     } else {
-        const int pair = (int(blockIdx.x) - n_shrink_blocks) * kWarps + warp;
+        const int pair = (block - n_shrink_blocks) * kWarps + warp;
         if (p.swiglu) {
             const int half = p.out_rows / 2;
             if (pair < half) row0 = pair, row1 = pair + half;

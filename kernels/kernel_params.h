@@ -112,6 +112,9 @@ struct GemvParams {
     bool lora = false;
     SgmvParams sgmv;
     int32_t* sync = nullptr;
+    // Test hook (tests/kernels/tst_gemv_progress_cuda.cpp): blocks take their roles in reverse index order, the
+    // dispatch order least favourable to a handshake that relies on it. Results are the same either way.
+    bool reverse_block_order = false;
 };
 
 }  // namespace loradesk::kernels
