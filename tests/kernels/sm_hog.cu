@@ -63,6 +63,11 @@ SmHog::SmHog() {
     check(cudaHostAlloc(&h, kMaxBlocks * sizeof(int32_t), cudaHostAllocMapped), "cudaHostAlloc");
     m_probe = static_cast<int32_t*>(h);
     check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&m_probe_dev), h, 0), "cudaHostGetDevicePointer");
+    // Under lazy module loading (the default) a kernel's first launch waits for the GPU to drain: a first probe
+    // behind a running hog would never start. Load both kernels now.
+    probe_kernel<<<1, 32>>>(m_probe_dev);
+    check(cudaGetLastError(), "probe launch");
+    check(cudaDeviceSynchronize(), "probe");
 }
 
 SmHog::~SmHog() {
