@@ -6,7 +6,8 @@
 // and the whole LoRA delta s·(x·Aᵀ)·Bᵀ, added to the rows before rounding: one launch per projection,
 // adapters or not. The LoRA shrink xa = x·Aᵀ is shared by all rows, so blocks hand it over through memory;
 // see "Forward progress" below for why that handover cannot deadlock. The caller zeroes the two counters
-// before each launch (kernel_params.h).
+// before each launch (kernel_params.h). H100, gemv_bench, Qwen3-8B sites at 1 token with the fused LoRA
+// (ranks 5/37/1): qkv 20.9, o 10.4, gate_up 72.8, down 38.3 us, against 20.1, 11.0, 68.3, 41.6 without it.
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -219,13 +220,16 @@ __device__ void store(const GemvParams& p, int t, int c, float v) {
 }
 
 // NT: tokens the accumulators are sized for (n_tokens <= NT); U: 16-byte loads per row in flight per lane;
-// kLora: p.lora.
-template <int NT, int U, bool kLora>
+// kMode: whether p.lora holds, fixed at compile time or read from p.
+enum class LoraMode { off, on, runtime };
+
+template <int NT, int U, LoraMode kMode>
 __device__ __forceinline__ void gemv_body(const GemvParams& p, int n_shrink_units) {
+    const bool lora = kMode == LoraMode::runtime ? p.lora : kMode == LoraMode::on;
     detail::pdl_wait();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int block = p.reverse_block_order ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x);
-    if (kLora && block < n_shrink_units) {  // shrink-first blocks own no rows
+    if (lora && block < n_shrink_units) {  // shrink-first blocks own no rows
         run_shrink_units<false>(p, n_shrink_units, warp, lane);
         return;
     }
@@ -283,8 +287,8 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int n_shrink_unit
         for (int t = 0; t < NT; ++t) acc[i][t] = warp_sum(acc[i][t]);
 
     LoraPrefetch<NT> pf;
-    if (kLora && row0 >= 0) lora_prefetch<NT>(p, row0, row1, lane, pf);
-    if (kLora && shrink_needs_help(p, n_shrink_units)) {
+    if (lora && row0 >= 0) lora_prefetch<NT>(p, row0, row1, lane, pf);
+    if (lora && shrink_needs_help(p, n_shrink_units)) {
         run_shrink_units<true>(p, n_shrink_units, warp, lane);
         if (threadIdx.x == 0) wait_published(p, n_shrink_units);
         __syncthreads();
@@ -299,7 +303,7 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int n_shrink_unit
         for (int i = 0; i < 2; ++i)
 #pragma unroll
             for (int t = 0; t < NT; ++t) d[i][t] = 0.0f;
-        if (kLora) lora_finish<NT>(p, pf, lane, d);
+        if (lora) lora_finish<NT>(p, pf, lane, d);
         // Lane l finishes (row l / NT, token l % NT); with swiglu lane t finishes token t of both rows.
         const int i = p.swiglu ? 0 : lane / NT, t = p.swiglu ? lane : lane % NT;
         const int row = i == 0 ? row0 : row1;
@@ -318,21 +322,19 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int n_shrink_unit
     }
 }
 
-template <int NT, int U>
-__global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p) {
-    gemv_body<NT, U, false>(p, 0);
+// At 1-2 tokens (the runner's skinny GEMM) the base model and LoRA launches get kernels of their own, so that
+// the handover's code costs the base model no registers (36/40 against 40/44 for the shared kernel). At 4-8
+// tokens one kernel reads p.lora, as before: specialising the base kernel there made ptxas schedule its loop
+// worse (H100, gemv_bench: 8B down at 8 tokens 101 us against 73). At 4 tokens ptxas spills (8 bytes) when
+// left to choose its registers; bounded to 9 blocks per SM (56 registers) it does not.
+template <int NT, int U, LoraMode kMode>
+__global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p, int n_shrink_units) {
+    gemv_body<NT, U, kMode>(p, n_shrink_units);
 }
 
-// Its own kernel, so that the handover's code costs the base model's launches no registers. At 4 tokens ptxas
-// spills (8 bytes) when left to choose; bounded to 9 blocks per SM (56 registers) it does not.
-template <int NT, int U>
-__global__ void __launch_bounds__(kThreads) gemv_lora_kernel(GemvParams p, int n_shrink_units) {
-    gemv_body<NT, U, true>(p, n_shrink_units);
-}
-
-template <int NT, int U>
-__global__ void __launch_bounds__(kThreads, 9) gemv_lora_kernel_bounded(GemvParams p, int n_shrink_units) {
-    gemv_body<NT, U, true>(p, n_shrink_units);
+template <int NT, int U, LoraMode kMode>
+__global__ void __launch_bounds__(kThreads, 9) gemv_kernel_bounded(GemvParams p, int n_shrink_units) {
+    gemv_body<NT, U, kMode>(p, n_shrink_units);
 }
 
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
@@ -346,13 +348,15 @@ cudaError_t launch(const GemvParams& p, cudaStream_t stream) {
         shrink_units = (warps + kWarps - 1) / kWarps;
     }
     const int blocks = shrink_units + (pairs + kWarps - 1) / kWarps;
-    if (p.lora) {
-        if constexpr (NT == 4)
-            return detail::launch(gemv_lora_kernel_bounded<NT, U>, blocks, kThreads, 0, stream, p, shrink_units);
-        else
-            return detail::launch(gemv_lora_kernel<NT, U>, blocks, kThreads, 0, stream, p, shrink_units);
-    }
-    return detail::launch(gemv_kernel<NT, U>, blocks, kThreads, 0, stream, p);
+    if constexpr (NT == 4)
+        return detail::launch(gemv_kernel_bounded<NT, U, LoraMode::runtime>, blocks, kThreads, 0, stream, p,
+                              shrink_units);
+    else if constexpr (NT == 8)
+        return detail::launch(gemv_kernel<NT, U, LoraMode::runtime>, blocks, kThreads, 0, stream, p, shrink_units);
+    else if (p.lora)
+        return detail::launch(gemv_kernel<NT, U, LoraMode::on>, blocks, kThreads, 0, stream, p, shrink_units);
+    else
+        return detail::launch(gemv_kernel<NT, U, LoraMode::off>, blocks, kThreads, 0, stream, p, shrink_units);
 }
 
 }  // namespace
