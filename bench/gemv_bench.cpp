@@ -65,7 +65,7 @@ void cublas_gemm(cublasHandle_t h, const uint16_t* w, const uint16_t* x, int n, 
 }
 
 // A device copy of a GemvCase (weights, x, LoRA slots, segments) and its params.
-constexpr int kSyncCounters = 2048;  // > the 1,005 launches of one median_ms(..., 20)
+constexpr int kSyncCounters = 2 * 2048;  // a pair per launch, > the 1,005 launches of one median_ms(..., 20)
 
 struct DeviceCase {
     GemvCase c;
@@ -98,12 +98,12 @@ void bench_site(cublasHandle_t h, const Model& m, const Shape& s, int n, double 
     const float t_cublas =
         median_ms([&] { cublas_gemm(h, plain.w.get(), plain.x.get(), n, s.in, s.out, y.get(), false); }, 20);
     const float t_gemv = median_ms([&] { gemv(plain.p, nullptr); }, 20);
-    // A fresh zeroed counter per launch (the runner zeroes them with one memset per step).
+    // A fresh zeroed counter pair per launch (the runner zeroes them with one memset per step).
     int launch_no = 0;
     const float t_lora = median_ms(
         [&] {
             GemvParams q = lora.p;
-            q.sync = lora.sync.get() + launch_no++ % kSyncCounters;
+            q.sync = lora.sync.get() + 2 * (launch_no++ % (kSyncCounters / 2));
             gemv(q, nullptr);
         },
         20);

@@ -3,10 +3,11 @@
 // output rows, streams them with 16-byte evict-first loads (several in flight per lane) and dots them with
 // the batch's x rows, which stay in L1. Epilogues fuse what would otherwise be extra launches and round
 // trips through memory: bias, the SwiGLU activation of the MLP (the warp owns gate row c and up row c),
-// and the whole LoRA delta — the first blocks of the grid compute the SGMV shrink, the rest wait for it
-// (blocks start in index order, so the waiters never hold back the producers) and add s·(x·Aᵀ)·Bᵀ to
-// their rows before rounding: one launch per projection, adapters or not. The caller zeroes the counter
-// before each launch (kernel_params.h).
+// and the whole LoRA delta s·(x·Aᵀ)·Bᵀ, added to the rows before rounding: one launch per projection,
+// adapters or not. The LoRA shrink xa = x·Aᵀ is shared by all rows, so blocks hand it over through memory;
+// see "Forward progress" below for why that handover cannot deadlock. The caller zeroes the two counters
+// before each launch (kernel_params.h). H100, gemv_bench, Qwen3-8B sites at 1 token with the fused LoRA
+// (ranks 5/37/1): qkv 20.9, o 10.4, gate_up 72.8, down 38.3 us, against 20.1, 11.0, 68.3, 41.6 without it.
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -48,7 +49,10 @@ __device__ int token_slot(const SgmvParams& s, int t) {
     return 0;
 }
 
-// One warp: xa[t, j*max_rank + r] = x[t] . A_j[slot(t)][r], for warp id -> (t, j, r).
+// One warp: xa[t, j*max_rank + r] = x[t] . A_j[slot(t)][r], for warp id -> (t, j, r). kSlim: one load pair in
+// flight per lane instead of what the compiler unrolls to, for the rare path where a block that streamed rows
+// runs shrink units while it holds its accumulators: it keeps that path from raising the kernel's registers.
+template <bool kSlim>
 __device__ void lora_shrink_warp(const GemvParams& p, int wid, int lane) {
     const SgmvParams& s = p.sgmv;
     const int per_tok = s.n_slices * s.max_rank;
@@ -59,12 +63,18 @@ __device__ void lora_shrink_warp(const GemvParams& p, int wid, int lane) {
     const uint16_t* a = s.slices[j].a + int64_t(slot - 1) * s.slot_stride + int64_t(r) * p.in;
     const uint16_t* x = p.x + int64_t(t) * p.x_row_stride;
     float acc = 0.0f;
-    for (int k = lane * 8; k < p.in; k += kChunk) {
+    auto step = [&](int k) {
         float af[8], xf[8];
         unpack8(__ldg(reinterpret_cast<const uint4*>(a + k)), af);
         unpack8(__ldg(reinterpret_cast<const uint4*>(x + k)), xf);
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc += af[e] * xf[e];
+    };
+    if constexpr (kSlim) {
+#pragma unroll 1
+        for (int k = lane * 8; k < p.in; k += kChunk) step(k);
+    } else {
+        for (int k = lane * 8; k < p.in; k += kChunk) step(k);
     }
     acc = warp_sum(acc);
     if (lane == 0) {
@@ -73,7 +83,70 @@ __device__ void lora_shrink_warp(const GemvParams& p, int wid, int lane) {
     }
 }
 
-// The LoRA epilogue in two halves around the wait for the producers: lora_prefetch loads this lane's
+// Forward progress of the LoRA handover (issue #19). The shrink is cut into n_units units of kWarps
+// shrink warps. Units are not tied to block indices: a block takes one by atomicAdd on claims (sync[1]), runs
+// it, and counts it in published (sync[0]). The first n_units blocks of the grid do nothing else; every other
+// block streams its rows first and then, if published < n_units, takes any unit still unclaimed itself and
+// waits only once every unit is claimed. A block therefore only ever waits for units claimed by blocks that
+// were running when they claimed them and that finish them without waiting for anything (lora_shrink_warp has
+// no waits; the barrier is within the block). So the launch completes whatever order CUDA dispatches the
+// blocks in and however few of them fit on the GPU beside other work (MPS, a display, another stream): one
+// resident block would run every unit and then its rows. No co-residency, occupancy-sized grid or
+// cooperative launch is assumed. PDL does not change this: a dependent kernel starts only after every block
+// of this one has exited (no block triggers early), and this kernel's blocks that start before their
+// predecessor ends wait in griddepcontrol.wait, before they claim anything.
+// In the usual order the first blocks have published long before the others finish streaming their rows, so
+// a consumer pays one acquire load; claims by consumers only happen when the dispatch order is unusual.
+__device__ __forceinline__ int load_acquire(const int32_t* p) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ int load_relaxed(const int32_t* p) {
+    int v;
+    asm volatile("ld.relaxed.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// Whole block: claims and runs shrink units until none is left unclaimed.
+template <bool kSlim>
+__device__ void run_shrink_units(const GemvParams& p, int n_units, int warp, int lane) {
+    __shared__ int unit;
+    for (;;) {
+        if (threadIdx.x == 0) unit = atomicAdd(p.sync + 1, 1);
+        __syncthreads();
+        const int u = unit;
+        if (u >= n_units) return;
+        lora_shrink_warp<kSlim>(p, u * kWarps + warp, lane);
+        __syncthreads();  // every warp's xa stored and fenced; every thread has read `unit` before it changes
+        if (threadIdx.x == 0) atomicAdd(p.sync, 1);
+    }
+}
+
+// Thread 0 only: polls with plain acquire loads (atomics would queue behind the publishers' atomicAdds).
+__device__ void wait_published(const GemvParams& p, int n_units) {
+    while (load_acquire(p.sync) < n_units) __nanosleep(32);
+}
+
+// Whole block: false once every unit is published; true when some unit may still be unclaimed (its block may
+// not even be dispatched yet), and the block must then run units itself before it waits.
+__device__ bool shrink_needs_help(const GemvParams& p, int n_units) {
+    __shared__ int help;
+    if (threadIdx.x == 0) {
+        help = 0;
+        if (load_acquire(p.sync) < n_units) {
+            if (load_relaxed(p.sync + 1) < n_units)
+                help = 1;
+            else
+                wait_published(p, n_units);  // every unit is held by a running block
+        }
+    }
+    __syncthreads();
+    return help;
+}
+
+// The LoRA epilogue in two halves around the wait for the shrink: lora_prefetch loads this lane's
 // scale * B^T values (ranks lane and lane + 32 of rows row0/row1, per token's slot) while the shrink may still
 // be running; lora_finish multiplies them with xa once it is published and warp-sums, leaving
 // d[i][t] = scale * xa[t] . Bt[:, col] of row i in every lane. Only the xa loads wait.
@@ -146,12 +219,20 @@ __device__ void store(const GemvParams& p, int t, int c, float v) {
         static_cast<bf16*>(p.y)[int64_t(t) * p.y_row_stride + c] = __float2bfloat16_rn(v);
 }
 
-// NT: tokens the accumulators are sized for (n_tokens <= NT); U: 16-byte loads per row in flight per lane.
-template <int NT, int U>
-__global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p, int n_shrink_blocks) {
+// NT: tokens the accumulators are sized for (n_tokens <= NT); U: 16-byte loads per row in flight per lane;
+// kMode: whether p.lora holds, fixed at compile time or read from p.
+enum class LoraMode { off, on, runtime };
+
+template <int NT, int U, LoraMode kMode>
+__device__ __forceinline__ void gemv_body(const GemvParams& p, int n_shrink_units) {
+    const bool lora = kMode == LoraMode::runtime ? p.lora : kMode == LoraMode::on;
     detail::pdl_wait();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const bool producer = int(blockIdx.x) < n_shrink_blocks;
+    const int block = p.reverse_block_order ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x);
+    if (lora && block < n_shrink_units) {  // shrink-first blocks own no rows
+        run_shrink_units<false>(p, n_shrink_units, warp, lane);
+        return;
+    }
     int row0 = -1, row1 = -1;
     float acc[2][NT];
 #pragma unroll
@@ -159,82 +240,70 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p, int n_shri
 #pragma unroll
         for (int t = 0; t < NT; ++t) acc[i][t] = 0.0f;
 
-    if (producer) {
-        lora_shrink_warp(p, int(blockIdx.x) * kWarps + warp, lane);
+    const int pair = (block - n_shrink_units) * kWarps + warp;
+    if (p.swiglu) {
+        const int half = p.out_rows / 2;
+        if (pair < half) row0 = pair, row1 = pair + half;
     } else {
-        const int pair = (int(blockIdx.x) - n_shrink_blocks) * kWarps + warp;
-        if (p.swiglu) {
-            const int half = p.out_rows / 2;
-            if (pair < half) row0 = pair, row1 = pair + half;
-        } else {
-            if (2 * pair < p.out_rows) row0 = 2 * pair;
-            if (2 * pair + 1 < p.out_rows) row1 = 2 * pair + 1;
+        if (2 * pair < p.out_rows) row0 = 2 * pair;
+        if (2 * pair + 1 < p.out_rows) row1 = 2 * pair + 1;
+    }
+    const uint16_t* w0 = p.w + int64_t(row0 < 0 ? 0 : row0) * p.in;
+    const uint16_t* w1 = p.w + int64_t(row1 < 0 ? 0 : row1) * p.in;
+    for (int k0 = lane * 8; row0 >= 0 && k0 < p.in; k0 += kChunk * U) {
+        uint4 wv[2][U], xv[NT][U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {  // all loads first: U x (2 + NT) 16-byte requests in flight
+            const int k = k0 + u * kChunk;
+            const bool ok = k < p.in;
+            const uint4 z = make_uint4(0, 0, 0, 0);
+            wv[0][u] = ok ? __ldcs(reinterpret_cast<const uint4*>(w0 + k)) : z;
+            wv[1][u] = ok && row1 >= 0 ? __ldcs(reinterpret_cast<const uint4*>(w1 + k)) : z;
+#pragma unroll
+            for (int t = 0; t < NT; ++t)
+                xv[t][u] =
+                    ok && t < p.n_tokens ? __ldg(reinterpret_cast<const uint4*>(p.x + t * p.x_row_stride + k)) : z;
         }
-        const uint16_t* w0 = p.w + int64_t(row0 < 0 ? 0 : row0) * p.in;
-        const uint16_t* w1 = p.w + int64_t(row1 < 0 ? 0 : row1) * p.in;
-        for (int k0 = lane * 8; row0 >= 0 && k0 < p.in; k0 += kChunk * U) {
-            uint4 wv[2][U], xv[NT][U];
 #pragma unroll
-            for (int u = 0; u < U; ++u) {  // all loads first: U x (2 + NT) 16-byte requests in flight
-                const int k = k0 + u * kChunk;
-                const bool ok = k < p.in;
-                const uint4 z = make_uint4(0, 0, 0, 0);
-                wv[0][u] = ok ? __ldcs(reinterpret_cast<const uint4*>(w0 + k)) : z;
-                wv[1][u] = ok && row1 >= 0 ? __ldcs(reinterpret_cast<const uint4*>(w1 + k)) : z;
+        for (int u = 0; u < U; ++u) {
+            float wf[2][8];
+            unpack8(wv[0][u], wf[0]);
+            unpack8(wv[1][u], wf[1]);
 #pragma unroll
-                for (int t = 0; t < NT; ++t)
-                    xv[t][u] =
-                        ok && t < p.n_tokens ? __ldg(reinterpret_cast<const uint4*>(p.x + t * p.x_row_stride + k)) : z;
-            }
+            for (int t = 0; t < NT; ++t) {
+                float xf[8];
+                unpack8(xv[t][u], xf);
 #pragma unroll
-            for (int u = 0; u < U; ++u) {
-                float wf[2][8];
-                unpack8(wv[0][u], wf[0]);
-                unpack8(wv[1][u], wf[1]);
-#pragma unroll
-                for (int t = 0; t < NT; ++t) {
-                    float xf[8];
-                    unpack8(xv[t][u], xf);
-#pragma unroll
-                    for (int e = 0; e < 8; ++e) {
-                        acc[0][t] += wf[0][e] * xf[e];
-                        acc[1][t] += wf[1][e] * xf[e];
-                    }
+                for (int e = 0; e < 8; ++e) {
+                    acc[0][t] += wf[0][e] * xf[e];
+                    acc[1][t] += wf[1][e] * xf[e];
                 }
             }
         }
-#pragma unroll
-        for (int i = 0; i < 2; ++i)
-#pragma unroll
-            for (int t = 0; t < NT; ++t) acc[i][t] = warp_sum(acc[i][t]);
     }
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) acc[i][t] = warp_sum(acc[i][t]);
 
     LoraPrefetch<NT> pf;
-    if (p.lora && !producer && row0 >= 0) lora_prefetch<NT>(p, row0, row1, lane, pf);
-
-    if (p.lora) {  // producers publish xa; consumers wait for every producer block
+    if (lora && row0 >= 0) lora_prefetch<NT>(p, row0, row1, lane, pf);
+    if (lora && shrink_needs_help(p, n_shrink_units)) {
+        run_shrink_units<true>(p, n_shrink_units, warp, lane);
+        if (threadIdx.x == 0) wait_published(p, n_shrink_units);
         __syncthreads();
-        if (threadIdx.x == 0) {
-            if (producer) {
-                atomicAdd(p.sync, 1);  // after the __threadfence of every warp that wrote xa
-            } else {
-                int ready = 0;  // plain acquire loads: polling with atomics would queue behind the producers'
-                do {
-                    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(ready) : "l"(p.sync) : "memory");
-                    if (ready < n_shrink_blocks) __nanosleep(32);
-                } while (ready < n_shrink_blocks);
-            }
-        }
-        __syncthreads();
+        // Prefetched again rather than kept live across the shrink, which would cost registers (occupancy)
+        // on the common path, where this branch is not taken.
+        if (row0 >= 0) lora_prefetch<NT>(p, row0, row1, lane, pf);
     }
 
-    if (!producer && row0 >= 0) {
+    if (row0 >= 0) {
         float d[2][NT];
 #pragma unroll
         for (int i = 0; i < 2; ++i)
 #pragma unroll
             for (int t = 0; t < NT; ++t) d[i][t] = 0.0f;
-        if (p.lora) lora_finish<NT>(p, pf, lane, d);
+        if (lora) lora_finish<NT>(p, pf, lane, d);
         // Lane l finishes (row l / NT, token l % NT); with swiglu lane t finishes token t of both rows.
         const int i = p.swiglu ? 0 : lane / NT, t = p.swiglu ? lane : lane % NT;
         const int row = i == 0 ? row0 : row1;
@@ -253,18 +322,41 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p, int n_shri
     }
 }
 
+// At 1-2 tokens (the runner's skinny GEMM) the base model and LoRA launches get kernels of their own, so that
+// the handover's code costs the base model no registers (36/40 against 40/44 for the shared kernel). At 4-8
+// tokens one kernel reads p.lora, as before: specialising the base kernel there made ptxas schedule its loop
+// worse (H100, gemv_bench: 8B down at 8 tokens 101 us against 73). At 4 tokens ptxas spills (8 bytes) when
+// left to choose its registers; bounded to 9 blocks per SM (56 registers) it does not.
+template <int NT, int U, LoraMode kMode>
+__global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p, int n_shrink_units) {
+    gemv_body<NT, U, kMode>(p, n_shrink_units);
+}
+
+template <int NT, int U, LoraMode kMode>
+__global__ void __launch_bounds__(kThreads, 9) gemv_kernel_bounded(GemvParams p, int n_shrink_units) {
+    gemv_body<NT, U, kMode>(p, n_shrink_units);
+}
+
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
 
 template <int NT, int U>
 cudaError_t launch(const GemvParams& p, cudaStream_t stream) {
     const int pairs = p.swiglu ? p.out_rows / 2 : (p.out_rows + 1) / 2;
-    int shrink_blocks = 0;
+    int shrink_units = 0;  // also the number of shrink-first blocks
     if (p.lora) {
         const int warps = p.n_tokens * p.sgmv.n_slices * p.sgmv.max_rank;
-        shrink_blocks = (warps + kWarps - 1) / kWarps;
+        shrink_units = (warps + kWarps - 1) / kWarps;
     }
-    const int blocks = shrink_blocks + (pairs + kWarps - 1) / kWarps;
-    return detail::launch(gemv_kernel<NT, U>, blocks, kThreads, 0, stream, p, shrink_blocks);
+    const int blocks = shrink_units + (pairs + kWarps - 1) / kWarps;
+    if constexpr (NT == 4)
+        return detail::launch(gemv_kernel_bounded<NT, U, LoraMode::runtime>, blocks, kThreads, 0, stream, p,
+                              shrink_units);
+    else if constexpr (NT == 8)
+        return detail::launch(gemv_kernel<NT, U, LoraMode::runtime>, blocks, kThreads, 0, stream, p, shrink_units);
+    else if (p.lora)
+        return detail::launch(gemv_kernel<NT, U, LoraMode::on>, blocks, kThreads, 0, stream, p, shrink_units);
+    else
+        return detail::launch(gemv_kernel<NT, U, LoraMode::off>, blocks, kThreads, 0, stream, p, shrink_units);
 }
 
 }  // namespace

@@ -89,12 +89,13 @@ struct SgmvParams {
 // swiglu: w's rows are [gate (out_rows/2) | up (out_rows/2)] and y[t, c] = silu(g) * u for c < out_rows/2,
 // with g and u the gate and up rows' results (bias and LoRA included) kept in f32 — the MLP activation
 // fused into the gate|up projection. lora: the SGMV shrink and expand of `sgmv` fused into the same launch
-// (sgmv.x, in_features, xa, segments and slices as for sgmv_shrink; its y fields are unused): the first
-// blocks compute xa and count themselves in *sync; the others wait for the count before their epilogue.
-// sync points to an int32 that is zero when the launch starts: the caller zeroes it (the CUDA runner zeroes
-// every call site's counter with one memset at the start of a step). Resetting it in the kernel would need
-// every block to count itself out on one address at the end — same-address atomics that serialise in L2 and
-// cost ~3 µs per launch.
+// (sgmv.x, in_features, xa, segments and slices as for sgmv_shrink; its y fields are unused): blocks claim
+// units of the shrink in sync[1], publish them in sync[0], and the others wait for sync[0] before their
+// epilogue, running still-unclaimed units themselves first (gemv.cu: deadlock-free whatever the dispatch
+// order). sync points to two int32 that are zero when the launch starts: the caller zeroes them (the CUDA
+// runner zeroes every call site's pair with one memset at the start of a step). Resetting them in the kernel
+// would need every block to count itself out on one address at the end — same-address atomics that
+// serialise in L2 and cost ~3 µs per launch.
 constexpr int kGemvMaxTokens = 8;
 
 struct GemvParams {
@@ -112,6 +113,9 @@ struct GemvParams {
     bool lora = false;
     SgmvParams sgmv;
     int32_t* sync = nullptr;
+    // Test hook (tests/kernels/tst_gemv_progress_cuda.cpp): blocks take their roles in reverse index order, the
+    // dispatch order least favourable to a handshake that relies on it. Results are the same either way.
+    bool reverse_block_order = false;
 };
 
 }  // namespace loradesk::kernels
