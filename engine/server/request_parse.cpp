@@ -9,6 +9,7 @@
 #include "server/api_error.h"
 #include "server/json_fields.h"
 #include "server/output_constraint.h"
+#include "server/tool_call_grammar.h"
 #include "server/sampling_parse.h"
 
 namespace loradesk::server {
@@ -179,17 +180,30 @@ ParsedGeneration parse_chat_request(const json& body, const ServerOptions& optio
         req.tools = ordered.at("tools");  // the client's key order: templates render tools with tojson
     }
     std::string choice = "auto";
+    ToolChoiceGrammar forced;
     if (const json* v = field(body, "tool_choice")) {
         if (v->is_string()) {
             choice = v->get<std::string>();
             if (choice != "none" && choice != "auto" && choice != "required")
                 throw_invalid("tool_choice", "'tool_choice' must be none, auto, required or {type:function,...}");
-        } else if (type_of(*v) != "function") {
-            throw_invalid("tool_choice", "'tool_choice' must be none, auto, required or {type:function,...}");
+        } else if (type_of(*v) != "function" || !v->contains("function") || !(*v)["function"].is_object() ||
+                   !(*v)["function"].contains("name") || !(*v)["function"]["name"].is_string()) {
+            throw_invalid("tool_choice", "'tool_choice' must be none, auto, required or "
+                                         "{\"type\":\"function\",\"function\":{\"name\":...}}");
+        } else {
+            choice = "function";
+            forced.only = (*v)["function"]["name"].get<std::string>();
         }
     }
     if (choice == "none") req.tools = nullptr;  // the model is not told about tools it may not call
     out.parse_tool_calls = req.tools.is_array() && !req.tools.empty();
+    if (choice == "required" || choice == "function") {
+        // Enforced: the reply is tool calls in the model family's own syntax, arguments per each tool's schema.
+        if (!out.parse_tool_calls)
+            throw_invalid("tool_choice", fmt::format("tool_choice '{}' needs a non-empty 'tools' list", choice));
+        forced.parallel = get_bool(body, "parallel_tool_calls", true);
+        req.grammar = tool_call_grammar(tool_call_syntax(options.tool_call_format), req.tools, forced);
+    }
     if (const json* v = field(body, "chat_template_kwargs")) {
         if (!v->is_object()) throw_invalid("chat_template_kwargs", "'chat_template_kwargs' must be an object");
         req.chat_template_kwargs = *v;

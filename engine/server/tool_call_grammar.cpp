@@ -11,7 +11,7 @@
 
 namespace loradesk::server {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // tool schemas keep the client's property order
 
 std::string gbnf_literal(std::string_view s) {
     std::string out = "\"";
@@ -64,18 +64,45 @@ std::string xml_call_rules(const json& schema, const std::string& prefix, const 
     if (props) {
         for (const auto& [pname, pschema] : props->items()) {
             const std::string value_rule = fmt::format("{}p{}", prefix, k);
-            const bool is_string = pschema.is_object() && pschema.value("type", json()) == "string" &&
-                                   !pschema.contains("enum") && !pschema.contains("const") && !pschema.contains("pattern") &&
-                                   !pschema.contains("format");
-            if (is_string) {
-                rules += fmt::format("{}root ::= [^<]*\n", value_rule);
+            // Qwen3-Coder writes string values raw (no quotes), everything else as JSON text.
+            const bool typed_string = pschema.is_object() && pschema.value("type", json()) == "string";
+            std::vector<std::string> raw_choices;  // an enum or const of strings: those words, unquoted
+            if (pschema.is_object()) {
+                const json* list = pschema.contains("enum") ? &pschema["enum"] : nullptr;
+                const json single = pschema.contains("const") ? json::array({pschema["const"]}) : json();
+                if (!list && !single.is_null()) list = &single;
+                if (list && list->is_array() && !list->empty() &&
+                    std::all_of(list->begin(), list->end(), [](const json& v) { return v.is_string(); }))
+                    for (const json& v : *list) raw_choices.push_back(v.get<std::string>());
+            }
+            if (!raw_choices.empty()) {
+                std::string alts;
+                for (const std::string& c : raw_choices) alts += (alts.empty() ? "" : " | ") + gbnf_literal(c);
+                rules += fmt::format("{}root ::= {}\n", value_rule, alts);
+            } else if (typed_string) {
+                for (const char* key : {"pattern", "format"})
+                    if (pschema.contains(key))
+                        throw ApiError(400, "invalid_request_error",
+                                       fmt::format("tool '{}': parameter '{}' uses '{}', which the Qwen3-Coder call syntax "
+                                                   "(raw string values) cannot enforce",
+                                                   name, pname, key),
+                                       "tools", "unsupported");
+                // Code points other than '<', within the schema's length bounds.
+                const auto bound = [&](const char* key) -> long long {
+                    auto it = pschema.find(key);
+                    return it != pschema.end() && it->is_number_unsigned() ? it->get<long long>() : -1;
+                };
+                const long long lo = std::max(0LL, bound("minLength")), hi = bound("maxLength");
+                const std::string reps = hi >= 0 ? fmt::format("{{{},{}}}", lo, std::max(lo, hi))
+                                         : lo > 0 ? fmt::format("{{{},}}", lo) : std::string("*");
+                rules += fmt::format("{}root ::= [^<]{}\n", value_rule, reps);
             } else {
                 rules += schema_rules(pschema, value_rule, name);
             }
             const std::string item = gbnf_literal("<parameter=" + pname + ">\n") + " " + value_rule + "root " +
                                      gbnf_literal("\n</parameter>\n");
             const bool req = std::find(required.begin(), required.end(), pname) != required.end();
-            body += " " + (req ? item : "(" + item + ")?");
+            body += req ? fmt::format(" {}", item) : fmt::format(" ({})?", item);
             ++k;
         }
     }
@@ -96,7 +123,6 @@ std::string tool_call_grammar(const ToolCallSyntax& syntax, const json& tools, c
         std::string call;
         switch (syntax.form) {
             case Form::json_object_name_arguments:
-            case Form::json_array_name_arguments:
             case Form::json_object_name_parameters: {
                 rules += schema_rules(params, prefix, name);
                 const char* key = syntax.form == Form::json_object_name_parameters ? "parameters" : "arguments";
@@ -119,25 +145,18 @@ std::string tool_call_grammar(const ToolCallSyntax& syntax, const json& tools, c
                                                  choice.only));
     std::string g;
     g += "call ::= ";
-    for (std::size_t i = 0; i < calls.size(); ++i) g += (i ? " | call" : "call") + std::to_string(i);
+    for (std::size_t i = 0; i < calls.size(); ++i) g += fmt::format("{}call{}", i ? " | " : "", i);
     g += "\n";
     for (const std::string& c : calls) g += c;
     const int more = choice.parallel && choice.only.empty() ? ToolChoiceGrammar::kMaxCalls - 1 : 0;
     const std::string repeat = more > 0 ? fmt::format("{{0,{}}}", more) : "{0}";
     auto lit = [](const std::string& s) { return s.empty() ? std::string() : gbnf_literal(s) + " "; };
     // Llama 3 writes bare JSON calls (<|python_tag|> is optional): the grammar keeps to the plain form.
-    const std::string begin = syntax.begin_optional ? std::string() : syntax.begin;
-    if (syntax.form == Form::json_array_name_arguments) {
-        // All calls in one array: begin [call, call] end.
-        g += "root ::= " + lit(begin + "[") + "call ";
-        if (more > 0) g += "(" + lit(", ") + "call)" + repeat + " ";
-        g += lit("]" + syntax.end) + "\n";
-    } else {
-        const std::string one = "(" + lit(begin) + "call " + lit(syntax.end) + ")";
-        g += "root ::= " + one;
-        if (more > 0) g += " (" + lit(syntax.separator) + one + ")" + repeat;
-        g += "\n";
-    }
+    const std::string list_begin = syntax.list_begin_optional ? std::string() : syntax.list_begin;
+    const std::string one = fmt::format("({}call {})", lit(syntax.begin), lit(syntax.end));
+    g += fmt::format("root ::= {}{}", lit(list_begin), one);
+    if (more > 0) g += fmt::format(" ({}{}){}", lit(syntax.separator), one, repeat);
+    g += fmt::format(" {}\n", lit(syntax.list_end));
     return g + rules;
 }
 

@@ -18,7 +18,8 @@ struct ToolChoiceGrammar {
 
 // `tools`: the request's validated tools array. Throws ApiError 400 (param "tools") when a tool's parameters use
 // a schema keyword that cannot be enforced, and (param "tool_choice") when `only` names no tool.
-std::string tool_call_grammar(const ToolCallSyntax& syntax, const nlohmann::json& tools, const ToolChoiceGrammar& choice);
+std::string tool_call_grammar(const ToolCallSyntax& syntax, const nlohmann::ordered_json& tools,
+                              const ToolChoiceGrammar& choice);
 
 // s as a GBNF string literal, quotes included.
 std::string gbnf_literal(std::string_view s);
