@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "runtime/cpu/runner_factory.h"
+#include "runtime/factory/runner_factory.h"
 
 namespace loradesk::bench {
 

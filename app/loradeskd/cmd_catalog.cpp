@@ -11,6 +11,7 @@
 #include "catalog/catalog.h"
 #include "cli.h"
 #include "core/error.h"
+#include "lora/adapter_summary.h"
 
 namespace loradesk {
 namespace {
@@ -121,14 +122,7 @@ int cmd_show(Catalog& c, const cli::Args& a) {
 }
 
 int cmd_import(Catalog& c, const cli::Args& a) {
-#ifdef LORADESK_HAVE_LORA_SUMMARY
-    Summarizer summarize = [](const std::string& dir) { return lora::summarize_adapter(dir); };
-#else
-    Summarizer summarize = [](const std::string&) -> lora::AdapterSummary {
-        throw_expected(ErrorCode::unavailable, "this loradeskd was built without engine/lora, so it cannot read "
-                                               "adapter folders; rebuild with the lora library");
-    };
-#endif
+    const Summarizer summarize = [](const std::string& dir) { return lora::summarize_adapter(dir); };
     if (a.positional().size() < 2) arg(a, 1, "adapter folder");
     json j = {{"registered", json::array()}, {"failed", json::array()}};
     std::string text;
