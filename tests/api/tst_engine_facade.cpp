@@ -116,7 +116,7 @@ class TstEngineFacade : public QObject {
         QCOMPARE(info.adapter, adapter.toStdString());
         // Every form of the adapter's name runs the same adapter: identity is the digest.
         QCOMPARE(info.adapter_digest, adapter.isEmpty() ? std::string() : m_de_digest);
-        if (adapter.isEmpty()) QCOMPARE(info.tier, std::string("base"));
+        if (adapter.isEmpty()) QCOMPARE(info.tier, api::Tier::base);
         Transcript t = read_all(*submitted.value());
         QVERIFY(t.finish);
         QCOMPARE(t.finish->reason, api::FinishReason::length);
