@@ -10,6 +10,7 @@
 #include "catalog/adapter_import.h"
 #include "catalog/catalog.h"
 #include "cli.h"
+#include "engine_cli.h"
 #include "core/error.h"
 #include "lora/adapter_summary.h"
 
@@ -171,7 +172,7 @@ int cmd_stats(Catalog& c, const cli::Args& a) {
 
 int run_catalog(const cli::Args& a) {
     std::string action = arg(a, 0, "action (list, show, import, remove, pin, unpin, alias, stats)");
-    std::string data_dir = a.has("data-dir") ? a.get("data-dir") : default_data_dir();
+    std::string data_dir = a.has("data-dir") ? a.get("data-dir") : cli::default_data_dir();
     CatalogOptions opts;
     opts.start_fresh_if_corrupt = a.flag("start-fresh");
     Catalog c(catalog_path_in(data_dir, true), opts);

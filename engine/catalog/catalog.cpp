@@ -46,12 +46,6 @@ const char* kStartFreshHint =
 
 }  // namespace
 
-std::string default_data_dir() {
-    if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return (fs::path(x) / "loradesk").string();
-    if (const char* h = std::getenv("HOME"); h && *h) return (fs::path(h) / ".local/share/loradesk").string();
-    throw_expected(ErrorCode::invalid_argument, "neither XDG_DATA_HOME nor HOME is set: pass --data-dir DIR");
-}
-
 std::string catalog_path_in(const std::string& data_dir, bool create) {
     fs::path dir(data_dir);
     std::error_code ec;

@@ -26,8 +26,6 @@ struct CatalogOptions {
     int busy_timeout_ms = 5000;
 };
 
-// $XDG_DATA_HOME/loradesk, else $HOME/.local/share/loradesk. Throws when neither variable is set.
-std::string default_data_dir();
 // Creates the directory if needed and returns <dir>/catalog.sqlite3; clear errors for unusable dirs.
 std::string catalog_path_in(const std::string& data_dir, bool create);
 // Moves the database (and its -wal/-shm files) to <path>.corrupt-<timestamp>; returns the new name.
