@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     {
         // One transaction per adapter, as the importer does (WAL + synchronous=NORMAL: no fsync per commit).
         for (int i = 0; i < kAdapters; ++i) {
-            lora::AdapterSummary s;
+            model::AdapterSummary s;
             s.digest = sha256_hex("bench " + std::to_string(i));
             s.name = "adapter-" + std::to_string(i);
             s.path = "/adapters/" + s.name;

@@ -11,8 +11,8 @@
 #include <random>
 #include <string_view>
 
-#include "../tests/kernels/device_buffer.h"
-#include "../tests/kernels/kernel_test_util.h"
+#include "device_buffer.h"
+#include "kernel_test_util.h"
 #include "attention_case.h"
 #include "attention_plan.h"
 #include "bench_timing.h"

@@ -2,10 +2,8 @@
 // validation, one bf16 -> f32 conversion pass), at real model shapes. Baseline in the same run: a
 // plain memcpy of the same tensor bytes out of the mapping, and the previous conversion (resize, which
 // zero-fills, then convert). Also reports plan-only and digest times. --keep-freed 1 applies the malloc
-// settings of the app mains (freed LoRA buffers stay in the heap), as in a long-running server.
+// settings of the app mains (core/heap_policy.h: freed LoRA buffers stay in the heap), as in a long-running server.
 //   lora_load_bench [--preset qwen3-8b] [--rank 16] [--dtype bf16] [--iters 10] [--dir DIR] [--keep-freed 0|1]
-#include <malloc.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +15,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/heap_policy.h"
 #include "core/thread_pool.h"
 #include "lora/adapter_loader.h"
 #include "lora/adapter_synth.h"
@@ -61,10 +60,7 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    if (keep_freed) {  // the same values as app/loradeskd/main.cpp and app/loradesk/main.cpp
-        mallopt(M_MMAP_THRESHOLD, 32 << 20);
-        mallopt(M_TRIM_THRESHOLD, 1 << 30);
-    }
+    if (keep_freed) keep_freed_heap();  // what loradeskd and the desktop app do at start
     try {
         model::ModelConfig base = model::synth_preset_config(preset, 1000);
         lora::SynthAdapterSpec spec;

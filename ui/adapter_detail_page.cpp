@@ -142,7 +142,7 @@ void AdapterDetailPage::showDetails(const Result<api::AdapterDetails>& r) {
                         .arg(a.rank)
                         .arg(double(a.alpha))
                         .arg(a.rslora ? tr(" (rsLoRA)") : QString(), formatBytes(a.size_bytes),
-                             QString::fromStdString(a.tier).toUpper(), a.pinned ? tr(", pinned") : QString(),
+                             QString::fromUtf8(api::tier_name(a.tier).data()).toUpper(), a.pinned ? tr(", pinned") : QString(),
                              QString::fromStdString(a.base_model), QString::fromStdString(a.digest),
                              QString::fromStdString(a.path));
     if (!a.compatible) facts += tr("\nDoes not fit the base model: %1").arg(QString::fromStdString(a.incompatibility));

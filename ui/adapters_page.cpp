@@ -179,8 +179,8 @@ void AdaptersPage::updateButtons() {
     const api::AdapterInfo* a = name.isEmpty() ? nullptr : m_model->adapterAt(m_model->rowOf(name));
     const bool ready = m_engine && !m_busy;
     m_import->setEnabled(ready);
-    m_load->setEnabled(ready && a && a->tier != "gpu");
-    m_unload->setEnabled(ready && a && a->tier != "disk");
+    m_load->setEnabled(ready && a && a->tier != api::Tier::gpu);
+    m_unload->setEnabled(ready && a && a->tier != api::Tier::disk);
     m_pin->setEnabled(ready && a && !a->pinned);
     m_unpin->setEnabled(ready && a && a->pinned);
     m_alias->setEnabled(ready && a);

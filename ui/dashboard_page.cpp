@@ -134,7 +134,7 @@ void DashboardPage::showSnapshot(const EngineSnapshot& s) {
     m_gpuSlots->setRange(0, std::max(1, m.max_loras));
     m_gpuSlots->setValue(std::min(st.gpu_slots_used, std::max(1, m.max_loras)));
     int gpu = 0, cpu = 0, disk = 0;
-    for (const auto& a : s.adapters) (a.tier == "gpu" ? gpu : a.tier == "cpu" ? cpu : disk)++;
+    for (const auto& a : s.adapters) (a.tier == api::Tier::gpu ? gpu : a.tier == api::Tier::cpu ? cpu : disk)++;
     m_tiers->setText(tr("GPU %1 · CPU %2 · disk %3").arg(gpu).arg(cpu).arg(disk));
     auto mean = [](const Histogram& h) { return h.count ? h.sum / double(h.count) : 0.0; };
     m_scheduler->setText(tr("batch %1 · step %2 ms · preempted %3 (now %4) · waiting for an adapter slot %5")

@@ -54,7 +54,7 @@ std::vector<OptionSpec> engine_option_specs() {
 std::string default_data_dir() {
     if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return std::string(x) + "/loradesk";
     if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.local/share/loradesk";
-    return ".loradesk";
+    throw_expected(ErrorCode::invalid_argument, "neither XDG_DATA_HOME nor HOME is set: pass --data-dir DIR");
 }
 
 namespace {
@@ -110,7 +110,7 @@ ServeOptions serve_options_from_args(const Args& args) {
     e.device = args.get("device", "auto");
     if (e.device != "auto" && e.device != "cpu" && e.device != "cuda")
         throw_expected(ErrorCode::invalid_argument, "--device must be auto, cpu or cuda, got '" + e.device + "'");
-    e.data_dir = args.get("data-dir", default_data_dir());
+    e.data_dir = args.has("data-dir") ? args.get("data-dir") : default_data_dir();
     e.catalog_start_fresh = args.flag("start-fresh");
     if (args.has("max-loras")) e.max_loras = bounded_int(args, "max-loras", 4, 1, 1024);
     e.max_loras_cpu = bounded_int(args, "max-loras-cpu", e.max_loras_cpu, 1, 100000);

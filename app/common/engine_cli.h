@@ -25,7 +25,8 @@ struct ServeOptions {
 std::vector<OptionSpec> engine_option_specs();
 // Throws Error(invalid_argument) naming the option on bad values, Error(not_found) for an unreadable key file.
 ServeOptions serve_options_from_args(const Args& args);
-// $XDG_DATA_HOME/loradesk or ~/.local/share/loradesk (the same directory the desktop app uses).
+// $XDG_DATA_HOME/loradesk, else $HOME/.local/share/loradesk: the one default data directory of loradeskd serve,
+// loradeskd catalog and the desktop app. Throws Error(invalid_argument) naming --data-dir when neither is set.
 std::string default_data_dir();
 
 }  // namespace loradesk::cli

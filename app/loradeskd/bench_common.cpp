@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "runtime/cpu/runner_factory.h"
+#include "runtime/factory/runner_factory.h"
 
 namespace loradesk::bench {
 
@@ -32,33 +32,6 @@ std::vector<int32_t> BenchRunner::step(runtime::SequenceDriver& d,
     return tokens;
 }
 
-#ifdef LORADESK_HAS_CUDA_RUNNER
-namespace {
-
-// --ablate norms,projections,rope,attention,lm_head -> CudaAblation bits.
-unsigned parse_ablation(const std::string& list) {
-    static const std::pair<const char*, unsigned> kNames[] = {{"norms", runtime::cuda::kAblateNorms},
-                                                              {"projections", runtime::cuda::kAblateProjections},
-                                                              {"rope", runtime::cuda::kAblateRope},
-                                                              {"attention", runtime::cuda::kAblateAttention},
-                                                              {"lm_head", runtime::cuda::kAblateLmHead}};
-    unsigned bits = 0;
-    std::stringstream ss(list);
-    for (std::string item; std::getline(ss, item, ',');) {
-        if (item.empty()) continue;
-        auto it = std::find_if(std::begin(kNames), std::end(kNames), [&](const auto& n) { return item == n.first; });
-        if (it == std::end(kNames))
-            throw_expected(
-                ErrorCode::invalid_argument,
-                "--ablate takes a comma-separated list of norms, projections, rope, attention, lm_head; got '" + item +
-                    "'");
-        bits |= it->second;
-    }
-    return bits;
-}
-
-}  // namespace
-#endif
 
 BenchRunner make_bench_runner(const cli::Args& args, int max_tokens) {
     BenchRunner b;
@@ -70,7 +43,6 @@ BenchRunner make_bench_runner(const cli::Args& args, int max_tokens) {
         o.cuda_graphs = !args.flag("no-graphs");
         o.skinny_gemm = !args.flag("cublas-only");
         o.programmatic_launch = !args.flag("no-pdl");
-        o.ablate = parse_ablation(args.get("ablate", ""));
         b.copy_gbps = runtime::cuda::measure_copy_bandwidth_gbps();
         auto r = std::make_unique<runtime::cuda::CudaRunner>(args.require("model"), 0, o);
         b.cuda = r.get();

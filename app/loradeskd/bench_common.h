@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cli.h"
-#include "runtime/cpu/sequence_driver.h"
+#include "runtime/sequence_driver.h"
 #include "runtime/model_runner.h"
 #ifdef LORADESK_HAS_CUDA_RUNNER
 #include "runtime/cuda/cuda_runner.h"

@@ -98,7 +98,6 @@ int run_bench(const cli::Args& args) {
 
     // Decode: B sequences of the same prompt (spread over the adapters, grouped by slot), one untimed step
     // (captures the graphs), then new_tokens timed greedy steps.
-    const bool ablating = !args.get("ablate", "").empty();
     for (int B : batches) {
         const int pages_per_seq = (prompt_len + new_tokens + 1) / page_size + 2;
         runtime::SequenceDriver d(*bench.runner, pages_per_seq * B, page_size);
@@ -109,7 +108,6 @@ int run_bench(const cli::Args& args) {
         double decode_s = 0;
         for (int s = 0; s <= new_tokens; ++s) {
             for (int b = 0; b < B; ++b) {
-                if (ablating) tokens[std::size_t(b)] = 0;  // logits are meaningless: feed a fixed valid token
                 if (tokens[std::size_t(b)] < 0 || tokens[std::size_t(b)] >= c.vocab_size)
                     throw_error(ErrorCode::internal, "bench: token out of range");
                 if (n_adapters == 0 && tokens[std::size_t(b)] != tokens[0])
@@ -161,7 +159,7 @@ LORADESK_COMMAND({"bench",
                   "prefill / TTFT and greedy decode throughput of a runner, beside the memory roofline",
                   "loradeskd bench --model DIR [--device cpu|cuda|auto] [--prompt-len 512] [--new-tokens 256] "
                   "[--batch 1,8,32] [--prefill-lens 512,2048] [--lora-rank R --lora-adapters N] [--no-graphs] "
-                  "[--cublas-only] [--no-pdl] [--ablate LIST] [--json]\n"
+                  "[--cublas-only] [--no-pdl] [--json]\n"
                   "       loradeskd bench --model DIR --cold-adapter ADAPTER_DIR [--batch 8] [--cold-at 32] "
                   "[--max-lora-rank 64] [--device ...] [--json]",
                   {{"model", "DIR", "Hugging Face model directory"},
@@ -181,9 +179,6 @@ LORADESK_COMMAND({"bench",
                    {"no-graphs", "", "CUDA: run decode steps eagerly instead of replaying CUDA graphs"},
                    {"cublas-only", "", "CUDA: cuBLAS + separate kernels for every projection (no fused skinny GEMM)"},
                    {"no-pdl", "", "CUDA: launch kernels without programmatic dependent launch"},
-                   {"ablate", "LIST",
-                    "CUDA, profiling only: leave out norms,projections,rope,attention,lm_head "
-                    "(timing by difference; outputs are meaningless)"},
                    {"threads", "N", "CPU threads (0 = all cores)"},
                    {"json", "", "print one JSON object per measurement"}},
                   &run_bench});

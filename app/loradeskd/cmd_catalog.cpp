@@ -10,7 +10,9 @@
 #include "catalog/adapter_import.h"
 #include "catalog/catalog.h"
 #include "cli.h"
+#include "engine_cli.h"
 #include "core/error.h"
+#include "lora/adapter_summary.h"
 
 namespace loradesk {
 namespace {
@@ -121,14 +123,7 @@ int cmd_show(Catalog& c, const cli::Args& a) {
 }
 
 int cmd_import(Catalog& c, const cli::Args& a) {
-#ifdef LORADESK_HAVE_LORA_SUMMARY
-    Summarizer summarize = [](const std::string& dir) { return lora::summarize_adapter(dir); };
-#else
-    Summarizer summarize = [](const std::string&) -> lora::AdapterSummary {
-        throw_expected(ErrorCode::unavailable, "this loradeskd was built without engine/lora, so it cannot read "
-                                               "adapter folders; rebuild with the lora library");
-    };
-#endif
+    const Summarizer summarize = [](const std::string& dir) { return lora::summarize_adapter(dir); };
     if (a.positional().size() < 2) arg(a, 1, "adapter folder");
     json j = {{"registered", json::array()}, {"failed", json::array()}};
     std::string text;
@@ -177,7 +172,7 @@ int cmd_stats(Catalog& c, const cli::Args& a) {
 
 int run_catalog(const cli::Args& a) {
     std::string action = arg(a, 0, "action (list, show, import, remove, pin, unpin, alias, stats)");
-    std::string data_dir = a.has("data-dir") ? a.get("data-dir") : default_data_dir();
+    std::string data_dir = a.has("data-dir") ? a.get("data-dir") : cli::default_data_dir();
     CatalogOptions opts;
     opts.start_fresh_if_corrupt = a.flag("start-fresh");
     Catalog c(catalog_path_in(data_dir, true), opts);

@@ -11,8 +11,8 @@
 #include "generate_requests.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
-#include "runtime/cpu/runner_factory.h"
-#include "runtime/cpu/sequence_driver.h"
+#include "runtime/factory/runner_factory.h"
+#include "runtime/sequence_driver.h"
 #include "runtime/sampler.h"
 
 namespace {

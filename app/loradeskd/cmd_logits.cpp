@@ -5,8 +5,8 @@
 #include "adapter_option.h"
 #include "cli.h"
 #include "core/error.h"
-#include "runtime/cpu/runner_factory.h"
-#include "runtime/cpu/sequence_driver.h"
+#include "runtime/factory/runner_factory.h"
+#include "runtime/sequence_driver.h"
 
 namespace {
 

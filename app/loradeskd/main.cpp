@@ -3,12 +3,9 @@
 #include <string>
 #include <vector>
 
-#if defined(__GLIBC__)  // set by <features.h>, which the standard headers above pull in
-#include <malloc.h>
-#endif
-
 #include "cli.h"
 #include "core/error.h"
+#include "core/heap_policy.h"
 #include "core/log.h"
 
 namespace {
@@ -23,14 +20,7 @@ void print_overview() {
 
 int main(int argc, char** argv) {
     using namespace loradesk;
-#if defined(__GLIBC__)
-    // Keep freed heap memory instead of returning it to the kernel: LoRA host copies (hundreds of MB of
-    // 0.25-1 MB f32 buffers) are loaded and evicted all day, and re-faulting fresh pages made a load
-    // ~5x slower than reusing the heap (docs/lora-benchmarks.md). Buffers up to 32 MB come from the
-    // heap; the heap is trimmed only when more than 1 GiB is free at its top.
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
+    keep_freed_heap();  // LoRA host copies come and go all day (core/heap_policy.h)
     if (argc < 2) {
         print_overview();
         return 2;

@@ -10,7 +10,7 @@
 #include "catalog/adapter_import.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "lora/adapter_name.h"
+#include "model/adapter_name.h"
 
 namespace loradesk::api {
 namespace fs = std::filesystem;
@@ -99,8 +99,8 @@ void AdapterFolderWatch::register_dir(const std::string& dir, const std::string&
     const bool was_conflict = k.conflict;
     k = Known{fs::path(dir).filename().string(), path, signature};
     if (!outside.empty()) {  // a symlink out of the roots: refused like the load API refuses it
-        log::warn("adapter folder watch: '{}' not served: {}", lora::printable_text(dir),
-                  lora::printable_text(outside));
+        log::warn("adapter folder watch: '{}' not served: {}", model::printable_text(dir),
+                  model::printable_text(outside));
         list_rejected(m_core, k.name, dir, outside);
         report.failed.push_back(k.name + ": " + outside);
         return;
@@ -111,7 +111,7 @@ void AdapterFolderWatch::register_dir(const std::string& dir, const std::string&
     if (auto cur = m_core.registry.find(k.name); cur && cur->summary.path != k.canonical) {
         if (!was_conflict)
             log::warn("adapter folder '{}' not served: the name '{}' is already served from '{}' (rename the folder)",
-                      lora::printable_text(dir), k.name, cur->summary.path);
+                      model::printable_text(dir), k.name, cur->summary.path);
         k.conflict = true;
         return;
     }
@@ -127,8 +127,8 @@ void AdapterFolderWatch::register_dir(const std::string& dir, const std::string&
                                 true);
         (is_new || !was_served ? report.added : report.changed).push_back(k.name);
     } catch (const Error& e) {
-        log::warn("adapter folder watch: '{}' not served: {}", lora::printable_name(k.name),
-                  lora::printable_text(e.what()));
+        log::warn("adapter folder watch: '{}' not served: {}", model::printable_name(k.name),
+                  model::printable_text(e.what()));
         report.failed.push_back(k.name + ": " + e.what());
         // The folder no longer holds what is registered under its name: stop serving the old content
         // (the disk loader would read the new files for it). Running requests keep their lease.

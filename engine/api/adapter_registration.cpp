@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "lora/adapter_loader.h"
-#include "lora/adapter_name.h"
+#include "model/adapter_name.h"
 
 namespace loradesk::api {
 namespace fs = std::filesystem;
@@ -164,7 +164,7 @@ void complete_pending(EngineCore& core, const std::string& name, const std::stri
         if (!core.registry.resolve_pending(name, ticket, s, content_created(core, s.digest))) return;  // moved on
         if (auto reg = core.registry.find(name); reg && reg->summary.digest == s.digest) record_registered(core, *reg);
     } catch (const std::exception& e) {
-        log::warn("adapter '{}' not served: {}", name, lora::printable_text(e.what()));
+        log::warn("adapter '{}' not served: {}", name, model::printable_text(e.what()));
         fail_pending(core, name, dir, ticket, e.what());
     }
 }
@@ -200,7 +200,7 @@ void register_at_start(EngineCore& core, StartupCache& cache, const std::string&
         core.hasher->enqueue(std::move(job));
     } catch (const Error& e) {
         // One bad adapter must not keep the server from starting; it is listed with its reason.
-        log::warn("adapter '{}' not served: {}", lora::printable_name(name), lora::printable_text(e.what()));
+        log::warn("adapter '{}' not served: {}", model::printable_name(name), model::printable_text(e.what()));
         list_rejected(core, name, dir, e.what());
     }
 }
@@ -208,11 +208,11 @@ void register_at_start(EngineCore& core, StartupCache& cache, const std::string&
 }  // namespace
 
 std::string not_served_message(const std::string& name, const std::string& reason) {
-    return "adapter '" + lora::printable_name(name) + "' is not served: " + reason;
+    return "adapter '" + model::printable_name(name) + "' is not served: " + reason;
 }
 
 void check_served_name(const EngineCore& core, const std::string& name, const char* what) {
-    lora::check_adapter_name(name, core.model_id, what);
+    model::check_adapter_name(name, core.model_id, what);
 }
 
 std::vector<std::string> canonical_roots(const std::vector<std::string>& roots) {
@@ -230,17 +230,17 @@ std::string confined_folder(const std::string& dir, const std::vector<std::strin
     const fs::path real = fs::canonical(dir, ec);
     if (ec)
         throw_expected(ErrorCode::not_found, fmt::format("adapter folder '{}' cannot be resolved ({})",
-                                                         lora::printable_text(dir), ec.message()));
+                                                         model::printable_text(dir), ec.message()));
     std::string listed;
     for (const std::string& root : roots) {
-        listed += (listed.empty() ? "'" : ", '") + lora::printable_text(root) + "'";
+        listed += (listed.empty() ? "'" : ", '") + model::printable_text(root) + "'";
         const fs::path rel = real.lexically_relative(root);
         if (!rel.empty() && rel != "." && *rel.begin() != "..") return real.string();
     }
     throw_expected(ErrorCode::invalid_argument,
                    fmt::format("adapter folder '{}' resolves to '{}', outside the adapter folders ({}); a symlink "
                                "there must point inside them: copy the adapter in instead",
-                               lora::printable_text(dir), lora::printable_text(real.string()), listed));
+                               model::printable_text(dir), model::printable_text(real.string()), listed));
 }
 
 void list_rejected(EngineCore& core, const std::string& name, const std::string& dir, const std::string& reason) {
@@ -281,8 +281,8 @@ void register_initial_adapters(EngineCore& core) {
         std::error_code ec;
         const fs::path real = fs::canonical(dir, ec);
         if (ec) {
-            log::warn("adapter '{}' not served: folder '{}' cannot be resolved ({})", lora::printable_name(name),
-                      lora::printable_text(dir), ec.message());
+            log::warn("adapter '{}' not served: folder '{}' cannot be resolved ({})", model::printable_name(name),
+                      model::printable_text(dir), ec.message());
             list_rejected(core, name, dir, "adapter folder '" + dir + "' cannot be resolved (" + ec.message() + ")");
             continue;
         }
@@ -299,7 +299,7 @@ void register_initial_adapters(EngineCore& core) {
             try {
                 real = confined_folder(dir, roots);
             } catch (const Error& e) {
-                log::warn("adapter '{}' not served: {}", lora::printable_name(name), lora::printable_text(e.what()));
+                log::warn("adapter '{}' not served: {}", model::printable_name(name), model::printable_text(e.what()));
                 list_rejected(core, name, dir, e.what());
                 continue;
             }

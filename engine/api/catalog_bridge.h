@@ -14,6 +14,7 @@
 #include "catalog/adapter_import.h"
 #include "catalog/catalog.h"
 #include "catalog/stats_sink.h"
+#include "lora/adapter_summary.h"
 
 namespace loradesk::api {
 

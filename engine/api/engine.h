@@ -10,6 +10,7 @@
 #include <optional>
 #include <utility>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -154,12 +155,26 @@ struct ErrorEvent {
 
 using Event = std::variant<TokenEvent, FinishEvent, ErrorEvent>;
 
+// Where an adapter's weights are: in a device slot (gpu), in host memory (cpu) or only on disk; `base` for
+// a request without an adapter. Text only at the edges (JSON, metrics, UI): tier_name().
+enum class Tier { base, gpu, cpu, disk };
+
+constexpr std::string_view tier_name(Tier t) {
+    switch (t) {
+        case Tier::base: return "base";
+        case Tier::gpu: return "gpu";
+        case Tier::cpu: return "cpu";
+        case Tier::disk: return "disk";
+    }
+    return "disk";
+}
+
 // What the engine knew when it accepted a request (before any token).
 struct SubmitInfo {
     std::string request_id;
     std::string adapter;       // resolved adapter name; empty for the base model
     std::string adapter_digest;
-    std::string tier;          // where the adapter was at submission: gpu | cpu | disk | base
+    Tier tier = Tier::base;    // where the adapter was at submission
     int prompt_tokens = 0;
     int max_tokens = 0;        // after clipping to the context
     int prefix_hit_tokens = 0; // prompt tokens already found in the prefix cache at submission (0 = none/unknown)
@@ -192,7 +207,7 @@ struct AdapterInfo {
     bool rslora = false;
     std::vector<std::string> targets;  // q_proj, ...
     std::size_t size_bytes = 0;
-    std::string tier;  // gpu | cpu | disk
+    Tier tier = Tier::disk;
     bool pinned = false;
     bool compatible = true;
     std::string incompatibility;  // why not, when !compatible

@@ -13,7 +13,7 @@
 #include "core/mapped_file.h"
 #include "lora/adapter_loader.h"
 #include "model/model_weights.h"
-#include "runtime/cpu/runner_factory.h"
+#include "runtime/factory/runner_factory.h"
 #include "runtime/memory_plan.h"
 
 namespace loradesk::api {

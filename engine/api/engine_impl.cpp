@@ -25,13 +25,13 @@ std::string new_request_id() {
     return "req-" + std::to_string(next.fetch_add(1));
 }
 
-const char* tier_of(const lora::TieredStore& store, const std::string& digest) {
+Tier tier_of(const lora::TieredStore& store, const std::string& digest) {
     switch (store.tier(digest)) {
-        case lora::TieredStore::Tier::device: return "gpu";
-        case lora::TieredStore::Tier::host: return "cpu";
-        case lora::TieredStore::Tier::disk: return "disk";
+        case lora::TieredStore::Tier::device: return Tier::gpu;
+        case lora::TieredStore::Tier::host: return Tier::cpu;
+        case lora::TieredStore::Tier::disk: return Tier::disk;
     }
-    return "disk";
+    return Tier::disk;
 }
 
 // The facade's sampling fields as the engine loop's sampler takes them. Without a seed each request
@@ -132,7 +132,7 @@ std::shared_ptr<RequestStream> EngineImpl::submit_or_throw(GenerateRequest& r) {
     info.request_id = r.id;
     info.adapter = adapter;
     info.adapter_digest = digest;
-    info.tier = digest.empty() ? "base" : tier_of(*m_core->store, digest);
+    info.tier = digest.empty() ? Tier::base : tier_of(*m_core->store, digest);
     info.prompt_tokens = int(prompt.size());
     info.max_tokens = std::min(r.stop.max_tokens, m_core->max_context - int(prompt.size()));
     info.prompt_tail = std::move(prompt_tail);
@@ -251,7 +251,7 @@ std::vector<AdapterInfo> EngineImpl::adapters() const {
         AdapterInfo info;
         info.name = r.name;
         info.path = r.path;
-        info.tier = "disk";
+        info.tier = Tier::disk;
         info.compatible = false;
         info.incompatibility = r.reason;
         out.push_back(std::move(info));

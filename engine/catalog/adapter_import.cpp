@@ -20,8 +20,8 @@ std::string absolute_path(const std::string& p) {
     return (ec ? fs::absolute(p) : abs).string();
 }
 
-lora::AdapterSummary summarize_named(const Summarizer& summarize, const std::string& dir) {
-    lora::AdapterSummary s = summarize(dir);
+model::AdapterSummary summarize_named(const Summarizer& summarize, const std::string& dir) {
+    model::AdapterSummary s = summarize(dir);
     // Adapters are named after their folders, whatever the summarizer filled in.
     s.name = fs::path(dir).filename().string();
     s.path = dir;
@@ -30,7 +30,7 @@ lora::AdapterSummary summarize_named(const Summarizer& summarize, const std::str
 
 }  // namespace
 
-Compatibility check_against_base(const lora::AdapterSummary& s, const BaseShapes& base) {
+Compatibility check_against_base(const model::AdapterSummary& s, const BaseShapes& base) {
     Compatibility c{Compat::compatible, "", base.name};
     auto fail = [&](std::string reason) {
         c.state = Compat::incompatible;

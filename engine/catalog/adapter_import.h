@@ -1,6 +1,7 @@
 // Importing adapter folders into the catalog: one-shot scans and a polling folder watcher.
-// Reading an adapter (config, tensors, digest) is the lora layer's job; it comes in as a Summarizer
-// (lora::summarize_adapter in the app), so this file never parses safetensors itself.
+// Reading an adapter (config, tensors, digest) is the lora layer's job, above this one; it comes in as
+// a Summarizer (lora::summarize_adapter, passed in by engine/api and by `loradeskd catalog import`), so
+// this file never parses safetensors itself.
 // Compatibility with the loaded base model comes in as a callback; check_against_base() covers the
 // common case. Nothing here ever writes to or deletes the user's adapter folders.
 #pragma once
@@ -19,12 +20,12 @@
 #include <vector>
 
 #include "catalog/catalog.h"
-#include "lora/adapter_summary.h"
+#include "model/adapter_folder.h"
 
 namespace loradesk::catalog {
 
-using Summarizer = std::function<lora::AdapterSummary(const std::string& dir)>;
-using CompatibilityCheck = std::function<Compatibility(const lora::AdapterSummary&)>;
+using Summarizer = std::function<model::AdapterSummary(const std::string& dir)>;
+using CompatibilityCheck = std::function<Compatibility(const model::AdapterSummary&)>;
 
 // What the loaded base model offers to adapters.
 struct BaseShapes {
@@ -33,7 +34,7 @@ struct BaseShapes {
     std::set<std::string> modules;    // LoRA-targetable module short names: q_proj, k_proj, ...
     int max_rank = 0;                 // --max-lora-rank; 0 = no limit
 };
-Compatibility check_against_base(const lora::AdapterSummary& summary, const BaseShapes& base);
+Compatibility check_against_base(const model::AdapterSummary& summary, const BaseShapes& base);
 
 struct ImportReport {
     std::vector<RegisterResult> registered;                 // added, new versions, refreshed
@@ -44,7 +45,7 @@ struct ImportReport {
 
 bool is_adapter_dir(const std::string& dir);  // holds adapter_config.json
 // Changes whenever adapter_config.json or adapter_model.safetensors changes (inode, size, mtime, ctime).
-using lora::folder_signature;
+using model::folder_signature;
 // Adapter folders under `path`: the folder itself when it is one, else its direct subfolders that are.
 std::vector<std::string> find_adapter_dirs(const std::string& path);
 

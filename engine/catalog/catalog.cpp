@@ -15,7 +15,7 @@
 #include "catalog/catalog_text.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "lora/adapter_name.h"
+#include "model/adapter_name.h"
 
 namespace loradesk::catalog {
 namespace fs = std::filesystem;
@@ -45,12 +45,6 @@ const char* kStartFreshHint =
     "catalog.sqlite3.corrupt-<timestamp>)";
 
 }  // namespace
-
-std::string default_data_dir() {
-    if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return (fs::path(x) / "loradesk").string();
-    if (const char* h = std::getenv("HOME"); h && *h) return (fs::path(h) / ".local/share/loradesk").string();
-    throw_expected(ErrorCode::invalid_argument, "neither XDG_DATA_HOME nor HOME is set: pass --data-dir DIR");
-}
 
 std::string catalog_path_in(const std::string& data_dir, bool create) {
     fs::path dir(data_dir);
@@ -154,17 +148,17 @@ int64_t Catalog::head_adapter_id(const std::string& name) {
 
 namespace {
 
-void check_registrable(const lora::AdapterSummary& s, const Compatibility& compat) {
+void check_registrable(const model::AdapterSummary& s, const Compatibility& compat) {
     if (s.digest.empty() || s.name.empty())
         throw_expected(ErrorCode::invalid_argument,
                        fmt::format("cannot register adapter at '{}': it has no {} (summarize the folder first)", s.path,
                                    s.digest.empty() ? "digest" : "name"));
-    lora::check_adapter_name(s.name, compat.base_model);
+    model::check_adapter_name(s.name, compat.base_model);
 }
 
 }  // namespace
 
-RegisterResult Catalog::register_adapter(const lora::AdapterSummary& s, const Compatibility& compat,
+RegisterResult Catalog::register_adapter(const model::AdapterSummary& s, const Compatibility& compat,
                                          const std::string& signature) {
     check_registrable(s, compat);
     Transaction tx(*m_db);
@@ -183,7 +177,7 @@ std::vector<RegisterResult> Catalog::register_adapters(const std::vector<Adapter
     return out;
 }
 
-RegisterResult Catalog::register_in_transaction(const lora::AdapterSummary& s, const Compatibility& compat,
+RegisterResult Catalog::register_in_transaction(const model::AdapterSummary& s, const Compatibility& compat,
                                                 const std::string& signature) {
     std::optional<int64_t> base_id;
     if (!compat.base_model.empty()) {
@@ -287,7 +281,7 @@ void Catalog::set_pinned(const std::string& name_or_alias, bool pinned) {
 }
 
 void Catalog::set_alias(const std::string& alias, const std::string& name_or_alias) {
-    lora::check_adapter_name(alias, {}, "alias");
+    model::check_adapter_name(alias, {}, "alias");
     Transaction tx(*m_db);
     std::string name = require_name(name_or_alias);
     if (head_adapter_id(alias) != 0)

@@ -13,7 +13,7 @@
 
 #include "catalog/catalog_types.h"
 #include "catalog/sqlite_db.h"
-#include "lora/adapter_summary.h"
+#include "model/adapter_folder.h"
 
 namespace loradesk::catalog {
 
@@ -26,8 +26,6 @@ struct CatalogOptions {
     int busy_timeout_ms = 5000;
 };
 
-// $XDG_DATA_HOME/loradesk, else $HOME/.local/share/loradesk. Throws when neither variable is set.
-std::string default_data_dir();
 // Creates the directory if needed and returns <dir>/catalog.sqlite3; clear errors for unusable dirs.
 std::string catalog_path_in(const std::string& data_dir, bool create);
 // Moves the database (and its -wal/-shm files) to <path>.corrupt-<timestamp>; returns the new name.
@@ -48,7 +46,7 @@ public:
     int64_t register_base_model(const std::string& name, const std::string& path, const std::string& architecture);
     // Registers `summary` under summary.name: a new name, a new version of an existing name (new digest),
     // or a refresh of the current one. Carries pin and notes over to a new version.
-    RegisterResult register_adapter(const lora::AdapterSummary& summary, const Compatibility& compat = {},
+    RegisterResult register_adapter(const model::AdapterSummary& summary, const Compatibility& compat = {},
                                     const std::string& signature = "");
     // Many at once in one transaction (an engine start with thousands of folders); each summary's own
     // signature is stored. All or nothing: a name that is not allowed fails the batch before any write.
@@ -94,7 +92,7 @@ public:
 
   private:
     int64_t head_adapter_id(const std::string& name);
-    RegisterResult register_in_transaction(const lora::AdapterSummary& summary, const Compatibility& compat,
+    RegisterResult register_in_transaction(const model::AdapterSummary& summary, const Compatibility& compat,
                                            const std::string& signature);
     void open(CatalogOptions options);
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "lora/adapter_summary.h"
+#include "model/adapter_folder.h"
 
 namespace loradesk::catalog {
 
@@ -115,8 +115,8 @@ struct StatsPoint {
 // One adapter folder's cached digest: valid while the folder's files still have `signature`.
 struct FolderDigest {
     std::string path;
-    std::string signature;         // lora::folder_signature when it was hashed
-    lora::AdapterSummary summary;  // digest and config summary (name left empty: folders have no name here)
+    std::string signature;         // model::folder_signature when it was hashed
+    model::AdapterSummary summary;  // digest and config summary (name left empty: folders have no name here)
     std::string compat_key;        // what the verdict below was reached against ("" = none)
     Compat compat = Compat::unknown;
     std::string compat_reason;
@@ -126,7 +126,7 @@ struct FolderDigest {
 // One adapter to register (Catalog::register_adapters): its summary (name, path, signature set) and
 // how it fits the loaded base.
 struct AdapterRegistration {
-    lora::AdapterSummary summary;
+    model::AdapterSummary summary;
     Compatibility compat;
 };
 

@@ -17,7 +17,7 @@ FolderDigest read_row(const Statement& st) {
     FolderDigest f;
     f.path = st.column_text(0);
     f.signature = st.column_text(1);
-    lora::AdapterSummary& s = f.summary;
+    model::AdapterSummary& s = f.summary;
     s.digest = st.column_text(2);
     s.path = f.path;
     s.signature = f.signature;
@@ -59,7 +59,7 @@ std::map<std::string, FolderDigest> Catalog::folder_digests() {
 }
 
 void Catalog::put_folder_digest(const FolderDigest& f) {
-    const lora::AdapterSummary& s = f.summary;
+    const model::AdapterSummary& s = f.summary;
     auto& st =
         m_db->cached(fmt::format("INSERT OR REPLACE INTO folder_digests({}) VALUES "
                                  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",

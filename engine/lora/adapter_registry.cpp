@@ -4,7 +4,7 @@
 #include "lora/adapter_registry.h"
 
 #include "core/log.h"
-#include "lora/adapter_name.h"
+#include "model/adapter_name.h"
 
 namespace loradesk::lora {
 namespace {
@@ -94,7 +94,7 @@ RegisteredAdapter AdapterRegistry::describe_locked(const std::string& name,
 
 void AdapterRegistry::check_name_free_locked(const std::string& name) const {
     if (auto it = m_aliases.find(name); it != m_aliases.end())
-        throw_expected(ErrorCode::conflict, "'" + printable_name(name) + "' is already an alias of adapter '" +
+        throw_expected(ErrorCode::conflict, "'" + model::printable_name(name) + "' is already an alias of adapter '" +
                                                 it->second + "'; remove the alias or pick another name");
     if (auto it = m_names.find(name); it != m_names.end())
         throw_expected(ErrorCode::conflict, "an adapter named '" + name + "' is already loaded from '" +
@@ -125,7 +125,7 @@ std::optional<std::string> AdapterRegistry::attach_locked(const std::string& nam
 
 RegisteredAdapter AdapterRegistry::add(const std::string& name, const AdapterSummary& summary, OnTaken on_taken,
                                        int64_t created_unix) {
-    check_adapter_name(name);
+    model::check_adapter_name(name);
     if (summary.digest.empty()) throw_error(ErrorCode::internal, "adapter '" + name + "' registered without a digest");
     std::optional<std::string> freed;
     RegisteredAdapter out;
@@ -154,7 +154,7 @@ RegisteredAdapter AdapterRegistry::add_folder(const std::string& name, const std
 }
 
 uint64_t AdapterRegistry::add_pending(const std::string& name, const std::string& path, int64_t created_unix) {
-    check_adapter_name(name);
+    model::check_adapter_name(name);
     std::lock_guard lock(m_mutex);
     check_name_free_locked(name);
     NameEntry& entry = m_names[name];
@@ -235,7 +235,7 @@ void AdapterRegistry::unload(const std::string& name) {
     {
         std::lock_guard lock(m_mutex);
         const std::string* resolved = resolve_locked(name);
-        if (!resolved) throw_expected(ErrorCode::not_found, "adapter '" + printable_name(name) + "' is not loaded");
+        if (!resolved) throw_expected(ErrorCode::not_found, "adapter '" + model::printable_name(name) + "' is not loaded");
         freed = drop_name_locked(std::string(*resolved), nullptr);
     }
     m_changed.notify_all();
@@ -243,10 +243,10 @@ void AdapterRegistry::unload(const std::string& name) {
 }
 
 void AdapterRegistry::add_alias(const std::string& alias, const std::string& name) {
-    check_adapter_name(alias, {}, "alias");
+    model::check_adapter_name(alias, {}, "alias");
     std::lock_guard lock(m_mutex);
     if (!m_names.count(name))
-        throw_expected(ErrorCode::not_found, "adapter '" + printable_name(name) + "' is not loaded");
+        throw_expected(ErrorCode::not_found, "adapter '" + model::printable_name(name) + "' is not loaded");
     if (m_names.count(alias)) throw_expected(ErrorCode::conflict, "'" + alias + "' is already the name of an adapter");
     if (auto it = m_aliases.find(alias); it != m_aliases.end() && it->second != name)
         throw_expected(ErrorCode::conflict, "alias '" + alias + "' already points to adapter '" + it->second +
@@ -259,13 +259,13 @@ void AdapterRegistry::add_alias(const std::string& alias, const std::string& nam
 void AdapterRegistry::remove_alias(const std::string& alias) {
     std::lock_guard lock(m_mutex);
     if (!m_aliases.erase(alias))
-        throw_expected(ErrorCode::not_found, "alias '" + printable_name(alias) + "' does not exist");
+        throw_expected(ErrorCode::not_found, "alias '" + model::printable_name(alias) + "' does not exist");
 }
 
 void AdapterRegistry::set_pinned(const std::string& name, bool pinned) {
     std::lock_guard lock(m_mutex);
     const std::string* real = resolve_locked(name);
-    if (!real) throw_expected(ErrorCode::not_found, "adapter '" + printable_name(name) + "' is not loaded");
+    if (!real) throw_expected(ErrorCode::not_found, "adapter '" + model::printable_name(name) + "' is not loaded");
     m_names[*real].pinned = pinned;
 }
 
@@ -278,7 +278,7 @@ void AdapterRegistry::throw_unknown_locked(const std::string& key) const {
     for (auto it = m_names.begin(); it != m_names.end() && n < kListed; ++it, ++n)
         known += (known.empty() ? "" : ", ") + it->first;
     if (m_names.size() > kListed) known += " and " + std::to_string(m_names.size() - kListed) + " more";
-    throw_expected(ErrorCode::not_found, "adapter '" + printable_name(key) +
+    throw_expected(ErrorCode::not_found, "adapter '" + model::printable_name(key) +
                                              "' not found (loaded adapters: " + (known.empty() ? "none" : known) + ")");
 }
 

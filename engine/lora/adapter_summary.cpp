@@ -3,7 +3,6 @@
 #include "lora/adapter_summary.h"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -13,22 +12,6 @@
 #include "lora/adapter_loader.h"
 
 namespace loradesk::lora {
-
-std::string folder_signature(const std::string& dir) {
-    std::string sig;
-    for (const char* file : {"adapter_config.json", "adapter_model.safetensors"}) {
-        struct stat st {};
-        const std::string p = (std::filesystem::path(dir) / file).string();
-        if (::stat(p.c_str(), &st) != 0) {
-            sig += fmt::format("{}:-;", file);
-            continue;
-        }
-        sig += fmt::format("{}:{}:{}:{}.{:09}:{}.{:09};", file, uint64_t(st.st_ino), int64_t(st.st_size),
-                           int64_t(st.st_mtim.tv_sec), int64_t(st.st_mtim.tv_nsec), int64_t(st.st_ctim.tv_sec),
-                           int64_t(st.st_ctim.tv_nsec));
-    }
-    return sig;
-}
 
 namespace {
 

@@ -64,7 +64,7 @@ ojson adapter_json(const api::AdapterInfo& a) {
     j["rslora"] = a.rslora;
     j["targets"] = a.targets;
     j["size_bytes"] = a.size_bytes;
-    j["tier"] = a.tier;
+    j["tier"] = api::tier_name(a.tier);
     j["pinned"] = a.pinned;
     j["compatible"] = a.compatible;
     j["incompatibility"] = a.compatible ? ojson(nullptr) : ojson(a.incompatibility);

@@ -45,11 +45,12 @@ void render_adapter_gauges(std::string& out, const std::vector<const api::Adapte
     family(out, "loradesk_adapter_loaded", "gauge", "Adapter resident on GPU (1) or not (0).");
     for (const auto* a : adapters)
         sample(out, "loradesk_adapter_loaded", {{"adapter", a->name}, {"rank", std::to_string(a->rank)}},
-               a->tier == "gpu" ? 1 : 0);
+               a->tier == api::Tier::gpu ? 1 : 0);
     family(out, "loradesk_adapter_tier", "gauge", "Where each adapter is now (1 for its tier: gpu, cpu or disk).");
     for (const auto* a : adapters)
-        for (const char* tier : {"gpu", "cpu", "disk"})
-            sample(out, "loradesk_adapter_tier", {{"adapter", a->name}, {"tier", tier}}, a->tier == tier ? 1 : 0);
+        for (api::Tier tier : {api::Tier::gpu, api::Tier::cpu, api::Tier::disk})
+            sample(out, "loradesk_adapter_tier", {{"adapter", a->name}, {"tier", std::string(api::tier_name(tier))}},
+                   a->tier == tier ? 1 : 0);
     family(out, "loradesk_adapter_pinned", "gauge", "Adapter pinned in memory (1) or evictable (0).");
     for (const auto* a : adapters) sample(out, "loradesk_adapter_pinned", {{"adapter", a->name}}, a->pinned ? 1 : 0);
 }

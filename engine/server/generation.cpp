@@ -97,7 +97,7 @@ void submit_all(Job& job) {
 
 void add_adapter_headers(Job& job, HttpResponse& r, int prefix_hit_tokens) {
     const api::SubmitInfo& info = job.choices.front().stream->info();
-    r.set_header("x-adapter-tier", info.tier.empty() ? "base" : info.tier);
+    r.set_header("x-adapter-tier", std::string(api::tier_name(info.tier)));
     double load_ms = 0;
     if (!info.adapter.empty())
         if (auto a = job.engine->adapter(info.adapter); a.ok()) load_ms = a->last_load_ms;

@@ -134,13 +134,13 @@ HttpResponse OllamaRoutes::ps() const {
     base["context_length"] = m.max_context;
     models.push_back(std::move(base));
     for (const api::AdapterInfo& a : m_engine.adapters()) {
-        if (a.tier != "gpu" && a.tier != "cpu") continue;  // on disk: not loaded
+        if (a.tier != api::Tier::gpu && a.tier != api::Tier::cpu) continue;  // on disk: not loaded
         ojson e = model_entry(adapter_model_name(m, a.name), "", a.size_bytes, a.digest, model_details(m, m.id));
         e.erase("modified_at");
         // loradesk has no unload timers: an unpinned adapter stays resident until its slot is needed by another
         // (least recently used first), so it may go at any moment.
         e["expires_at"] = a.pinned ? far_future() : rfc3339(std::chrono::system_clock::now());
-        e["size_vram"] = gpu && a.tier == "gpu" ? a.size_bytes : 0;
+        e["size_vram"] = gpu && a.tier == api::Tier::gpu ? a.size_bytes : 0;
         e["context_length"] = m.max_context;
         models.push_back(std::move(e));
     }
@@ -192,7 +192,7 @@ HttpResponse OllamaRoutes::show(const HttpRequest& request) const {
         info["adapter.rslora"] = a->rslora;
         info["adapter.target_modules"] = a->targets;
         info["adapter.size_bytes"] = a->size_bytes;
-        info["adapter.tier"] = a->tier;
+        info["adapter.tier"] = api::tier_name(a->tier);
         info["adapter.pinned"] = a->pinned;
     }
     const std::string parameters = fmt::format("num_ctx {}", m.max_context);

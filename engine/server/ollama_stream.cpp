@@ -50,7 +50,7 @@ ojson object_for(const OllamaJob& o, const ChatDelta& d, const std::vector<api::
 // The adapter load this request waited for: the adapter's last load, when it was not on the GPU at submission.
 double load_ms(const Job& job) {
     const api::SubmitInfo& info = job.choices.front().stream->info();
-    if (info.adapter.empty() || info.tier == "gpu" || info.tier == "base") return 0;
+    if (info.adapter.empty() || info.tier == api::Tier::gpu || info.tier == api::Tier::base) return 0;
     auto a = job.engine->adapter(info.adapter);
     return a.ok() ? a->last_load_ms : 0;
 }

@@ -81,7 +81,7 @@ std::string ServerMetrics::render(const api::Engine& engine) const {
         std::lock_guard lock(m_mutex);
         for (const auto& [name, a] : m_adapters) listed[name] = active(a, now);
         for (const auto& a : adapters)
-            if (a.running || a.waiting || a.pinned || a.tier == "gpu" || m_window.count() == 0) listed[a.name] = true;
+            if (a.running || a.waiting || a.pinned || a.tier == api::Tier::gpu || m_window.count() == 0) listed[a.name] = true;
         render_requests(out, listed);
         totals = {m_ttft_all, m_latency_all, m_prompt_all, m_generated_all};
     }

@@ -13,7 +13,7 @@
 #include "model/safetensors.h"
 #include "model/synth_model.h"
 #include "runtime/cpu/cpu_runner.h"
-#include "runtime/cpu/sequence_driver.h"
+#include "runtime/sequence_driver.h"
 
 using namespace loradesk;
 using namespace loradesk::runtime;

@@ -14,7 +14,7 @@
 #include "core/dtype.h"
 #include "model/synth_model.h"
 #include "runtime/cpu/cpu_runner.h"
-#include "runtime/cpu/sequence_driver.h"
+#include "runtime/sequence_driver.h"
 #include "runtime/cuda/cuda_runner.h"
 
 using namespace loradesk;

@@ -146,7 +146,7 @@ ScriptedEngine::ScriptedEngine() {
     sql.alpha = 32;
     sql.targets = {"q_proj", "v_proj"};
     sql.size_bytes = 1 << 20;
-    sql.tier = "gpu";
+    sql.tier = api::Tier::gpu;
     sql.last_load_ms = 12.5;
     sql.created_unix = 1700000000;
     api::AdapterInfo chat = sql;
@@ -155,7 +155,7 @@ ScriptedEngine::ScriptedEngine() {
     chat.digest = std::string(64, 'b');
     chat.path = "/adapters/chat-lora";
     chat.rank = 8;
-    chat.tier = "disk";
+    chat.tier = api::Tier::disk;
     api::AdapterInfo dora = chat;
     dora.name = "dora-lora";
     dora.digest = std::string(64, 'c');
@@ -189,7 +189,7 @@ Result<std::shared_ptr<api::RequestStream>> ScriptedEngine::submit(api::Generate
             info.adapter_digest = a->digest;
             info.tier = a->tier;
         } else {
-            info.tier = "base";
+            info.tier = api::Tier::base;
         }
     }
     if (text.find("#busy") != std::string::npos)
@@ -283,7 +283,7 @@ Status ScriptedEngine::load_adapter(const std::string& name, const std::string& 
     a.path = path;
     a.digest = std::string(64, 'd');
     a.rank = 4;
-    a.tier = "disk";
+    a.tier = api::Tier::disk;
     m_adapters[name] = a;
     return Status::success();
 }

@@ -51,6 +51,12 @@ std::string lastUserText(const api::GenerateRequest& r) {
     return {};
 }
 
+api::Tier tierFrom(const std::string& name) {
+    for (api::Tier t : {api::Tier::base, api::Tier::gpu, api::Tier::cpu, api::Tier::disk})
+        if (api::tier_name(t) == name) return t;
+    return api::Tier::disk;
+}
+
 }  // namespace
 
 api::AdapterInfo makeAdapter(const std::string& name, const std::string& base, int rank, const std::string& tier,
@@ -64,7 +70,7 @@ api::AdapterInfo makeAdapter(const std::string& name, const std::string& base, i
     a.alpha = float(rank * 2);
     a.targets = {"q_proj", "k_proj", "v_proj", "o_proj"};
     a.size_bytes = std::size_t(rank) * 1024 * 1024;
-    a.tier = tier;
+    a.tier = tierFrom(tier);
     a.pinned = pinned;
     a.requests_total = requests;
     a.generated_tokens_total = requests * 40;
@@ -138,7 +144,7 @@ Result<std::shared_ptr<api::RequestStream>> ScriptedEngine::submit(api::Generate
     api::SubmitInfo info;
     info.request_id = "req-" + std::to_string(m_calls.size());
     info.adapter = adapterName;
-    info.tier = adapterName.empty() ? "base" : find(adapterName)->tier;
+    info.tier = adapterName.empty() ? api::Tier::base : find(adapterName)->tier;
     const std::string reply = replyFor(adapterName, lastUserText(request));
     info.prompt_tokens = int(reply.size() / 4) + 1;
     std::deque<api::Event> events;
@@ -165,7 +171,7 @@ Status ScriptedEngine::load_adapter(const std::string& name, const std::string& 
     if (api::AdapterInfo* a = find(name)) {
         if (!a->compatible)
             return Status::failure(ErrorCode::unsupported, "adapter '" + name + "' " + a->incompatibility);
-        a->tier = "gpu";
+        a->tier = api::Tier::gpu;
         return Status::success();
     }
     if (path.empty())
@@ -179,7 +185,7 @@ Status ScriptedEngine::unload_adapter(const std::string& name) {
     record("unload " + name);
     api::AdapterInfo* a = find(name);
     if (!a) return Status::failure(ErrorCode::not_found, "adapter '" + name + "' is not registered");
-    a->tier = "disk";
+    a->tier = api::Tier::disk;
     a->pinned = false;
     return Status::success();
 }
@@ -190,7 +196,7 @@ Status ScriptedEngine::pin_adapter(const std::string& name, bool pinned) {
     api::AdapterInfo* a = find(name);
     if (!a) return Status::failure(ErrorCode::not_found, "adapter '" + name + "' is not registered");
     a->pinned = pinned;
-    if (pinned) a->tier = "gpu";
+    if (pinned) a->tier = api::Tier::gpu;
     return Status::success();
 }
 

@@ -117,7 +117,7 @@ void TestUiViews::adaptersPinUnpinUnload() {
     QTest::mouseClick(unload, Qt::LeftButton);
     QTRY_VERIFY(hasCall("unload es"));
     const AdapterTableModel* model = page->tableModel();
-    QTRY_COMPARE(model->adapterAt(model->rowOf("es"))->tier, std::string("disk"));
+    QTRY_COMPARE(model->adapterAt(model->rowOf("es"))->tier, api::Tier::disk);
     QTRY_VERIFY(!unload->isEnabled());
 }
 

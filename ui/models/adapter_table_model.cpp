@@ -25,9 +25,14 @@ bool sameRow(const api::AdapterInfo& a, const api::AdapterInfo& b) {
            a.last_used_unix == b.last_used_unix && a.rslora == b.rslora;
 }
 
-int tierOrder(const std::string& tier) {
-    if (tier == "gpu") return 0;
-    if (tier == "cpu") return 1;
+QString tierText(api::Tier tier) {
+    const std::string_view name = api::tier_name(tier);
+    return QString::fromUtf8(name.data(), qsizetype(name.size()));
+}
+
+int tierOrder(api::Tier tier) {
+    if (tier == api::Tier::gpu) return 0;
+    if (tier == api::Tier::cpu) return 1;
     return 2;
 }
 
@@ -94,7 +99,7 @@ QVariant AdapterTableModel::display(const api::AdapterInfo& a, int column) const
         case Size:
             return formatBytes(a.size_bytes);
         case Tier:
-            return qs(a.tier).toUpper();
+            return tierText(a.tier).toUpper();
         case Pinned:
             return a.pinned ? tr("pinned") : QString();
         case Requests:
@@ -148,7 +153,7 @@ QVariant AdapterTableModel::data(const QModelIndex& index, int role) const {
         case BaseModelRole:
             return qs(a.base_model);
         case TierRole:
-            return qs(a.tier);
+            return tierText(a.tier);
         case PinnedRole:
             return a.pinned;
         case CompatibleRole:

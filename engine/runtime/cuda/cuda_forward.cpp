@@ -230,12 +230,10 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm) {
     launch_check(kernels::embedding_gather(embed, sm.token_ids, n, hid, cfg.vocab_size, residual, stream), "embedding");
     for (int l = 0; l < cfg.n_layers; ++l) {
         const DeviceLayer& w = layers[std::size_t(l)];
-        if (!(opts.ablate & kAblateNorms))
-            launch_check(
-                kernels::add_rmsnorm(l == 0 ? nullptr : proj, residual, w.in_norm, nullptr, n, hid, eps, xn, stream),
-                "add_rmsnorm");
-        if (!(opts.ablate & kAblateProjections))
-            projection(sm, l, 0, w.wqkv, w.bqkv, xn, hid, hid, qkv_dim, qkv, qkv_dim, int(LoraModule::q), 3, false);
+        launch_check(
+            kernels::add_rmsnorm(l == 0 ? nullptr : proj, residual, w.in_norm, nullptr, n, hid, eps, xn, stream),
+            "add_rmsnorm");
+        projection(sm, l, 0, w.wqkv, w.bqkv, xn, hid, hid, qkv_dim, qkv, qkv_dim, int(LoraModule::q), 3, false);
 
         auto* k_pages = reinterpret_cast<uint16_t*>(kv.data()) + std::size_t(l) * 2 * kv_layer_elems;
         kernels::RopeKvParams rp;
@@ -244,7 +242,7 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm) {
         rp.head_dim = cfg.head_dim, rp.positions = sm.positions, rp.kv_slots = sm.kv_slots, rp.inv_freq = inv_freq;
         rp.q_norm = w.q_norm, rp.k_norm = w.k_norm, rp.norm_eps = eps, rp.k_pages = k_pages;
         rp.v_pages = k_pages + kv_layer_elems;
-        if (!(opts.ablate & kAblateRope)) launch_check(kernels::rope_kv_write(rp, stream), "rope_kv_write");
+        launch_check(kernels::rope_kv_write(rp, stream), "rope_kv_write");
 
         kernels::AttentionParams ap;
         ap.q = qkv, ap.q_row_stride = qkv_dim, ap.k_pages = rp.k_pages, ap.v_pages = rp.v_pages;
@@ -252,26 +250,19 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm) {
         ap.kv_last_page_len = sm.last_len, ap.n_seqs = sm.n_seqs, ap.page_size = page_size, ap.n_heads = cfg.n_heads;
         ap.n_kv_heads = cfg.n_kv_heads, ap.head_dim = cfg.head_dim, ap.scale = 1.0f / std::sqrt(float(cfg.head_dim));
         ap.out = attn;
-        if (!(opts.ablate & kAblateAttention)) run_attention(sm, ap);
+        run_attention(sm, ap);
 
-        if (!(opts.ablate & kAblateProjections))
-            projection(sm, l, 1, w.wo, w.bo, attn, qd, qd, hid, proj, hid, int(LoraModule::o), 1, false);
+        projection(sm, l, 1, w.wo, w.bo, attn, qd, qd, hid, proj, hid, int(LoraModule::o), 1, false);
 
-        if (!(opts.ablate & kAblateNorms))
-            launch_check(kernels::add_rmsnorm(proj, residual, w.post_norm, nullptr, n, hid, eps, xn, stream),
-                         "add_rmsnorm");
-        if (!(opts.ablate & kAblateProjections))
-            projection(sm, l, 2, w.wgu, w.bgu, xn, hid, hid, 2 * inter, gate_up, 2 * inter, int(LoraModule::gate), 2,
-                       true);
-        if (!(opts.ablate & kAblateProjections))
-            projection(sm, l, 3, w.wd, w.bd, act, inter, inter, hid, proj, hid, int(LoraModule::down), 1, false);
+        launch_check(kernels::add_rmsnorm(proj, residual, w.post_norm, nullptr, n, hid, eps, xn, stream),
+                     "add_rmsnorm");
+        projection(sm, l, 2, w.wgu, w.bgu, xn, hid, hid, 2 * inter, gate_up, 2 * inter, int(LoraModule::gate), 2, true);
+        projection(sm, l, 3, w.wd, w.bd, act, inter, inter, hid, proj, hid, int(LoraModule::down), 1, false);
     }
     // Only the rows that need logits get the last residual add, the final norm and lm_head.
-    if (!(opts.ablate & kAblateNorms))
-        launch_check(kernels::add_rmsnorm(cfg.n_layers > 0 ? proj : nullptr, residual, final_norm, sm.logits_idx,
-                                          sm.n_logits, hid, eps, logit_rows, stream),
-                     "final norm");
-    if (opts.ablate & kAblateLmHead) return;
+    launch_check(kernels::add_rmsnorm(cfg.n_layers > 0 ? proj : nullptr, residual, final_norm, sm.logits_idx,
+                                      sm.n_logits, hid, eps, logit_rows, stream),
+                 "final norm");
     if (use_gemv(sm.n_logits)) {
         kernels::GemvParams g;
         g.w = lm_head, g.x = logit_rows, g.x_row_stride = hid, g.n_tokens = sm.n_logits, g.in = hid;

@@ -36,17 +36,6 @@ struct CudaRunnerOptions {
     // Programmatic dependent launch: each kernel may start while its predecessor drains (process-wide switch
     // of kernels/, set when a runner is created).
     bool programmatic_launch = true;
-    // Benchmarks only: kernel families left out of every step (bits of CudaAblation), to measure what each
-    // costs inside a real step by difference. Logits are meaningless while any bit is set.
-    unsigned ablate = 0;
-};
-
-enum CudaAblation : unsigned {
-    kAblateNorms = 1u << 0,        // add + RMSNorm (both per layer and the final one)
-    kAblateProjections = 1u << 1,  // q|k|v, o, gate|up, down (with their fused or separate LoRA, bias, SwiGLU)
-    kAblateRope = 1u << 2,         // q/k norm + RoPE + KV write
-    kAblateAttention = 1u << 3,
-    kAblateLmHead = 1u << 4,
 };
 
 class CudaRunner final : public ModelRunner {

@@ -1,17 +1,17 @@
 // Backend selection; see runner_factory.h.
-#include "runtime/cpu/runner_factory.h"
+#include "runtime/factory/runner_factory.h"
 
 #include "core/error.h"
 #include "core/log.h"
 #include "runtime/cpu/cpu_runner.h"
-#ifdef LORADESK_WITH_CUDA_RUNNER
+#ifdef LORADESK_RUNTIME_WITH_CUDA
 #include "runtime/cuda/cuda_runner.h"
 #endif
 
 namespace loradesk::runtime {
 
 std::unique_ptr<ModelRunner> create_runner(const std::string& device, const std::string& model_dir, int threads) {
-#ifdef LORADESK_WITH_CUDA_RUNNER
+#ifdef LORADESK_RUNTIME_WITH_CUDA
     if (device == "cuda") return std::make_unique<cuda::CudaRunner>(model_dir);
     if (device == "auto") {
         if (cuda::cuda_device_available()) return std::make_unique<cuda::CudaRunner>(model_dir);

@@ -1,5 +1,5 @@
-// BaseOnlyResidency: the AdapterResidency of an engine that serves the base model only (tests, benches,
-// and `--max-loras 0`). It has no slots; any adapter asked for fails with a clear error.
+// BaseOnlyResidency: the AdapterResidency of an engine loop that serves the base model only (scheduler
+// tests and benches; test support, not shipped). It has no slots; any adapter asked for fails with a clear error.
 #pragma once
 
 #include "lora/adapter_residency.h"

@@ -1,5 +1,5 @@
 // Builds ForwardBatches from a private page table; see sequence_driver.h.
-#include "runtime/cpu/sequence_driver.h"
+#include "runtime/sequence_driver.h"
 
 #include <algorithm>
 #include <numeric>

@@ -1,5 +1,5 @@
 // SequenceDriver: a minimal page table + ForwardBatch builder for driving a ModelRunner directly
-// (loradeskd logits/generate/bench, runner tests) without the scheduler and prefix cache. Pages
+// (loradeskd logits/generate/bench, runner tests of every backend) without the scheduler and prefix cache. Pages
 // are handed out in the order a caller-provided permutation says, so tests can scatter them.
 // Not thread-safe.
 #pragma once

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace loradesk::lora {
+namespace loradesk::model {
 
 inline constexpr std::size_t kMaxAdapterNameLength = 128;
 // The allowed form, as error messages spell it out.
@@ -31,4 +31,4 @@ std::string printable_name(std::string_view name);
 // bytes are escaped as \xNN, so UTF-8 stays readable. Not cut.
 std::string printable_text(std::string_view text);
 
-}  // namespace loradesk::lora
+}  // namespace loradesk::model

@@ -1,11 +1,11 @@
 // Adapter name rules and their printable form; see adapter_name.h.
-#include "lora/adapter_name.h"
+#include "model/adapter_name.h"
 
 #include <cstdio>
 
 #include "core/error.h"
 
-namespace loradesk::lora {
+namespace loradesk::model {
 namespace {
 
 bool allowed_char(char c) {
@@ -77,4 +77,4 @@ std::string printable_text(std::string_view text) {
     return out;
 }
 
-}  // namespace loradesk::lora
+}  // namespace loradesk::model

@@ -1,6 +1,6 @@
-// create_runner(): picks the ModelRunner backend for a device string. Lives in engine/runtime/cpu
-// (not engine/runtime) so that loradesk_runtime does not depend on its own backends; the CUDA
-// backend extends it behind LORADESK_WITH_CUDA.
+// create_runner(): picks the ModelRunner backend for a device string. Its own library
+// (loradesk_runtime_factory) above both backends, so that loradesk_runtime does not depend on its
+// backends and the CPU runner does not link CUDA; the CUDA runner is there when LORADESK_WITH_CUDA is.
 #pragma once
 
 #include <memory>
