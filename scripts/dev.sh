@@ -72,10 +72,11 @@ sanitize_tests=(
   tst_core_basics tst_safetensors tst_model_config tst_model_weights
   tst_adapter_config tst_adapter_loader tst_adapter_registry tst_tiered_store tst_lora_model
   tst_tokenizer tst_jinja tst_page_pool tst_prefix_cache
+  tst_gbnf_parser tst_grammar_matcher tst_regex_to_gbnf tst_json_schema_grammar
   tst_scheduler_steps tst_scheduler_sim tst_engine_loop tst_sched_cpu_e2e
   tst_cpu_runner tst_sampler tst_memory_plan
   tst_server_parse tst_server_routes tst_server_stream tst_server_metrics tst_http_server tst_http_limits
-  tst_engine_serving
+  tst_tool_call_grammar tst_engine_serving tst_structured_output
 )
 
 sanitize() {
