@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 # structured_bench: what grammar-constrained decoding costs, against a running `loradeskd serve` (issue #18 goals).
 #
-#  1. Step time at batch B (default 32): B concurrent greedy requests, unconstrained (ignore_eos, max_tokens N),
-#     then B with every row constrained by a typical extraction schema (response_format json_schema, max_tokens N),
-#     each on a different adapter when --adapters is given. From /metrics deltas: mean step time, mean batch size,
-#     and the host sampling phase per step. A random-weight model writes long strings under a schema, so rows stay
-#     busy for most of the N tokens; the report gives the batch size each run actually averaged.
+#  1. Step time at batch B (default 32): B concurrent greedy streams, unconstrained (ignore_eos), then B with every row
+#     constrained by a typical extraction schema (response_format json_schema), each on a different adapter when
+#     --adapters is given; each stream is hung up after N tokens (max_tokens 4096, so no row nears its budget).
+#     From /metrics deltas: mean step time, mean batch size, and the host sampling phase per step.
+#  1b. The same schema with max_tokens N just above its shortest document: a random-weight model never closes its
+#     strings, so every row spends most steps in the budget rule (tokens filtered by shortest completion).
 #  2. Time to first token of one request: unconstrained, constrained with a schema the server has compiled before,
 #     and with a schema it has never seen (compile + first mask): medians of --ttft-runs.
 #
@@ -68,9 +69,38 @@ async def chat(session, root, model, body, stream=False):
             raise RuntimeError(f"{r.status}: {await r.text()}")
         async for raw in r.content:
             line = raw.decode().strip()
-            if line.startswith("data: {") and '"content"' in line:
-                return None, time.perf_counter() - t0
+            if line.startswith("data: {"):
+                delta = json.loads(line[6:])["choices"][0]["delta"] if json.loads(line[6:])["choices"] else {}
+                if delta.get("content"):
+                    return None, time.perf_counter() - t0
     return None, time.perf_counter() - t0
+
+
+async def stream_tokens(session, root, model, body, n):
+    """Streams a request and hangs up after n content chunks (the server cancels it): steady decoding only."""
+    payload = {"model": model, "messages": [{"role": "user", "content": "Extract the invoice from: ACME paid 12.50."}],
+               "temperature": 0, "stream": True, **body}
+    got = 0
+    async with session.post(f"{root}/v1/chat/completions", json=payload) as r:
+        async for raw in r.content:
+            line = raw.decode().strip()
+            if line.startswith("data: {") and '"content":"' in line and '"content":""' not in line:
+                got += 1
+                if got >= n:
+                    break
+    return got
+
+
+async def steady_run(session, root, models, batch, body, n):
+    before = await metrics(session, root)
+    got = await asyncio.gather(*(stream_tokens(session, root, models[i % len(models)], body, n) for i in range(batch)))
+    await asyncio.sleep(0.5)  # the cancelled requests leave the engine
+    after = await metrics(session, root)
+    d = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    steps = d.get("loradesk_step_duration_seconds_count", 0) or 1
+    return {"steps": int(steps), "mean_step_ms": 1000 * d.get("loradesk_step_duration_seconds_sum", 0) / steps,
+            "mean_batch": d.get("loradesk_step_batch_size_sum", 0) / steps,
+            "sample_ms_per_step": 1000 * d.get("sample", 0) / steps, "streamed_tokens": sum(got)}
 
 
 async def batch_run(session, root, models, batch, body):
@@ -110,8 +140,11 @@ async def main():
         # Warm-up: compiles the schema and the vocabulary index, loads adapters.
         await batch_run(s, root, models, min(a.batch, len(models)), {"max_tokens": 8, **schema_body})
         await batch_run(s, root, models, a.batch, {"max_tokens": 8, "ignore_eos": True})
-        free = await batch_run(s, root, models, a.batch, {"max_tokens": a.max_tokens, "ignore_eos": True})
-        constrained = await batch_run(s, root, models, a.batch, {"max_tokens": a.max_tokens, **schema_body})
+        # Steady decoding: long budgets, hung up after --max-tokens tokens (no request nears its budget).
+        free = await steady_run(s, root, models, a.batch, {"max_tokens": 4096, "ignore_eos": True}, a.max_tokens)
+        constrained = await steady_run(s, root, models, a.batch, {"max_tokens": 4096, **schema_body}, a.max_tokens)
+        # The budget phase: max_tokens just above the schema's shortest document, so every row closes under it.
+        budget = await batch_run(s, root, models, a.batch, {"max_tokens": a.max_tokens, **schema_body})
         ttft = {"unconstrained": [], "cached_schema": [], "new_schema": []}
         for i in range(a.ttft_runs):
             ttft["unconstrained"].append((await chat(s, root, models[0], {"max_tokens": 2}, stream=True))[1])
@@ -122,7 +155,7 @@ async def main():
                 "type": "json_schema", "json_schema": {"name": "x", "schema": fresh}}}, stream=True))[1])
     med = {k: 1000 * statistics.median(v) for k, v in ttft.items()}
     out = {"batch": a.batch, "max_tokens": a.max_tokens, "models": len(models), "unconstrained": free,
-           "constrained": constrained,
+           "constrained": constrained, "constrained_closing_within_max_tokens": budget,
            "step_overhead_pct": 100 * (constrained["mean_step_ms"] / free["mean_step_ms"] - 1),
            "ttft_ms_median": med,
            "ttft_added_ms": {"cached_schema": med["cached_schema"] - med["unconstrained"],

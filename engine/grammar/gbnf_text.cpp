@@ -1,41 +1,13 @@
 // Escaping and repetition spelling for generated GBNF.
 #include "grammar/gbnf_text.h"
 
+#include "grammar/gbnf_choice.h"
+
 #include <fmt/format.h>
 
 namespace loradesk::grammar::gbnf {
 
-std::string literal(std::string_view utf8) {
-    std::string out = "\"";
-    for (char c : utf8) {
-        const auto u = static_cast<unsigned char>(c);
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                if (u < 0x20 || u == 0x7F) {
-                    out += fmt::format("\\x{:02X}", u);
-                } else {
-                    out += c;
-                }
-        }
-    }
-    out += '"';
-    return out;
-}
+std::string literal(std::string_view utf8) { return gbnf_literal(utf8); }  // one escaper for every front end
 
 std::string class_member(char32_t cp) {
     const bool plain = (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z');

@@ -186,6 +186,26 @@ uint32_t GrammarMatcher::min_bytes_after(int32_t id) {
     return s == StackAutomaton::kDead ? CompiledGrammar::kNoEnd : m_automaton.min_bytes_to_end(s);
 }
 
+uint32_t GrammarMatcher::max_lengthening(std::span<const uint32_t> mask) {
+    if (m_terminated) return 0;
+    maybe_compact();
+    const int32_t state = m_state;
+    uint32_t& memo = m_automaton.memo(state);
+    if (memo != StackAutomaton::kUnsetMemo) return memo;
+    const uint32_t now = m_automaton.min_bytes_to_end(state);
+    uint32_t worst = 0;
+    for (std::size_t w = 0; w < mask.size(); ++w)
+        for (uint32_t bits = mask[w]; bits; bits &= bits - 1) {
+            const int32_t id = int32_t(w * 32 + std::size_t(__builtin_ctz(bits)));
+            if (!m_index->is_grammar_token(id)) continue;
+            const uint32_t after = min_bytes_after(id);
+            if (after != CompiledGrammar::kNoEnd && after > now) worst = std::max(worst, after - now);
+        }
+    // min_bytes_after may have compacted the tables (new states): look the state up again by walking nothing.
+    if (m_state == state) m_automaton.memo(m_state) = worst;
+    return worst;
+}
+
 void GrammarMatcher::reset() {
     m_state = m_automaton.initial();
     m_terminated = false;

@@ -35,6 +35,9 @@ class GrammarMatcher {
     // would be accepted (CompiledGrammar::kNoEnd when the grammar refuses it). The state does not change.
     uint32_t min_bytes_to_end();
     uint32_t min_bytes_after(int32_t id);
+    // The most that one token allowed by `mask` (this state's mask) lengthens the shortest completion; memoised
+    // per state, so a budget check costs a scan of the mask only the first time a state is seen.
+    uint32_t max_lengthening(std::span<const uint32_t> mask);
     bool is_eos(int32_t id) const { return m_index->is_eos(id); }
 
     // The same mask without the shared mask cache: the union over stacks of their frames' context-independent

@@ -29,6 +29,7 @@ void StackAutomaton::reset_tables() {
     m_keys.clear();
     m_node_min.assign(2, 0);  // the empty stack and the local-frame bottom are complete
     m_set_min.clear();
+    m_set_memo.clear();
     m_seen.assign(2, 0);
     m_generation = 0;
 }
@@ -53,6 +54,7 @@ int32_t StackAutomaton::intern_set(std::vector<uint32_t> stacks) {
         m_transitions.resize(m_transitions.size() + 256, kUnknown);
         m_keys.emplace_back();
         m_set_min.push_back(kUnsetMin);
+        m_set_memo.push_back(kUnsetMemo);
     }
     return it->second;
 }

@@ -58,6 +58,9 @@ class StackAutomaton {
     // The fewest bytes that complete a sentence from `state` (0 when it can end; CompiledGrammar::kNoEnd when
     // nothing completes it). Memoised per state and stack node.
     uint32_t min_bytes_to_end(int32_t state);
+    // A number the matcher keeps per state (kUnsetMin until set): GrammarMatcher memoises its budget bound here,
+    // so that it is forgotten with the state when the tables are compacted.
+    uint32_t& memo(int32_t state) { return m_set_memo[std::size_t(state)]; }
 
     std::size_t n_states() const { return m_sets.size(); }
     std::size_t n_nodes() const { return m_nodes.size(); }
@@ -66,6 +69,11 @@ class StackAutomaton {
 
   private:
     static constexpr int32_t kUnknown = -2;
+
+  public:
+    static constexpr uint32_t kUnsetMemo = UINT32_MAX;
+
+  private:
     static constexpr uint32_t kUnsetMin = UINT32_MAX;
     static constexpr uint32_t kBottom = 1;  // node 1: the bottom marker of local frame stacks
     struct Node {
@@ -92,6 +100,7 @@ class StackAutomaton {
     std::vector<std::string> m_keys;     // lazily filled
     std::vector<uint32_t> m_node_min;    // per node: min_bytes of its stack, kUnset until asked
     std::vector<uint32_t> m_set_min;     // per state, likewise
+    std::vector<uint32_t> m_set_memo;    // per state: memo()
     int32_t m_initial = 0;
     // Scratch for compute/expand.
     std::vector<uint32_t> m_seen;

@@ -83,7 +83,11 @@ void Sampler::restrict_to_budget(int tokens_left) {
     // A budget that was too small from the start cannot be met: then the tokens that bring the end nearest stay.
     constexpr int64_t kSlack = 32;
     int64_t fit = int64_t(tokens_left) - 2;  // bytes that may remain after this token
-    if (int64_t(m_matcher->min_bytes_to_end()) + kSlack < fit) return;
+    const int64_t now = int64_t(m_matcher->min_bytes_to_end());
+    if (now + kSlack < fit) return;
+    // No allowed token lengthens the completion past the budget: nothing to remove (the common case until the
+    // last few tokens; the bound is memoised per grammar state).
+    if (now + int64_t(m_matcher->max_lengthening(m_mask)) <= fit) return;
     std::vector<std::pair<int32_t, int64_t>>& after = m_budget_scratch;
     after.clear();
     bool eos = false;

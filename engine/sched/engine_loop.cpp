@@ -330,9 +330,18 @@ void EngineLoop::sample_rows(std::vector<int32_t>& sampled, std::vector<TokenOut
         } else {
             out.token_id = m_argmax[row];
         }
-        samplers[i]->accept(out.token_id);
         sampled.push_back(out.token_id);
         outs.push_back(std::move(out));
+    }
+    // Accepting advances each constrained row's grammar over the token's bytes (building DFA states the first time a
+    // state is reached): rows are independent, so many of them go to the pool.
+    auto accept = [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) samplers[i]->accept(sampled[sampled.size() - n + i]);
+    };
+    if (m_mask_rows.size() >= 4) {
+        m_sample_pool->parallel_for(n, accept);
+    } else {
+        accept(0, n);
     }
     m_metrics.host_sampled_rows += int64_t(host_rows.size());
 }

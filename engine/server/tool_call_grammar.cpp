@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "grammar/gbnf_choice.h"
 #include "grammar/json_schema_grammar.h"
 #include "server/api_error.h"
 
@@ -13,22 +14,8 @@ namespace loradesk::server {
 
 using json = nlohmann::ordered_json;  // tool schemas keep the client's property order
 
-std::string gbnf_literal(std::string_view s) {
-    std::string out = "\"";
-    for (unsigned char c : s) {
-        switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            default:
-                if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02X}", c);
-                else out += char(c);
-        }
-    }
-    return out + "\"";
-}
+
+using grammar::gbnf_literal;
 
 namespace {
 

@@ -21,7 +21,4 @@ struct ToolChoiceGrammar {
 std::string tool_call_grammar(const ToolCallSyntax& syntax, const nlohmann::ordered_json& tools,
                               const ToolChoiceGrammar& choice);
 
-// s as a GBNF string literal, quotes included.
-std::string gbnf_literal(std::string_view s);
-
 }  // namespace loradesk::server
