@@ -75,9 +75,10 @@ std::string xml_call_rules(const json& schema, const std::string& prefix, const 
                                                    name, pname, key),
                                        "tools", "unsupported");
                 // Code points other than '<', within the schema's length bounds.
-                const auto bound = [&](const char* key) -> long long {
-                    auto it = pschema.find(key);
-                    return it != pschema.end() && it->is_number_unsigned() ? it->get<long long>() : -1;
+                const json& property = pschema;  // (structured bindings cannot be captured before C++20's P1091 in clang 14)
+                const auto bound = [&property](const char* key) -> long long {
+                    auto it = property.find(key);
+                    return it != property.end() && it->is_number_unsigned() ? it->get<long long>() : -1;
                 };
                 const long long lo = std::max(0LL, bound("minLength")), hi = bound("maxLength");
                 const std::string reps = hi >= 0 ? fmt::format("{{{},{}}}", lo, std::max(lo, hi))
