@@ -56,6 +56,16 @@ std::shared_ptr<Tokenizer> make(const json& tok, const json& config = json::obje
 
 QList<int> ids(const std::vector<int32_t>& v) { return QList<int>(v.begin(), v.end()); }
 
+// Llama 2's decoder: the Metaspace mark back to a space, byte fallback, fuse, and the first space stripped.
+json llama_decoder() {
+    return {{"type", "Sequence"},
+            {"decoders",
+             json::array({{{"type", "Replace"}, {"pattern", {{"String", "\xE2\x96\x81"}}}, {"content", " "}},
+                          {{"type", "ByteFallback"}},
+                          {{"type", "Fuse"}},
+                          {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
+}
+
 json added(int id, const std::string& content, json flags = json::object()) {
     json a = {{"id", id},        {"content", content},   {"special", true},    {"lstrip", false},
               {"rstrip", false}, {"single_word", false}, {"normalized", false}};
@@ -240,13 +250,7 @@ class TstTokenizer : public QObject {
     }
     void decoders() {
         json tok = small_bpe({{"byte_fallback", true}});
-        tok["decoder"] = {
-            {"type", "Sequence"},
-            {"decoders",
-             json::array({{{"type", "Replace"}, {"pattern", {{"String", "\xE2\x96\x81"}}}, {"content", " "}},
-                          {{"type", "ByteFallback"}},
-                          {{"type", "Fuse"}},
-                          {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
+        tok["decoder"] = llama_decoder();
         tok["added_tokens"] = json::array({added(1, "<s>")});
         auto t = make(tok);
         QCOMPARE(QString::fromStdString(t->decode({10, 10, 100 + 0xC3, 100 + 0xA9}, false)), QString("a a\u00e9"));
@@ -262,13 +266,7 @@ class TstTokenizer : public QObject {
     // a space even first, Strip not applied, added tokens as their content; byte-level tokens map back to bytes.
     void token_bytes() {
         json tok = small_bpe({{"byte_fallback", true}});
-        tok["decoder"] = {
-            {"type", "Sequence"},
-            {"decoders",
-             json::array({{{"type", "Replace"}, {"pattern", {{"String", "\xE2\x96\x81"}}}, {"content", " "}},
-                          {{"type", "ByteFallback"}},
-                          {{"type", "Fuse"}},
-                          {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
+        tok["decoder"] = llama_decoder();
         tok["added_tokens"] = json::array({added(1, "<s>")});
         auto t = make(tok);
         QCOMPARE(t->token_bytes(10), std::string(" a"));
@@ -356,13 +354,7 @@ class TstTokenizer : public QObject {
     }
     void incremental_matches_full_decode() {
         json tok = small_bpe({{"byte_fallback", true}});
-        tok["decoder"] = {
-            {"type", "Sequence"},
-            {"decoders",
-             json::array({{{"type", "Replace"}, {"pattern", {{"String", "\xE2\x96\x81"}}}, {"content", " "}},
-                          {{"type", "ByteFallback"}},
-                          {{"type", "Fuse"}},
-                          {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
+        tok["decoder"] = llama_decoder();
         auto t = make(tok);
         // 😀 = F0 9F 98 80 split over four byte tokens, then text, then an invalid run.
         std::vector<int32_t> seq = {10, 100 + 0xF0, 100 + 0x9F, 100 + 0x98, 100 + 0x80, 10, 100 + 0xE4, 3, 9, 10};
