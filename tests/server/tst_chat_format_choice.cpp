@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "chunked_feed.h"
+#include "source_file.h"
 #include "server/reasoning_splitter.h"
 #include "server/tool_call_format.h"
 #include "server/tool_call_parser.h"
@@ -17,17 +18,11 @@
 using namespace loradesk;
 using namespace loradesk::server;
 using ojson = nlohmann::ordered_json;
+using test::read_file;
+using test::source;
 
 namespace {
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-std::string source(const char* rel) { return read_file(std::string(LORADESK_SOURCE_DIR) + "/" + rel); }
 
 // Qwen3 thinking releases (Qwen3-*-Thinking-2507) open the block in the generation prompt; otherwise their
 // template is the hybrid one.

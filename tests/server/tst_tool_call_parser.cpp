@@ -10,21 +10,17 @@
 #include <sstream>
 
 #include "chunked_feed.h"
+#include "source_file.h"
 #include "server/chat_delta_parser.h"
 #include "tokenizer/jinja/chat_template.h"
 
 using namespace loradesk;
 using namespace loradesk::server;
 using ojson = nlohmann::ordered_json;
+using test::read_file;
 
 namespace {
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 // The assistant turn that `messages` ends with, as the template renders it, between `open` and `close`.
 std::string rendered_reply(const std::string& template_path, const ojson& messages, const ojson& tools,
