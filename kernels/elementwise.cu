@@ -214,8 +214,8 @@ cudaError_t bias_add(uint16_t* y, int64_t y_row_stride, const uint16_t* bias, in
 
 cudaError_t argmax(const float* logits, int n_rows, int vocab, int32_t* out, cudaStream_t stream) {
     if (n_rows == 0) return cudaSuccess;
-    return detail::launch(argmax_kernel, n_rows, 512, 0, stream, logits, vocab, out, static_cast<const uint32_t*>(nullptr),
-                          static_cast<const int32_t*>(nullptr), 0);
+    return detail::launch(argmax_kernel, n_rows, 512, 0, stream, logits, vocab, out,
+                          static_cast<const uint32_t*>(nullptr), static_cast<const int32_t*>(nullptr), 0);
 }
 
 cudaError_t masked_argmax(const float* logits, int n_rows, int vocab, const uint32_t* masks, const int32_t* mask_of_row,

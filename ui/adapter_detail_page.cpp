@@ -142,9 +142,9 @@ void AdapterDetailPage::showDetails(const Result<api::AdapterDetails>& r) {
                         .arg(a.rank)
                         .arg(double(a.alpha))
                         .arg(a.rslora ? tr(" (rsLoRA)") : QString(), formatBytes(a.size_bytes),
-                             QString::fromUtf8(api::tier_name(a.tier).data()).toUpper(), a.pinned ? tr(", pinned") : QString(),
-                             QString::fromStdString(a.base_model), QString::fromStdString(a.digest),
-                             QString::fromStdString(a.path));
+                             QString::fromUtf8(api::tier_name(a.tier).data()).toUpper(),
+                             a.pinned ? tr(", pinned") : QString(), QString::fromStdString(a.base_model),
+                             QString::fromStdString(a.digest), QString::fromStdString(a.path));
     if (!a.compatible) facts += tr("\nDoes not fit the base model: %1").arg(QString::fromStdString(a.incompatibility));
     m_facts->setText(facts);
     for (const auto& t : a.targets) m_modules->addItem(QString::fromStdString(t));

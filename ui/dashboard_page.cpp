@@ -86,8 +86,9 @@ DashboardPage::DashboardPage(QWidget* parent) : QWidget(parent), m_history(new S
     form->addRow(tr("Adapters by tier"), m_tiers);
     m_scheduler = new QLabel(occupancy);
     m_scheduler->setObjectName("scheduler");
-    m_scheduler->setToolTip(tr("Mean sequences and wall time per engine step since start; preempted requests "
-                               "recompute their KV when readmitted (raise the KV memory or --kv-reserve-tokens)"));
+    m_scheduler->setToolTip(
+        tr("Mean sequences and wall time per engine step since start; preempted requests "
+           "recompute their KV when readmitted (raise the KV memory or --kv-reserve-tokens)"));
     form->addRow(tr("Scheduler"), m_scheduler);
     outer->addWidget(occupancy);
 }

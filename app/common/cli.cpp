@@ -72,7 +72,8 @@ long long Args::get_int(const std::string& name, long long fallback) const {
     std::string v = get(name);
     char* end = nullptr;
     long long x = std::strtoll(v.c_str(), &end, 10);
-    if (v.empty() || *end) throw_expected(ErrorCode::invalid_argument, "--" + name + " expects an integer, got '" + v + "'");
+    if (v.empty() || *end)
+        throw_expected(ErrorCode::invalid_argument, "--" + name + " expects an integer, got '" + v + "'");
     return x;
 }
 
@@ -81,7 +82,8 @@ double Args::get_double(const std::string& name, double fallback) const {
     std::string v = get(name);
     char* end = nullptr;
     double x = std::strtod(v.c_str(), &end);
-    if (v.empty() || *end) throw_expected(ErrorCode::invalid_argument, "--" + name + " expects a number, got '" + v + "'");
+    if (v.empty() || *end)
+        throw_expected(ErrorCode::invalid_argument, "--" + name + " expects a number, got '" + v + "'");
     return x;
 }
 
@@ -103,8 +105,10 @@ std::string help_text(const Command& c) {
     if (!c.options.empty()) s += "\noptions:\n";
     for (auto& o : c.options) {
         std::string left = "  --" + o.name + (o.value_name.empty() ? "" : " " + o.value_name);
-        if (left.size() < 28) left.resize(28, ' ');
-        else left += "  ";
+        if (left.size() < 28)
+            left.resize(28, ' ');
+        else
+            left += "  ";
         s += left + o.help + (o.repeatable ? " (repeatable)" : "") + "\n";
     }
     s += "  --help                    show this help\n";
@@ -121,7 +125,8 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& opti
         char* end = nullptr;
         long v = std::strtol(item.c_str(), &end, 10);
         if (item.empty() || *end)
-            throw_expected(ErrorCode::invalid_argument, "--" + option + " expects comma-separated integers, got '" + item + "'");
+            throw_expected(ErrorCode::invalid_argument,
+                           "--" + option + " expects comma-separated integers, got '" + item + "'");
         out.push_back(int(v));
         i = j + 1;
     }

@@ -9,14 +9,14 @@
 namespace loradesk::cli {
 
 struct OptionSpec {
-    std::string name;         // without dashes: "model"
-    std::string value_name;   // "DIR"; empty for a flag
+    std::string name;        // without dashes: "model"
+    std::string value_name;  // "DIR"; empty for a flag
     std::string help;
     bool repeatable = false;
 };
 
 class Args {
-public:
+  public:
     // Parses argv against specs; throws Error(invalid_argument) with a usage hint on unknown or
     // malformed options. "--help" is always accepted.
     Args(const std::vector<std::string>& argv, const std::vector<OptionSpec>& specs);
@@ -31,7 +31,7 @@ public:
     std::vector<std::string> all(const std::string& name) const;
     const std::vector<std::string>& positional() const { return m_positional; }
 
-private:
+  private:
     std::map<std::string, std::vector<std::string>> m_values;
     std::vector<std::string> m_positional;
     bool m_help = false;

@@ -23,18 +23,24 @@ std::vector<OptionSpec> engine_option_specs() {
          "LORADESK_API_KEY environment variable)"},
         {"api-key-file", "FILE", "read the API key from the first line of FILE (make it readable by you only)"},
         {"device", "auto|cpu|cuda", "where to run the model (default auto)"},
-        {"max-loras", "N", "distinct adapters in one batch = GPU adapter slots (default: planned from GPU memory, up to 8; 4 on the CPU)"},
+        {"max-loras", "N",
+         "distinct adapters in one batch = GPU adapter slots (default: planned from GPU memory, up to 8; 4 on the "
+         "CPU)"},
         {"max-loras-cpu", "N", "adapters kept in host memory (default 4096; --host-lora-memory bounds them first)"},
         {"max-lora-rank", "R", "largest adapter rank accepted (default 64)"},
         {"kv-memory", "GB", "memory for the KV page pool (default: what the GPU memory plan leaves; 0.5 on the CPU)"},
-        {"gpu-memory-utilization", "F", "fraction of the GPU the engine may use in all: weights, slots, KV (default 0.9)"},
+        {"gpu-memory-utilization", "F",
+         "fraction of the GPU the engine may use in all: weights, slots, KV (default 0.9)"},
         {"host-lora-memory", "GB", "host memory for adapters held off the GPU (default 8)"},
-        {"kv-reserve-tokens", "N", "admit a request only if each running one can still grow this many tokens (default 0)"},
-        {"chat-template", "FILE", "Jinja chat template to use instead of the model's (models without one serve completions only)"},
+        {"kv-reserve-tokens", "N",
+         "admit a request only if each running one can still grow this many tokens (default 0)"},
+        {"chat-template", "FILE",
+         "Jinja chat template to use instead of the model's (models without one serve completions only)"},
         {"tool-call-parser", "NAME",
          "tool-call syntax of the model's replies: auto (read from the chat template), hermes, llama3_json, mistral "
          "or qwen3_coder (default auto)"},
-        {"metrics-adapter-window", "S", "/metrics lists per-adapter series for adapters active in the last S seconds (default 600; 0 = all)"},
+        {"metrics-adapter-window", "S",
+         "/metrics lists per-adapter series for adapters active in the last S seconds (default 600; 0 = all)"},
         {"max-batch-tokens", "N", "tokens per engine step (default 2048)"},
         {"max-context", "N", "context length cap (default: the model's)"},
         {"policy", "fcfs|pack", "scheduling policy (default fcfs)"},
@@ -63,7 +69,7 @@ int bounded_int(const Args& args, const std::string& name, long long fallback, l
     long long v = args.get_int(name, fallback);
     if (v < lo || v > hi)
         throw_expected(ErrorCode::invalid_argument, "--" + name + " must be between " + std::to_string(lo) + " and " +
-                                                         std::to_string(hi) + ", got " + std::to_string(v));
+                                                        std::to_string(hi) + ", got " + std::to_string(v));
     return int(v);
 }
 
@@ -141,7 +147,8 @@ ServeOptions serve_options_from_args(const Args& args) {
     o.host = args.get("host", o.host);
     o.port = bounded_int(args, "port", o.port, 0, 65535);
     o.api_key = api_key_from(args);
-    o.metrics_adapter_window_s = bounded_int(args, "metrics-adapter-window", o.metrics_adapter_window_s, 0, 365 * 86400);
+    o.metrics_adapter_window_s =
+        bounded_int(args, "metrics-adapter-window", o.metrics_adapter_window_s, 0, 365 * 86400);
     o.tool_call_parser = args.get("tool-call-parser", o.tool_call_parser);
     if (!server::is_tool_call_parser_name(o.tool_call_parser))
         throw_expected(ErrorCode::invalid_argument, "--tool-call-parser must be one of " +

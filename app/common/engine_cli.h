@@ -14,11 +14,11 @@ struct ServeOptions {
     api::EngineOptions engine;
     std::string host = "127.0.0.1";
     int port = 8080;
-    std::string api_key;  // --api-key, --api-key-file or $LORADESK_API_KEY
-    int metrics_adapter_window_s = 600;  // /metrics per-adapter series: adapters active this recently
-    bool demo = false;  // --demo, or no --model given
+    std::string api_key;                    // --api-key, --api-key-file or $LORADESK_API_KEY
+    int metrics_adapter_window_s = 600;     // /metrics per-adapter series: adapters active this recently
+    bool demo = false;                      // --demo, or no --model given
     std::string tool_call_parser = "auto";  // --tool-call-parser: one of server::kToolCallParserNames
-    int shutdown_timeout_s = 10;  // drain: how long running requests may still finish after a stop signal
+    int shutdown_timeout_s = 10;            // drain: how long running requests may still finish after a stop signal
     std::vector<std::string> extra_adapter_roots;  // folders load_lora_adapter may read besides --adapters
 };
 

@@ -21,7 +21,7 @@ namespace loradesk::cli {
 void resolve_default_model(ServeOptions& options);
 
 class ServerHost {
-public:
+  public:
     // Builds the engine and starts listening. Throws Error with the reason (port taken, bad model, ...).
     explicit ServerHost(const ServeOptions& options);
     ~ServerHost();  // stop()
@@ -32,7 +32,7 @@ public:
     // `cut_short` becomes true), then cancels what is left, ends streams and joins. Idempotent.
     void stop(std::chrono::milliseconds drain = {}, const std::atomic<bool>* cut_short = nullptr);
 
-private:
+  private:
     std::unique_ptr<api::Engine> m_engine;
     std::unique_ptr<server::Router> m_router;
     std::unique_ptr<server::HttpServer> m_http;

@@ -32,7 +32,6 @@ std::vector<int32_t> BenchRunner::step(runtime::SequenceDriver& d,
     return tokens;
 }
 
-
 BenchRunner make_bench_runner(const cli::Args& args, int max_tokens) {
     BenchRunner b;
     const std::string device = args.get("device", "cpu");

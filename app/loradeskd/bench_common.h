@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "cli.h"
-#include "runtime/sequence_driver.h"
 #include "runtime/model_runner.h"
+#include "runtime/sequence_driver.h"
 #ifdef LORADESK_HAS_CUDA_RUNNER
 #include "runtime/cuda/cuda_runner.h"
 #endif

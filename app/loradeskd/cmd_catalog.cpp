@@ -10,8 +10,8 @@
 #include "catalog/adapter_import.h"
 #include "catalog/catalog.h"
 #include "cli.h"
-#include "engine_cli.h"
 #include "core/error.h"
+#include "engine_cli.h"
 #include "lora/adapter_summary.h"
 
 namespace loradesk {
@@ -68,8 +68,10 @@ std::string arg(const cli::Args& a, std::size_t i, const char* what) {
 }
 
 void print(const cli::Args& a, const json& j, const std::string& text) {
-    if (a.flag("json")) std::printf("%s\n", j.dump(2).c_str());
-    else std::fputs(text.c_str(), stdout);
+    if (a.flag("json"))
+        std::printf("%s\n", j.dump(2).c_str());
+    else
+        std::fputs(text.c_str(), stdout);
 }
 
 int cmd_list(Catalog& c, const cli::Args& a) {
@@ -79,7 +81,8 @@ int cmd_list(Catalog& c, const cli::Args& a) {
     if (a.flag("pinned")) q.pinned = true;
     if (a.has("tier")) {
         Tier t;
-        if (!parse_tier(a.get("tier"), &t)) throw_expected(ErrorCode::invalid_argument, "--tier expects gpu, cpu or disk");
+        if (!parse_tier(a.get("tier"), &t))
+            throw_expected(ErrorCode::invalid_argument, "--tier expects gpu, cpu or disk");
         q.tier = t;
     }
     if (a.has("sort") && !parse_sort_key(a.get("sort"), &q.sort))
@@ -105,18 +108,25 @@ int cmd_show(Catalog& c, const cli::Args& a) {
     j["aliases"] = d.aliases;
     j["versions"] = json::array();
     for (auto& v : d.versions)
-        j["versions"].push_back({{"version", v.version}, {"digest", v.digest}, {"path", v.path},
-                                 {"created_unix", v.created_unix}, {"current", v.current}});
+        j["versions"].push_back({{"version", v.version},
+                                 {"digest", v.digest},
+                                 {"path", v.path},
+                                 {"created_unix", v.created_unix},
+                                 {"current", v.current}});
     j["events"] = json::array();
     for (auto& e : d.events)
-        j["events"].push_back({{"time_ms", e.time_ms}, {"kind", event_kind_name(e.kind)}, {"name", e.name},
-                               {"digest", e.digest}, {"detail", e.detail}});
+        j["events"].push_back({{"time_ms", e.time_ms},
+                               {"kind", event_kind_name(e.kind)},
+                               {"name", e.name},
+                               {"digest", e.digest},
+                               {"detail", e.detail}});
     std::string text;
     for (auto& [k, v] : j.items())
         if (!v.is_array()) text += fmt::format("{:<16} {}\n", k, v.is_string() ? v.get<std::string>() : v.dump());
     text += fmt::format("{:<16} {}\n", "aliases", j["aliases"].dump());
     for (auto& v : d.versions)
-        text += fmt::format("version {:<8} {} {}{}\n", v.version, v.digest.substr(0, 12), v.path, v.current ? " (current)" : "");
+        text += fmt::format("version {:<8} {} {}{}\n", v.version, v.digest.substr(0, 12), v.path,
+                            v.current ? " (current)" : "");
     for (auto& e : d.events) text += fmt::format("event {} {:<8} {}\n", e.time_ms, event_kind_name(e.kind), e.detail);
     print(a, j, text);
     return 0;
@@ -133,7 +143,8 @@ int cmd_import(Catalog& c, const cli::Args& a) {
             const char* what = r.outcome == RegisterOutcome::added         ? "added"
                                : r.outcome == RegisterOutcome::new_version ? "new version"
                                                                            : "unchanged";
-            j["registered"].push_back({{"name", r.name}, {"digest", r.digest}, {"version", r.version}, {"outcome", what}});
+            j["registered"].push_back(
+                {{"name", r.name}, {"digest", r.digest}, {"version", r.version}, {"outcome", what}});
             text += fmt::format("{:<28} v{} {} ({})\n", r.name, r.version, r.digest.substr(0, 12), what);
         }
         for (auto& [dir, err] : report.failed) {
@@ -148,24 +159,28 @@ int cmd_import(Catalog& c, const cli::Args& a) {
 int cmd_stats(Catalog& c, const cli::Args& a) {
     auto rec = c.find(arg(a, 1, "adapter name"));
     if (!rec) c.require_name(a.positional()[1]);
-    int64_t now_min = std::chrono::duration_cast<std::chrono::minutes>(
-                          std::chrono::system_clock::now().time_since_epoch()).count();
+    int64_t now_min =
+        std::chrono::duration_cast<std::chrono::minutes>(std::chrono::system_clock::now().time_since_epoch()).count();
     int64_t minutes = a.get_int("minutes", 60);
     if (minutes <= 0) throw_expected(ErrorCode::invalid_argument, "--minutes must be positive");
     auto series = c.stats_series(rec->digest, now_min - minutes + 1, now_min);
     auto total = c.stats_total(rec->digest, now_min - minutes + 1, now_min);
-    json j = {{"name", rec->name}, {"digest", rec->digest}, {"minutes", minutes}, {"total", point_json(total)},
+    json j = {{"name", rec->name},
+              {"digest", rec->digest},
+              {"minutes", minutes},
+              {"total", point_json(total)},
               {"series", json::array()}};
     std::string text = fmt::format("{:<12} {:>8} {:>8} {:>8} {:>8} {:>6} {:>10} {:>10}\n", "TIME", "REQS", "PROMPT",
                                    "CACHED", "COMPL", "ERRS", "TTFT p50", "TTFT p95");
     for (auto& p : series) {
         j["series"].push_back(point_json(p));
-        text += fmt::format("{:<12} {:>8} {:>8} {:>8} {:>8} {:>6} {:>10.1f} {:>10.1f}\n", p.minute * 60, p.requests,
-                            p.prompt_tokens, p.cached_tokens, p.completion_tokens, p.errors, p.ttft_p50_ms, p.ttft_p95_ms);
+        text +=
+            fmt::format("{:<12} {:>8} {:>8} {:>8} {:>8} {:>6} {:>10.1f} {:>10.1f}\n", p.minute * 60, p.requests,
+                        p.prompt_tokens, p.cached_tokens, p.completion_tokens, p.errors, p.ttft_p50_ms, p.ttft_p95_ms);
     }
-    text += fmt::format("total: {} requests, {} errors, TTFT p50 {:.1f} ms p95 {:.1f} ms, e2e p50 {:.1f} ms p95 {:.1f} ms\n",
-                        total.requests, total.errors, total.ttft_p50_ms, total.ttft_p95_ms, total.e2e_p50_ms,
-                        total.e2e_p95_ms);
+    text += fmt::format(
+        "total: {} requests, {} errors, TTFT p50 {:.1f} ms p95 {:.1f} ms, e2e p50 {:.1f} ms p95 {:.1f} ms\n",
+        total.requests, total.errors, total.ttft_p50_ms, total.ttft_p95_ms, total.e2e_p50_ms, total.e2e_p95_ms);
     print(a, j, text);
     return 0;
 }
@@ -185,21 +200,26 @@ int run_catalog(const cli::Args& a) {
     if (action == "stats") return cmd_stats(c, a);
     if (action == "remove" || action == "pin" || action == "unpin") {
         std::string name = c.require_name(arg(a, 1, "adapter name"));
-        if (action == "remove") c.remove_adapter(name);
-        else c.set_pinned(name, action == "pin");
+        if (action == "remove")
+            c.remove_adapter(name);
+        else
+            c.set_pinned(name, action == "pin");
         print(a, {{"name", name}, {"action", action}, {"ok", true}}, fmt::format("{}: {}\n", name, action));
         return 0;
     }
     if (action == "alias") {
         std::string alias = arg(a, 1, "alias");
-        if (a.flag("remove")) c.remove_alias(alias);
-        else c.set_alias(alias, arg(a, 2, "adapter name the alias points to"));
+        if (a.flag("remove"))
+            c.remove_alias(alias);
+        else
+            c.set_alias(alias, arg(a, 2, "adapter name the alias points to"));
         print(a, {{"alias", alias}, {"removed", a.flag("remove")}, {"ok", true}}, fmt::format("alias {}: ok\n", alias));
         return 0;
     }
     throw_expected(ErrorCode::invalid_argument,
                    fmt::format("unknown catalog action '{}' (expected list, show, import, remove, pin, unpin, alias, "
-                               "stats)", action));
+                               "stats)",
+                               action));
 }
 
 LORADESK_COMMAND({

@@ -8,12 +8,12 @@
 
 #include "adapter_option.h"
 #include "cli.h"
-#include "generate_requests.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "generate_requests.h"
 #include "runtime/factory/runner_factory.h"
-#include "runtime/sequence_driver.h"
 #include "runtime/sampler.h"
+#include "runtime/sequence_driver.h"
 
 namespace {
 
@@ -45,7 +45,8 @@ int run_single(const cli::Args& args) {
                                                         std::to_string(c.max_position_embeddings) + ")");
     for (int id : prompt)
         if (id < 0 || id >= c.vocab_size)
-            throw_expected(ErrorCode::invalid_argument, "--prompt-ids: token " + std::to_string(id) + " is outside the vocabulary");
+            throw_expected(ErrorCode::invalid_argument,
+                           "--prompt-ids: token " + std::to_string(id) + " is outside the vocabulary");
     runtime::SamplingParams params = sampling_from_args(args);
     params.validate(c.vocab_size);
     const std::set<int> stop = args.flag("ignore-eos") ? std::set<int>{} : [&] {
@@ -55,7 +56,8 @@ int run_single(const cli::Args& args) {
 
     const auto adapters = args.all("adapter");
     if (adapters.size() > 1)
-        throw_expected(ErrorCode::invalid_argument, "one prompt takes one --adapter; several adapters need --requests-file");
+        throw_expected(ErrorCode::invalid_argument,
+                       "one prompt takes one --adapter; several adapters need --requests-file");
     const int slot = adapters.empty() ? 0
                                       : cli::attach_adapter(*runner, cli::split_adapter_spec(adapters[0]).second,
                                                             int(args.get_int("max-lora-rank", 256)));
@@ -87,30 +89,32 @@ int run_single(const cli::Args& args) {
     return 0;
 }
 
-LORADESK_COMMAND({"generate", "continue a prompt of token ids (greedy or sampled)",
-                  "loradeskd generate --model DIR [--adapter [NAME=]DIR]... (--prompt-ids 1,2,3 | --requests-file F.jsonl) "
-                  "[--max-tokens N] [sampling options] [--json]",
-                  {{"model", "DIR", "Hugging Face model directory"},
-                   {"prompt-ids", "IDS", "comma-separated token ids"},
-                   {"max-tokens", "N", "tokens to generate (default 16)"},
-                   {"temperature", "T", "0 = greedy (default)"},
-                   {"top-p", "P", "nucleus sampling mass (default 1)"},
-                   {"top-k", "K", "keep the K most likely tokens (0 = off)"},
-                   {"min-p", "P", "drop tokens below P * max probability (0 = off)"},
-                   {"seed", "N", "sampling seed (default 0)"},
-                   {"repetition-penalty", "R", "HF repetition penalty (default 1)"},
-                   {"presence-penalty", "X", "OpenAI presence penalty (default 0)"},
-                   {"frequency-penalty", "X", "OpenAI frequency penalty (default 0)"},
-                   {"ignore-eos", "", "do not stop at end-of-sequence tokens"},
-                   {"adapter", "[NAME=]DIR", "PEFT LoRA adapter; with --requests-file each request names one", true},
-                   {"requests-file", "F.jsonl", "run every request of the file concurrently through the scheduler"},
-                   {"max-lora-rank", "R", "largest adapter rank accepted (default 256)"},
-                   {"max-loras", "N", "--requests-file: distinct adapters per batch (default 4)"},
-                   {"kv-memory", "GB", "--requests-file: KV page pool (default 0.25)"},
-                   {"policy", "fcfs|pack", "--requests-file: scheduling policy (default fcfs)"},
-                   {"device", "DEV", "cpu (default) or auto"},
-                   {"threads", "N", "CPU threads (0 = all cores)"},
-                   {"json", "", "print {\"output_ids\": [...], \"finish_reason\": ...}"}},
-                  &run_single});
+LORADESK_COMMAND(
+    {"generate",
+     "continue a prompt of token ids (greedy or sampled)",
+     "loradeskd generate --model DIR [--adapter [NAME=]DIR]... (--prompt-ids 1,2,3 | --requests-file F.jsonl) "
+     "[--max-tokens N] [sampling options] [--json]",
+     {{"model", "DIR", "Hugging Face model directory"},
+      {"prompt-ids", "IDS", "comma-separated token ids"},
+      {"max-tokens", "N", "tokens to generate (default 16)"},
+      {"temperature", "T", "0 = greedy (default)"},
+      {"top-p", "P", "nucleus sampling mass (default 1)"},
+      {"top-k", "K", "keep the K most likely tokens (0 = off)"},
+      {"min-p", "P", "drop tokens below P * max probability (0 = off)"},
+      {"seed", "N", "sampling seed (default 0)"},
+      {"repetition-penalty", "R", "HF repetition penalty (default 1)"},
+      {"presence-penalty", "X", "OpenAI presence penalty (default 0)"},
+      {"frequency-penalty", "X", "OpenAI frequency penalty (default 0)"},
+      {"ignore-eos", "", "do not stop at end-of-sequence tokens"},
+      {"adapter", "[NAME=]DIR", "PEFT LoRA adapter; with --requests-file each request names one", true},
+      {"requests-file", "F.jsonl", "run every request of the file concurrently through the scheduler"},
+      {"max-lora-rank", "R", "largest adapter rank accepted (default 256)"},
+      {"max-loras", "N", "--requests-file: distinct adapters per batch (default 4)"},
+      {"kv-memory", "GB", "--requests-file: KV page pool (default 0.25)"},
+      {"policy", "fcfs|pack", "--requests-file: scheduling policy (default fcfs)"},
+      {"device", "DEV", "cpu (default) or auto"},
+      {"threads", "N", "CPU threads (0 = all cores)"},
+      {"json", "", "print {\"output_ids\": [...], \"finish_reason\": ...}"}},
+     &run_single});
 
 }  // namespace

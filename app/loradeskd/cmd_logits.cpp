@@ -14,15 +14,18 @@ using namespace loradesk;
 
 int run_logits(const cli::Args& args) {
     const std::vector<int> ids = cli::parse_int_list(args.require("prompt-ids"), "prompt-ids");
-    auto runner = runtime::create_runner(args.get("device", "cpu"), args.require("model"), int(args.get_int("threads", 0)));
+    auto runner =
+        runtime::create_runner(args.get("device", "cpu"), args.require("model"), int(args.get_int("threads", 0)));
     const int vocab = runner->config().vocab_size;
     for (int id : ids)
         if (id < 0 || id >= vocab)
-            throw_expected(ErrorCode::invalid_argument, "--prompt-ids: token " + std::to_string(id) + " is outside the vocabulary (0.." +
+            throw_expected(ErrorCode::invalid_argument, "--prompt-ids: token " + std::to_string(id) +
+                                                            " is outside the vocabulary (0.." +
                                                             std::to_string(vocab - 1) + ")");
-    const int slot = args.has("adapter") ? cli::attach_adapter(*runner, cli::split_adapter_spec(args.get("adapter")).second,
-                                                               int(args.get_int("max-lora-rank", 256)))
-                                         : 0;
+    const int slot = args.has("adapter")
+                         ? cli::attach_adapter(*runner, cli::split_adapter_spec(args.get("adapter")).second,
+                                               int(args.get_int("max-lora-rank", 256)))
+                         : 0;
     const int page_size = 16;
     runtime::SequenceDriver driver(*runner, int(ids.size()) / page_size + 1, page_size);
     const int seq = driver.add_sequence(slot);
@@ -31,7 +34,8 @@ int run_logits(const cli::Args& args) {
     driver.step({{seq, std::vector<int32_t>(ids.begin(), ids.end())}}, all, logits);
     nlohmann::json rows = nlohmann::json::array();
     for (std::size_t r = 0; r < logits.size() / std::size_t(vocab); ++r)
-        rows.push_back(std::vector<float>(logits.begin() + std::ptrdiff_t(r * vocab), logits.begin() + std::ptrdiff_t((r + 1) * vocab)));
+        rows.push_back(std::vector<float>(logits.begin() + std::ptrdiff_t(r * vocab),
+                                          logits.begin() + std::ptrdiff_t((r + 1) * vocab)));
     if (args.flag("json")) {
         std::printf("%s\n", nlohmann::json{{"logits", rows}}.dump().c_str());
     } else {
@@ -44,7 +48,8 @@ int run_logits(const cli::Args& args) {
     return 0;
 }
 
-LORADESK_COMMAND({"logits", "print the logits of a prompt (last position, or all)",
+LORADESK_COMMAND({"logits",
+                  "print the logits of a prompt (last position, or all)",
                   "loradeskd logits --model DIR [--adapter DIR] --prompt-ids 1,2,3 [--all-positions] [--json]",
                   {{"model", "DIR", "Hugging Face model directory"},
                    {"prompt-ids", "IDS", "comma-separated token ids"},

@@ -22,14 +22,16 @@ nlohmann::ordered_json read_json_file(const std::string& path, const char* optio
     try {
         return nlohmann::ordered_json::parse(ss.str());
     } catch (const nlohmann::ordered_json::parse_error& e) {
-        throw_expected(ErrorCode::invalid_argument, std::string("--") + option + ": '" + path + "' is not valid JSON: " + e.what());
+        throw_expected(ErrorCode::invalid_argument,
+                       std::string("--") + option + ": '" + path + "' is not valid JSON: " + e.what());
     }
 }
 
 int run(const cli::Args& args) {
     auto ct = jinja::ChatTemplate::from_model_dir(args.require("tokenizer"));
     nlohmann::ordered_json messages = read_json_file(args.require("messages-file"), "messages-file");
-    nlohmann::ordered_json tools = args.has("tools-file") ? read_json_file(args.get("tools-file"), "tools-file") : nlohmann::ordered_json();
+    nlohmann::ordered_json tools =
+        args.has("tools-file") ? read_json_file(args.get("tools-file"), "tools-file") : nlohmann::ordered_json();
     nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();
     if (args.has("kwargs")) {
         try {

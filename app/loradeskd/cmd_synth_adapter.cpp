@@ -24,7 +24,8 @@ std::vector<std::pair<std::string, T>> parse_pattern(const std::string& text, co
     } catch (const std::exception& e) {
         throw_expected(ErrorCode::invalid_argument, "--" + option + " is not valid JSON (" + e.what() + ")");
     }
-    if (!j.is_object()) throw_expected(ErrorCode::invalid_argument, "--" + option + " must be a JSON object like {\"v_proj\": 4}");
+    if (!j.is_object())
+        throw_expected(ErrorCode::invalid_argument, "--" + option + " must be a JSON object like {\"v_proj\": 4}");
     std::vector<std::pair<std::string, T>> out;
     for (auto& [k, v] : j.items()) {
         if (!v.is_number() || (std::is_same_v<T, int> && !v.is_number_integer()))
@@ -38,7 +39,8 @@ std::vector<std::pair<std::string, T>> parse_pattern(const std::string& text, co
 double base_weight_std(const std::string& model_dir, runtime::LoraModule m) {
     model::SafetensorsCheckpoint ckpt(model_dir);
     const char* group = int(m) <= int(runtime::LoraModule::o) ? "self_attn" : "mlp";
-    std::string name = std::string("model.layers.0.") + group + "." + std::string(runtime::lora_module_name(m)) + ".weight";
+    std::string name =
+        std::string("model.layers.0.") + group + "." + std::string(runtime::lora_module_name(m)) + ".weight";
     std::vector<float> w = ckpt.get(name).to_f32();
     double sum = 0, sq = 0;
     for (float x : w) {
@@ -60,22 +62,27 @@ int run_synth_adapter(const cli::Args& args) {
     if (args.has("layers")) spec.layers = cli::parse_int_list(args.get("layers"), "layers");
     spec.seed = uint64_t(args.get_int("seed", 0));
     std::string dtype = args.get("dtype", "f32");
-    if (dtype == "f32") spec.dtype = DType::f32;
-    else if (dtype == "bf16") spec.dtype = DType::bf16;
-    else throw_expected(ErrorCode::invalid_argument, "--dtype must be f32 or bf16, got '" + dtype + "'");
+    if (dtype == "f32")
+        spec.dtype = DType::f32;
+    else if (dtype == "bf16")
+        spec.dtype = DType::bf16;
+    else
+        throw_expected(ErrorCode::invalid_argument, "--dtype must be f32 or bf16, got '" + dtype + "'");
     if (args.has("rank-pattern")) spec.rank_pattern = parse_pattern<int>(args.get("rank-pattern"), "rank-pattern");
-    if (args.has("alpha-pattern")) spec.alpha_pattern = parse_pattern<double>(args.get("alpha-pattern"), "alpha-pattern");
+    if (args.has("alpha-pattern"))
+        spec.alpha_pattern = parse_pattern<double>(args.get("alpha-pattern"), "alpha-pattern");
     spec.base_model = args.get("base-name", model_dir);
     // A delta of ~30% of the base weights' spread moves logits clearly but keeps them in range.
     spec.delta_std = 0.3 * base_weight_std(model_dir, spec.targets.empty() ? runtime::LoraModule::q : spec.targets[0]);
     std::string out = args.require("out");
     lora::synthesize_adapter(base, spec, out);
-    std::printf("wrote %s (rank %d, alpha %g%s, %s)\n", out.c_str(), spec.rank, spec.alpha, spec.rslora ? ", rsLoRA" : "",
-                dtype.c_str());
+    std::printf("wrote %s (rank %d, alpha %g%s, %s)\n", out.c_str(), spec.rank, spec.alpha,
+                spec.rslora ? ", rsLoRA" : "", dtype.c_str());
     return 0;
 }
 
-LORADESK_COMMAND({"synth-adapter", "write a synthetic PEFT LoRA adapter for a base model",
+LORADESK_COMMAND({"synth-adapter",
+                  "write a synthetic PEFT LoRA adapter for a base model",
                   "loradeskd synth-adapter --model DIR --rank R --alpha A [--rslora] [--targets q_proj,v_proj] "
                   "[--layers 0,2] [--seed N] [--dtype f32|bf16] [--rank-pattern JSON] [--alpha-pattern JSON] --out DIR",
                   {{"model", "DIR", "base model directory (config.json + safetensors)"},

@@ -18,17 +18,22 @@ int run_synth_model(const cli::Args& args) {
     o.seed = uint64_t(args.get_int("seed", 0));
     o.tokenizer_dir = args.get("tokenizer");
     const std::string dtype = args.get("dtype", "bf16");
-    if (dtype == "bf16") o.dtype = DType::bf16;
-    else if (dtype == "f16") o.dtype = DType::f16;
-    else if (dtype == "f32") o.dtype = DType::f32;
-    else throw_expected(ErrorCode::invalid_argument, "--dtype must be bf16, f16 or f32, got '" + dtype + "'");
+    if (dtype == "bf16")
+        o.dtype = DType::bf16;
+    else if (dtype == "f16")
+        o.dtype = DType::f16;
+    else if (dtype == "f32")
+        o.dtype = DType::f32;
+    else
+        throw_expected(ErrorCode::invalid_argument, "--dtype must be bf16, f16 or f32, got '" + dtype + "'");
     model::ModelConfig c = model::synth_model(o);
     if (args.flag("json")) {
         nlohmann::json j = {{"out", o.out_dir}, {"preset", o.preset}, {"config", model::model_config_to_json(c)}};
         std::printf("%s\n", j.dump().c_str());
     } else {
-        std::printf("wrote %s (%s, %d layers, hidden %d, vocab %d, %s) to %s\n", o.preset.c_str(), c.architecture_name.c_str(),
-                    c.n_layers, c.hidden_size, c.vocab_size, dtype.c_str(), o.out_dir.c_str());
+        std::printf("wrote %s (%s, %d layers, hidden %d, vocab %d, %s) to %s\n", o.preset.c_str(),
+                    c.architecture_name.c_str(), c.n_layers, c.hidden_size, c.vocab_size, dtype.c_str(),
+                    o.out_dir.c_str());
     }
     return 0;
 }
@@ -39,12 +44,14 @@ std::string preset_help() {
     return s;
 }
 
-LORADESK_COMMAND({"synth-model", "write a synthetic HF checkpoint (random weights, real shapes)",
+LORADESK_COMMAND({"synth-model",
+                  "write a synthetic HF checkpoint (random weights, real shapes)",
                   "loradeskd synth-model --preset NAME --out DIR [--seed N] [--tokenizer DIR] [--dtype bf16|f16|f32]",
                   {{"preset", "NAME", preset_help()},
                    {"out", "DIR", "output directory (created)"},
                    {"seed", "N", "weight seed (default 0)"},
-                   {"tokenizer", "DIR", "copy tokenizer.json/tokenizer_config.json from DIR and fit the vocabulary to it"},
+                   {"tokenizer", "DIR",
+                    "copy tokenizer.json/tokenizer_config.json from DIR and fit the vocabulary to it"},
                    {"dtype", "TYPE", "bf16 (default), f16 or f32"},
                    {"json", "", "print a JSON summary"}},
                   &run_synth_model});

@@ -21,7 +21,8 @@ using json = nlohmann::ordered_json;
 api::GenerateRequest parse_request(const json& j, int line) {
     if (!j.is_object()) bad_line(line, "expected a JSON object");
     api::GenerateRequest r;
-    r.id = j.contains("id") ? (j["id"].is_string() ? j["id"].get<std::string>() : j["id"].dump()) : std::to_string(line);
+    r.id =
+        j.contains("id") ? (j["id"].is_string() ? j["id"].get<std::string>() : j["id"].dump()) : std::to_string(line);
     if (j.contains("adapter") && !j["adapter"].is_null()) {
         if (!j["adapter"].is_string()) bad_line(line, "\"adapter\" must be a name or null");
         r.model = j["adapter"].get<std::string>();
@@ -49,9 +50,12 @@ api::GenerateRequest parse_request(const json& j, int line) {
 
 const char* finish_name(api::FinishReason r) {
     switch (r) {
-        case api::FinishReason::stop: return "stop";
-        case api::FinishReason::length: return "length";
-        case api::FinishReason::cancelled: return "cancelled";
+        case api::FinishReason::stop:
+            return "stop";
+        case api::FinishReason::length:
+            return "length";
+        case api::FinishReason::cancelled:
+            return "cancelled";
     }
     return "stop";
 }
@@ -98,7 +102,8 @@ int run_generate_requests(const Args& args) {
     std::vector<api::GenerateRequest> requests;
     {
         std::ifstream in(args.require("requests-file"));
-        if (!in) throw_expected(ErrorCode::not_found, "cannot read --requests-file '" + args.get("requests-file") + "'");
+        if (!in)
+            throw_expected(ErrorCode::not_found, "cannot read --requests-file '" + args.get("requests-file") + "'");
         std::string line;
         for (int n = 1; std::getline(in, line); ++n) {
             if (line.find_first_not_of(" \t\r") == std::string::npos) continue;

@@ -143,7 +143,8 @@ void AdapterFolderWatch::register_dir(const std::string& dir, const std::string&
 
 void AdapterFolderWatch::retract(const Known& k, PollReport& report) {
     bool dropped = false;
-    if (auto found = m_core.registry.find(k.name); found && found->name == k.name && found->summary.path == k.canonical) {
+    if (auto found = m_core.registry.find(k.name);
+        found && found->name == k.name && found->summary.path == k.canonical) {
         try {
             m_core.registry.unload(k.name);  // requests already running keep the adapter until they end
             dropped = true;

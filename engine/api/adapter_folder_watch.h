@@ -21,7 +21,7 @@ namespace loradesk::api {
 struct EngineCore;
 
 class AdapterFolderWatch {
-public:
+  public:
     // What one poll did, by adapter name (folder name).
     struct PollReport {
         std::vector<std::string> added;    // new folders now served
@@ -45,7 +45,7 @@ public:
     // Wakes and joins the thread (waits for a poll in progress). Idempotent.
     void stop();
 
-private:
+  private:
     struct Known {
         std::string name;       // folder name = adapter name
         std::string canonical;  // the path registered (fs::canonical), compared with the summary's path
@@ -61,9 +61,9 @@ private:
     EngineCore& m_core;
     std::vector<std::string> m_roots;
     std::vector<std::string> m_real_roots;  // canonical_roots(m_roots) as of the last poll
-    std::mutex m_poll_mutex;  // one poll at a time; guards the members below
-    std::map<std::string, Known> m_known;  // found folder path -> what the last poll saw
-    std::set<std::string> m_failed_roots;  // roots that could not be listed (warned once)
+    std::mutex m_poll_mutex;                // one poll at a time; guards the members below
+    std::map<std::string, Known> m_known;   // found folder path -> what the last poll saw
+    std::set<std::string> m_failed_roots;   // roots that could not be listed (warned once)
 
     std::mutex m_thread_mutex;
     std::condition_variable m_cv;

@@ -140,7 +140,8 @@ AdapterDetails CatalogBridge::details(const std::string& name_or_alias) {
     out.info.last_used_unix = r.last_used_unix;
     out.info.created_unix = r.created_unix;
     try {
-        out.config = nlohmann::json::parse(read_text_file((std::filesystem::path(r.path) / "adapter_config.json").string()));
+        out.config =
+            nlohmann::json::parse(read_text_file((std::filesystem::path(r.path) / "adapter_config.json").string()));
     } catch (const std::exception&) {
         out.config = nullptr;  // the folder is gone or unreadable; the catalog still knows the rest
     }
@@ -155,8 +156,8 @@ std::vector<StatsPoint> CatalogBridge::history(const std::string& name_or_alias,
     std::lock_guard lock(m_mutex);
     auto rec = m_catalog->find(name_or_alias);
     if (!rec) throw_expected(ErrorCode::not_found, "no adapter named '" + name_or_alias + "' in the catalog");
-    int64_t now_minute = std::chrono::duration_cast<std::chrono::minutes>(
-                             std::chrono::system_clock::now().time_since_epoch()).count();
+    int64_t now_minute =
+        std::chrono::duration_cast<std::chrono::minutes>(std::chrono::system_clock::now().time_since_epoch()).count();
     std::vector<StatsPoint> out;
     for (auto& p : m_catalog->stats_series(rec->digest, now_minute - minutes + 1, now_minute)) {
         StatsPoint s;

@@ -19,7 +19,7 @@
 namespace loradesk::api {
 
 class CatalogBridge {
-public:
+  public:
     // Opens (creating) <data_dir>/catalog.sqlite3 and registers the base model. Throws Error with what
     // to do (read-only directory, damaged database: remove it or start with a fresh one). With start_fresh, a
     // damaged database is moved aside to catalog.sqlite3.corrupt-<time> and a new one created.
@@ -53,7 +53,7 @@ public:
 
     catalog::StatsSink& stats() { return *m_sink; }
 
-private:
+  private:
     std::mutex m_mutex;
     std::string m_model_id;
     std::unique_ptr<catalog::Catalog> m_catalog;

@@ -8,9 +8,9 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <utility>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -27,29 +27,29 @@ struct EngineOptions {
     std::string model_dir;                  // Hugging Face model folder
     std::vector<std::string> adapter_dirs;  // each subfolder with adapter_config.json is registered by name
     std::vector<std::pair<std::string, std::string>> named_adapters;  // (name, dir) registered as given
-    std::string device = "auto";            // auto | cpu | cuda
-    std::string data_dir;                   // catalog, logs; empty = no catalog (tests)
-    bool catalog_start_fresh = false;       // a damaged catalog is moved aside and a new one started
+    std::string device = "auto";                                      // auto | cpu | cuda
+    std::string data_dir;                                             // catalog, logs; empty = no catalog (tests)
+    bool catalog_start_fresh = false;  // a damaged catalog is moved aside and a new one started
     // Distinct adapters in one batch = device slots; <= 0: planned from GPU memory (up to 8), 4 on the CPU.
     int max_loras = 0;
-    int max_loras_cpu = 4096;               // adapters kept in host memory (max_cpu_lora_bytes bounds them first)
+    int max_loras_cpu = 4096;  // adapters kept in host memory (max_cpu_lora_bytes bounds them first)
     std::size_t max_cpu_lora_bytes = std::size_t(8) << 30;  // host-tier budget (--host-lora-memory)
     int max_lora_rank = 64;
     // KV page pool budget in GB; <= 0: on a GPU, everything the plan leaves (gpu_memory_utilization), on the
     // CPU runner 0.5 GB.
     double kv_memory_gb = 0;
-    double gpu_memory_utilization = 0.9;    // fraction of the GPU the engine may take in all
-    std::string chat_template_file;         // overrides the model's chat template (a Jinja file)
+    double gpu_memory_utilization = 0.9;  // fraction of the GPU the engine may take in all
+    std::string chat_template_file;       // overrides the model's chat template (a Jinja file)
     int page_size = 16;
-    int max_batch_tokens = 2048;            // token budget per step (prefill chunks + decodes)
-    int max_running = 256;                  // sequences decoding at once
+    int max_batch_tokens = 2048;  // token budget per step (prefill chunks + decodes)
+    int max_running = 256;        // sequences decoding at once
     // Admission headroom: tokens of growth per running sequence that must still fit the KV cache before a
     // new request is admitted (see sched::CapacityConfig::reserve_tokens).
     int kv_reserve_tokens = 0;
-    int max_waiting = 4096;                 // queued requests before submit() answers capacity
-    std::string policy = "fcfs";            // fcfs | pack
-    int cpu_threads = 0;                    // 0 = all cores
-    int max_context = 0;                    // 0 = model's max_position_embeddings
+    int max_waiting = 4096;       // queued requests before submit() answers capacity
+    std::string policy = "fcfs";  // fcfs | pack
+    int cpu_threads = 0;          // 0 = all cores
+    int max_context = 0;          // 0 = model's max_position_embeddings
     // How often adapter_dirs are polled for adapter folders that appeared, changed or vanished while
     // the engine runs; 0 = only at startup.
     int adapter_watch_interval_ms = 2000;
@@ -88,7 +88,7 @@ struct GenerateRequest {
     std::string model;  // adapter name, alias, "base:adapter", or the base model id / "" for the base
     // Exactly one prompt form:
     std::vector<int32_t> prompt_ids;
-    std::optional<std::string> prompt;      // tokenized with special tokens recognised, BOS per tokenizer
+    std::optional<std::string> prompt;  // tokenized with special tokens recognised, BOS per tokenizer
     // Chat inputs keep the client's key order (ordered_json): templates observe it (tojson of tools).
     std::optional<nlohmann::ordered_json> messages;  // OpenAI messages; rendered with the chat template
     nlohmann::ordered_json tools;                    // null or array, passed to the template
@@ -161,10 +161,14 @@ enum class Tier { base, gpu, cpu, disk };
 
 constexpr std::string_view tier_name(Tier t) {
     switch (t) {
-        case Tier::base: return "base";
-        case Tier::gpu: return "gpu";
-        case Tier::cpu: return "cpu";
-        case Tier::disk: return "disk";
+        case Tier::base:
+            return "base";
+        case Tier::gpu:
+            return "gpu";
+        case Tier::cpu:
+            return "cpu";
+        case Tier::disk:
+            return "disk";
     }
     return "disk";
 }
@@ -172,12 +176,12 @@ constexpr std::string_view tier_name(Tier t) {
 // What the engine knew when it accepted a request (before any token).
 struct SubmitInfo {
     std::string request_id;
-    std::string adapter;       // resolved adapter name; empty for the base model
+    std::string adapter;  // resolved adapter name; empty for the base model
     std::string adapter_digest;
-    Tier tier = Tier::base;    // where the adapter was at submission
+    Tier tier = Tier::base;  // where the adapter was at submission
     int prompt_tokens = 0;
-    int max_tokens = 0;        // after clipping to the context
-    int prefix_hit_tokens = 0; // prompt tokens already found in the prefix cache at submission (0 = none/unknown)
+    int max_tokens = 0;         // after clipping to the context
+    int prefix_hit_tokens = 0;  // prompt tokens already found in the prefix cache at submission (0 = none/unknown)
     // Chat requests: the rendered prompt's last bytes (up to 64), so the server can tell whether the template
     // opened a reasoning block (<think>) that the reply starts inside. Empty for other prompts.
     std::string prompt_tail;
@@ -185,7 +189,7 @@ struct SubmitInfo {
 
 // One request's events, in order, for a single consumer. A FinishEvent or ErrorEvent is last.
 class RequestStream {
-public:
+  public:
     virtual ~RequestStream() = default;
     virtual const SubmitInfo& info() const = 0;
     // Waits up to `timeout` for the next event; nullopt on timeout (the request is still running).
@@ -258,10 +262,10 @@ struct EngineStats {
     int max_loras = 0;  // adapter slots = distinct adapters per step
 
     // Scheduler state and history (engine loop; see docs/scheduler.md).
-    int swapped = 0;              // waiting after a preemption (their KV is recomputed on re-admission)
-    int waiting_for_adapter = 0;  // waiting only for an adapter slot (cap reached or still loading)
-    uint64_t preemptions_total = 0;       // by recompute, when running sequences outgrow the KV cache
-    uint64_t computed_tokens_total = 0;   // tokens run through the model (prefill + decode + recompute)
+    int swapped = 0;                     // waiting after a preemption (their KV is recomputed on re-admission)
+    int waiting_for_adapter = 0;         // waiting only for an adapter slot (cap reached or still loading)
+    uint64_t preemptions_total = 0;      // by recompute, when running sequences outgrow the KV cache
+    uint64_t computed_tokens_total = 0;  // tokens run through the model (prefill + decode + recompute)
     uint64_t finished_total = 0;
     Histogram step_seconds, batch_size, prefill_tokens_per_step, decode_tokens_per_step;
     double plan_seconds_total = 0, forward_seconds_total = 0, sample_seconds_total = 0, commit_seconds_total = 0;
@@ -302,7 +306,7 @@ struct AdapterDetails {
 };
 
 class Engine {
-public:
+  public:
     virtual ~Engine() = default;
 
     virtual Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request) = 0;

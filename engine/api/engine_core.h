@@ -74,7 +74,7 @@ struct EngineCore {
 
     std::mutex mutex;  // guards the members below
     std::map<std::string, AdapterCounters> counters;
-    std::map<std::string, double> last_load_ms;  // digest -> last cold load time
+    std::map<std::string, double> last_load_ms;       // digest -> last cold load time
     std::map<std::string, RejectedAdapter> rejected;  // by folder path: one entry per folder
     RateMeter generated_rate;
     std::atomic<uint64_t> prompt_tokens_total{0};

@@ -96,9 +96,10 @@ std::shared_ptr<EngineCore> build_core(const EngineOptions& options) {
             core->chat_template = jinja::ChatTemplate::from_model_dir(dir);
         } catch (const ExpectedError& e) {
             if (e.code() != ErrorCode::not_found) throw;
-            log::warn("{} has no chat template: completions are served, chat requests are refused (give one with "
-                      "--chat-template FILE)",
-                      core->model_id);
+            log::warn(
+                "{} has no chat template: completions are served, chat requests are refused (give one with "
+                "--chat-template FILE)",
+                core->model_id);
         }
     }
     core->eos_ids = collect_eos(core->config, dir, *core->tokenizer);

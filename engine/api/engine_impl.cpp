@@ -27,9 +27,12 @@ std::string new_request_id() {
 
 Tier tier_of(const lora::TieredStore& store, const std::string& digest) {
     switch (store.tier(digest)) {
-        case lora::TieredStore::Tier::device: return Tier::gpu;
-        case lora::TieredStore::Tier::host: return Tier::cpu;
-        case lora::TieredStore::Tier::disk: return Tier::disk;
+        case lora::TieredStore::Tier::device:
+            return Tier::gpu;
+        case lora::TieredStore::Tier::host:
+            return Tier::cpu;
+        case lora::TieredStore::Tier::disk:
+            return Tier::disk;
     }
     return Tier::disk;
 }
@@ -59,8 +62,7 @@ sched::SamplingConfig to_loop_sampling(const GenerateRequest& r) {
 
 std::vector<int32_t> EngineImpl::build_prompt(const GenerateRequest& r, std::string& prompt_tail) const {
     int forms = int(!r.prompt_ids.empty()) + int(r.prompt.has_value()) + int(r.messages.has_value());
-    if (forms != 1)
-        throw_expected(ErrorCode::invalid_argument, "give exactly one of prompt_ids, prompt or messages");
+    if (forms != 1) throw_expected(ErrorCode::invalid_argument, "give exactly one of prompt_ids, prompt or messages");
     std::vector<int32_t> ids;
     if (!r.prompt_ids.empty()) {
         ids = r.prompt_ids;
@@ -72,8 +74,8 @@ std::vector<int32_t> EngineImpl::build_prompt(const GenerateRequest& r, std::str
                            "the model '" + m_core->model_id +
                                "' has no chat template, so it cannot answer chat requests: use /v1/completions with "
                                "a prompt, or restart the server with --chat-template FILE (a Jinja chat template)");
-        std::string text = m_core->chat_template->render(*r.messages, r.tools, r.add_generation_prompt,
-                                                         r.chat_template_kwargs);
+        std::string text =
+            m_core->chat_template->render(*r.messages, r.tools, r.add_generation_prompt, r.chat_template_kwargs);
         prompt_tail = text.substr(text.size() - std::min<std::size_t>(text.size(), 64));
         ids = m_core->tokenizer->encode(text, false);  // the template already wrote BOS if the model wants it
     }
@@ -173,7 +175,8 @@ Status EngineImpl::unload_adapter(const std::string& name) {
     return capture_status([&] {
         auto found = m_core->registry.find(name);
         m_core->registry.unload(name);  // throws not_found; running requests keep their lease
-        if (m_core->catalog && found) m_core->catalog->event(catalog::EventKind::unload, found->summary.digest, name, "");
+        if (m_core->catalog && found)
+            m_core->catalog->event(catalog::EventKind::unload, found->summary.digest, name, "");
     });
 }
 
@@ -270,7 +273,8 @@ Result<AdapterInfo> EngineImpl::adapter(const std::string& name_or_alias) const 
 Status EngineImpl::import_adapters(const std::string& folder) {
     return capture_status([&] {
         std::error_code ec;
-        if (!fs::is_directory(folder, ec)) throw_expected(ErrorCode::not_found, "folder '" + folder + "' does not exist");
+        if (!fs::is_directory(folder, ec))
+            throw_expected(ErrorCode::not_found, "folder '" + folder + "' does not exist");
         std::vector<std::string> failures;
         int n_ok = 0;
         for (auto& dir : catalog::find_adapter_dirs(folder)) {
@@ -289,7 +293,8 @@ Status EngineImpl::import_adapters(const std::string& folder) {
         if (n_ok == 0 && failures.empty())
             throw_expected(ErrorCode::not_found, "no adapter folders (with adapter_config.json) in '" + folder + "'");
         if (!failures.empty()) {
-            std::string msg = std::to_string(n_ok) + " adapters imported; " + std::to_string(failures.size()) + " failed:";
+            std::string msg =
+                std::to_string(n_ok) + " adapters imported; " + std::to_string(failures.size()) + " failed:";
             for (auto& f : failures) msg += "\n  " + f;
             throw_expected(ErrorCode::invalid_argument, msg);
         }
@@ -427,7 +432,8 @@ Result<std::string> EngineImpl::detokenize(const std::vector<int32_t>& ids, bool
     return capture_result<std::string>([&] {
         for (int32_t id : ids)
             if (!m_core->tokenizer->is_known_id(id))
-                throw_expected(ErrorCode::invalid_argument, "token id " + std::to_string(id) + " is not in the vocabulary");
+                throw_expected(ErrorCode::invalid_argument,
+                               "token id " + std::to_string(id) + " is not in the vocabulary");
         return m_core->tokenizer->decode(ids, skip_special_tokens);
     });
 }

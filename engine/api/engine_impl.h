@@ -10,7 +10,7 @@
 namespace loradesk::api {
 
 class EngineImpl final : public Engine {
-public:
+  public:
     explicit EngineImpl(std::shared_ptr<EngineCore> core) : m_core(std::move(core)) {}
     ~EngineImpl() override { shutdown(); }
 

@@ -10,7 +10,7 @@
 namespace loradesk::api {
 
 class RateMeter {
-public:
+  public:
     explicit RateMeter(std::chrono::milliseconds window = std::chrono::seconds(5)) : m_window(window) {}
 
     void add(uint64_t n, std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now()) {
@@ -24,7 +24,7 @@ public:
         return double(total) / std::chrono::duration<double>(m_window).count();
     }
 
-private:
+  private:
     void trim(std::chrono::steady_clock::time_point now) {
         while (!m_events.empty() && now - m_events.front().first > m_window) m_events.pop_front();
     }

@@ -19,16 +19,21 @@ std::vector<int32_t> context_tail(const std::vector<int32_t>& prompt) {
 
 FinishReason to_api(sched::FinishReason r) {
     switch (r) {
-        case sched::FinishReason::stop: return FinishReason::stop;
-        case sched::FinishReason::length: return FinishReason::length;
-        case sched::FinishReason::cancelled: return FinishReason::cancelled;
-        case sched::FinishReason::error: return FinishReason::cancelled;  // reported as ErrorEvent before
+        case sched::FinishReason::stop:
+            return FinishReason::stop;
+        case sched::FinishReason::length:
+            return FinishReason::length;
+        case sched::FinishReason::cancelled:
+            return FinishReason::cancelled;
+        case sched::FinishReason::error:
+            return FinishReason::cancelled;  // reported as ErrorEvent before
     }
     return FinishReason::stop;
 }
 
 int64_t unix_now() {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ namespace loradesk::api {
 struct EngineCore;
 
 class StreamImpl final : public RequestStream {
-public:
+  public:
     StreamImpl(std::shared_ptr<EngineCore> core, std::shared_ptr<sched::RequestChannel> channel, SubmitInfo info,
                const GenerateRequest& request, const std::vector<int32_t>& prompt, lora::AdapterLease lease);
     ~StreamImpl() override;
@@ -28,7 +28,7 @@ public:
     std::optional<Event> next(std::chrono::milliseconds timeout) override;
     void cancel() override;
 
-private:
+  private:
     void on_token(const sched::TokenOut& t);
     void on_finish(const sched::FinishOut& f);
     void on_prompt_logprobs(const sched::PromptLogprobsOut& p);
@@ -57,8 +57,8 @@ private:
     bool m_stopped_by_string = false;
     std::string m_stop_string;
     bool m_finished = false;
-    bool m_accounted = false;   // counters and statistics updated for this request
-    int m_n_generated = 0;      // tokens seen so far (for a stream dropped before its finish)
+    bool m_accounted = false;  // counters and statistics updated for this request
+    int m_n_generated = 0;     // tokens seen so far (for a stream dropped before its finish)
     std::mutex m_cancel_mutex;
 };
 

@@ -9,7 +9,9 @@
 namespace loradesk::api {
 
 StructuredOutput::StructuredOutput(std::shared_ptr<const tokenizer::Tokenizer> tokenizer, std::vector<int32_t> eos_ids)
-    : m_tokenizer(std::move(tokenizer)), m_eos_ids(std::move(eos_ids)), m_cache(std::make_unique<grammar::GrammarCache>()) {}
+    : m_tokenizer(std::move(tokenizer)),
+      m_eos_ids(std::move(eos_ids)),
+      m_cache(std::make_unique<grammar::GrammarCache>()) {}
 
 StructuredOutput::~StructuredOutput() = default;
 
@@ -36,7 +38,8 @@ std::shared_ptr<grammar::GrammarMatcher> StructuredOutput::matcher_for(const std
     index();
     auto compiled = m_cache->get_or_compile(gbnf);
     if (!compiled.ok())
-        throw_expected(ErrorCode::invalid_argument, "the output grammar does not compile: " + compiled.status().message);
+        throw_expected(ErrorCode::invalid_argument,
+                       "the output grammar does not compile: " + compiled.status().message);
     return std::make_shared<grammar::GrammarMatcher>(compiled.value(), m_index);
 }
 

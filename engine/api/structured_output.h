@@ -22,7 +22,7 @@ class TokenIndex;
 namespace loradesk::api {
 
 class StructuredOutput {
-public:
+  public:
     StructuredOutput(std::shared_ptr<const tokenizer::Tokenizer> tokenizer, std::vector<int32_t> eos_ids);
     ~StructuredOutput();
 
@@ -30,7 +30,7 @@ public:
     // the grammar's error (line, column, rule) when it does not compile.
     std::shared_ptr<grammar::GrammarMatcher> matcher_for(const std::string& gbnf);
 
-private:
+  private:
     const grammar::TokenIndex& index();
 
     std::shared_ptr<const tokenizer::Tokenizer> m_tokenizer;

@@ -39,12 +39,16 @@ Compatibility check_against_base(const model::AdapterSummary& s, const BaseShape
     };
     for (auto& t : s.targets)
         if (!base.modules.count(t))
-            return fail(fmt::format("targets module '{}' which base model '{}' does not have (is it for another base "
-                                    "model?)", t, base.name));
+            return fail(
+                fmt::format("targets module '{}' which base model '{}' does not have (is it for another base "
+                            "model?)",
+                            t, base.name));
     for (int layer : s.layers)
         if (layer < 0 || layer >= base.n_layers)
-            return fail(fmt::format("has weights for layer {} but base model '{}' has {} layers (is it for another "
-                                    "base model?)", layer, base.name, base.n_layers));
+            return fail(
+                fmt::format("has weights for layer {} but base model '{}' has {} layers (is it for another "
+                            "base model?)",
+                            layer, base.name, base.n_layers));
     if (base.max_rank > 0 && s.rank > base.max_rank)
         return fail(fmt::format("has rank {} above --max-lora-rank {} (raise --max-lora-rank to serve it)", s.rank,
                                 base.max_rank));
@@ -60,7 +64,8 @@ std::vector<std::string> find_adapter_dirs(const std::string& path) {
     std::string root = absolute_path(path);
     std::error_code ec;
     if (!fs::is_directory(root, ec))
-        throw_expected(ErrorCode::not_found, fmt::format("adapter folder '{}' does not exist or is not a directory", path));
+        throw_expected(ErrorCode::not_found,
+                       fmt::format("adapter folder '{}' does not exist or is not a directory", path));
     if (is_adapter_dir(root)) return {root};
     std::vector<std::string> out;
     for (auto it = fs::directory_iterator(root, fs::directory_options::skip_permission_denied, ec);
@@ -79,8 +84,8 @@ ImportReport import_path(Catalog& catalog, const std::string& path, const Summar
     for (auto& dir : find_adapter_dirs(path)) {
         try {
             auto s = summarize_named(summarize, dir);
-            report.registered.push_back(catalog.register_adapter(s, compat ? compat(s) : Compatibility{},
-                                                                 folder_signature(dir)));
+            report.registered.push_back(
+                catalog.register_adapter(s, compat ? compat(s) : Compatibility{}, folder_signature(dir)));
         } catch (const Error& e) {
             report.failed.emplace_back(dir, e.what());
         }
@@ -119,7 +124,8 @@ ImportReport AdapterWatcher::poll_once() {
             }
             try {
                 auto s = summarize_named(m_summarize, dir);
-                report.registered.push_back(m_catalog->register_adapter(s, m_compat ? m_compat(s) : Compatibility{}, sig));
+                report.registered.push_back(
+                    m_catalog->register_adapter(s, m_compat ? m_compat(s) : Compatibility{}, sig));
                 m_failed.erase(dir);
             } catch (const Error& e) {
                 m_failed[dir] = sig;

@@ -29,18 +29,18 @@ using CompatibilityCheck = std::function<Compatibility(const model::AdapterSumma
 
 // What the loaded base model offers to adapters.
 struct BaseShapes {
-    std::string name;                 // base model id (folder name)
+    std::string name;  // base model id (folder name)
     int n_layers = 0;
-    std::set<std::string> modules;    // LoRA-targetable module short names: q_proj, k_proj, ...
-    int max_rank = 0;                 // --max-lora-rank; 0 = no limit
+    std::set<std::string> modules;  // LoRA-targetable module short names: q_proj, k_proj, ...
+    int max_rank = 0;               // --max-lora-rank; 0 = no limit
 };
 Compatibility check_against_base(const model::AdapterSummary& summary, const BaseShapes& base);
 
 struct ImportReport {
-    std::vector<RegisterResult> registered;                 // added, new versions, refreshed
+    std::vector<RegisterResult> registered;                   // added, new versions, refreshed
     std::vector<std::pair<std::string, std::string>> failed;  // folder, error message
-    std::vector<std::string> missing;                       // names whose folder disappeared
-    int skipped = 0;                                        // unchanged or ignored folders
+    std::vector<std::string> missing;                         // names whose folder disappeared
+    int skipped = 0;                                          // unchanged or ignored folders
 };
 
 bool is_adapter_dir(const std::string& dir);  // holds adapter_config.json
@@ -58,7 +58,7 @@ ImportReport import_path(Catalog& catalog, const std::string& path, const Summar
 // Opens its own catalog connection. poll_once() may be called from one thread at a time; start()
 // runs it on a background thread every `interval` until stop() or destruction.
 class AdapterWatcher {
-public:
+  public:
     AdapterWatcher(const std::string& db_path, std::vector<std::string> roots, Summarizer summarize,
                    CompatibilityCheck compat = {}, std::chrono::milliseconds interval = std::chrono::seconds(2));
     ~AdapterWatcher();
@@ -69,7 +69,7 @@ public:
     void start();
     void stop();
 
-private:
+  private:
     std::unique_ptr<Catalog> m_catalog;
     std::vector<std::string> m_roots;
     Summarizer m_summarize;

@@ -23,7 +23,8 @@ namespace fs = std::filesystem;
 namespace {
 
 int64_t now_unix() {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
 }
 
 int64_t now_ms() {
@@ -35,8 +36,10 @@ void insert_event(Database& db, EventKind kind, std::optional<int64_t> adapter_i
                   const std::string& detail) {
     auto& st = db.cached("INSERT INTO events(time_ms, kind, adapter_id, name, detail) VALUES (?, ?, ?, ?, ?)");
     st.bind(1, now_ms()).bind(2, event_kind_name(kind));
-    if (adapter_id) st.bind(3, *adapter_id);
-    else st.bind_null(3);
+    if (adapter_id)
+        st.bind(3, *adapter_id);
+    else
+        st.bind_null(3);
     st.bind(4, name).bind(5, detail).run();
 }
 
@@ -51,12 +54,14 @@ std::string catalog_path_in(const std::string& data_dir, bool create) {
     std::error_code ec;
     if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
         throw_expected(ErrorCode::io, fmt::format("data directory '{}' is a file, not a directory: pass another "
-                                                  "--data-dir DIR", data_dir));
+                                                  "--data-dir DIR",
+                                                  data_dir));
     if (create && !fs::exists(dir, ec)) {
         fs::create_directories(dir, ec);
         if (ec)
             throw_expected(ErrorCode::io, fmt::format("cannot create data directory '{}': {} (pass another --data-dir "
-                                                      "DIR or fix the permissions)", data_dir, ec.message()));
+                                                      "DIR or fix the permissions)",
+                                                      data_dir, ec.message()));
     }
     return (dir / kCatalogFileName).string();
 }
@@ -84,18 +89,19 @@ Catalog::Catalog(const std::string& db_path, CatalogOptions options) : m_path(db
     std::error_code ec;
     if (fs::is_directory(m_path, ec))
         throw_expected(ErrorCode::io, fmt::format("catalog database '{}' is a directory; move it away or pass another "
-                                                  "--data-dir DIR", m_path));
+                                                  "--data-dir DIR",
+                                                  m_path));
     if (!options.read_only) {
         fs::path dir = fs::path(m_path).parent_path();
         if (dir.empty()) dir = ".";
         if (!fs::is_directory(dir, ec))
-            throw_expected(ErrorCode::io, fmt::format("data directory '{}' does not exist (pass --data-dir DIR)",
-                                                      dir.string()));
+            throw_expected(ErrorCode::io,
+                           fmt::format("data directory '{}' does not exist (pass --data-dir DIR)", dir.string()));
         // WAL needs to create catalog.sqlite3-wal/-shm next to the database, so the directory must be writable.
         if (::access(dir.c_str(), W_OK) != 0)
             throw_expected(ErrorCode::io, fmt::format("data directory '{}' is not writable ({}): fix its permissions "
-                                                      "or pass another --data-dir DIR", dir.string(),
-                                                      std::strerror(errno)));
+                                                      "or pass another --data-dir DIR",
+                                                      dir.string(), std::strerror(errno)));
     }
     try {
         open(options);
@@ -126,10 +132,12 @@ std::string Catalog::integrity_check() {
     return st.step() ? st.column_text(0) : std::string("no result");
 }
 
-int64_t Catalog::register_base_model(const std::string& name, const std::string& path, const std::string& architecture) {
+int64_t Catalog::register_base_model(const std::string& name, const std::string& path,
+                                     const std::string& architecture) {
     Transaction tx(*m_db);
-    m_db->cached("INSERT INTO base_models(name, path, architecture, created_unix) VALUES (?, ?, ?, ?) "
-                 "ON CONFLICT(name) DO UPDATE SET path = excluded.path, architecture = excluded.architecture")
+    m_db->cached(
+            "INSERT INTO base_models(name, path, architecture, created_unix) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(name) DO UPDATE SET path = excluded.path, architecture = excluded.architecture")
         .bind_all(name, path, architecture, now_unix())
         .run();
     auto& st = m_db->cached("SELECT id FROM base_models WHERE name = ?");
@@ -192,8 +200,10 @@ RegisterResult Catalog::register_in_transaction(const model::AdapterSummary& s, 
         "base_model_id = excluded.base_model_id, compat = excluded.compat, compat_reason = excluded.compat_reason, "
         "signature = excluded.signature, missing = 0");
     up.bind(1, s.digest).bind(2, s.path).bind(3, s.base_model);
-    if (base_id) up.bind(4, *base_id);
-    else up.bind_null(4);
+    if (base_id)
+        up.bind(4, *base_id);
+    else
+        up.bind_null(4);
     up.bind(5, compat_name(compat.state)).bind(6, compat.reason).bind(7, s.rank).bind(8, double(s.alpha));
     up.bind(9, s.rslora).bind(10, join_list(s.targets)).bind(11, join_list(s.layers)).bind(12, int64_t(s.size_bytes));
     up.bind(13, s.dtype).bind(14, signature).bind(15, now_unix()).run();
@@ -221,9 +231,10 @@ RegisterResult Catalog::register_in_transaction(const model::AdapterSummary& s, 
     m_db->cached("INSERT INTO versions(name, version, adapter_id, path, created_unix) VALUES (?, ?, ?, ?, ?)")
         .bind_all(s.name, result.version, id, s.path, now_unix())
         .run();
-    m_db->cached("INSERT INTO names(name, adapter_id, version, updated_unix) VALUES (?, ?, ?, ?) ON CONFLICT(name) "
-                 "DO UPDATE SET adapter_id = excluded.adapter_id, version = excluded.version, "
-                 "updated_unix = excluded.updated_unix")
+    m_db->cached(
+            "INSERT INTO names(name, adapter_id, version, updated_unix) VALUES (?, ?, ?, ?) ON CONFLICT(name) "
+            "DO UPDATE SET adapter_id = excluded.adapter_id, version = excluded.version, "
+            "updated_unix = excluded.updated_unix")
         .bind_all(s.name, id, result.version, now_unix())
         .run();
     if (head == 0) {
@@ -232,14 +243,15 @@ RegisterResult Catalog::register_in_transaction(const model::AdapterSummary& s, 
     } else {
         result.outcome = RegisterOutcome::new_version;
         // A new version of a pinned adapter stays pinned, and keeps the user's notes.
-        m_db->cached("UPDATE adapters SET pinned = (SELECT pinned FROM adapters WHERE id = ?1) | pinned, "
-                     "notes = CASE WHEN notes = '' THEN (SELECT notes FROM adapters WHERE id = ?1) ELSE notes END "
-                     "WHERE id = ?2")
+        m_db->cached(
+                "UPDATE adapters SET pinned = (SELECT pinned FROM adapters WHERE id = ?1) | pinned, "
+                "notes = CASE WHEN notes = '' THEN (SELECT notes FROM adapters WHERE id = ?1) ELSE notes END "
+                "WHERE id = ?2")
             .bind_all(head, id)
             .run();
-        insert_event(*m_db, EventKind::version, id, s.name,
-                     fmt::format("v{} {} replaces an earlier version ({})", result.version, s.digest.substr(0, 12),
-                                 s.path));
+        insert_event(
+            *m_db, EventKind::version, id, s.name,
+            fmt::format("v{} {} replaces an earlier version ({})", result.version, s.digest.substr(0, 12), s.path));
     }
     return result;
 }
@@ -264,7 +276,9 @@ void Catalog::remove_adapter(const std::string& name_or_alias) {
         used.bind(1, id);
         used.step();
         if (used.column_int(0)) continue;
-        m_db->cached("DELETE FROM stats_minute WHERE digest = (SELECT digest FROM adapters WHERE id = ?)").bind(1, id).run();
+        m_db->cached("DELETE FROM stats_minute WHERE digest = (SELECT digest FROM adapters WHERE id = ?)")
+            .bind(1, id)
+            .run();
         m_db->cached("DELETE FROM adapters WHERE id = ?").bind(1, id).run();
     }
     insert_event(*m_db, EventKind::remove, std::nullopt, name, "removed from the catalog (files left on disk)");
@@ -285,7 +299,8 @@ void Catalog::set_alias(const std::string& alias, const std::string& name_or_ali
     Transaction tx(*m_db);
     std::string name = require_name(name_or_alias);
     if (head_adapter_id(alias) != 0)
-        throw_expected(ErrorCode::conflict, fmt::format("'{}' is already an adapter name; choose another alias", alias));
+        throw_expected(ErrorCode::conflict,
+                       fmt::format("'{}' is already an adapter name; choose another alias", alias));
     m_db->cached("INSERT INTO aliases(alias, name) VALUES (?, ?) ON CONFLICT(alias) DO UPDATE SET name = excluded.name")
         .bind_all(alias, name)
         .run();
@@ -323,11 +338,13 @@ void Catalog::set_missing(const std::string& name, bool missing) {
 RegisterResult Catalog::rollback(const std::string& name_or_alias, int version) {
     Transaction tx(*m_db);
     std::string name = require_name(name_or_alias);
-    auto& q = m_db->cached("SELECT v.adapter_id, v.path, a.digest FROM versions v JOIN adapters a ON a.id = v.adapter_id "
-                           "WHERE v.name = ? AND v.version = ?");
+    auto& q = m_db->cached(
+        "SELECT v.adapter_id, v.path, a.digest FROM versions v JOIN adapters a ON a.id = v.adapter_id "
+        "WHERE v.name = ? AND v.version = ?");
     q.bind(1, name).bind(2, version);
     if (!q.step())
-        throw_expected(ErrorCode::not_found, fmt::format("adapter '{}' has no version {} (see `catalog show`)", name, version));
+        throw_expected(ErrorCode::not_found,
+                       fmt::format("adapter '{}' has no version {} (see `catalog show`)", name, version));
     int64_t id = q.column_int(0);
     std::string path = q.column_text(1), digest = q.column_text(2);
     auto& vq = m_db->cached("SELECT MAX(version) FROM versions WHERE name = ?");

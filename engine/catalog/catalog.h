@@ -32,7 +32,7 @@ std::string catalog_path_in(const std::string& data_dir, bool create);
 std::string move_aside(const std::string& db_path);
 
 class Catalog {
-public:
+  public:
     // Opens or creates the database and migrates it. A damaged file gives Error(corrupt_file) whose
     // message names the start-fresh option, unless options.start_fresh_if_corrupt is set.
     explicit Catalog(const std::string& db_path, CatalogOptions options = {});

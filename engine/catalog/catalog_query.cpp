@@ -52,10 +52,14 @@ std::string order_clause(SortKey key, bool reverse) {
     const char* asc = reverse ? "DESC" : "ASC";
     const char* desc = reverse ? "ASC" : "DESC";
     switch (key) {
-        case SortKey::name: return fmt::format("ORDER BY n.name COLLATE NOCASE {0}, n.name {0}", asc);
-        case SortKey::last_used: return fmt::format("ORDER BY a.last_used_unix {}, n.name", desc);
-        case SortKey::requests: return fmt::format("ORDER BY a.requests_total {}, n.name", desc);
-        case SortKey::size: return fmt::format("ORDER BY a.size_bytes {}, n.name", desc);
+        case SortKey::name:
+            return fmt::format("ORDER BY n.name COLLATE NOCASE {0}, n.name {0}", asc);
+        case SortKey::last_used:
+            return fmt::format("ORDER BY a.last_used_unix {}, n.name", desc);
+        case SortKey::requests:
+            return fmt::format("ORDER BY a.requests_total {}, n.name", desc);
+        case SortKey::size:
+            return fmt::format("ORDER BY a.size_bytes {}, n.name", desc);
     }
     return "";
 }
@@ -64,7 +68,8 @@ std::string order_clause(SortKey key, bool reverse) {
 
 std::optional<std::string> Catalog::resolve(const std::string& name_or_alias) {
     ReadScope scope(*m_db);
-    auto& st = m_db->cached("SELECT name FROM names WHERE name = ?1 UNION ALL SELECT name FROM aliases WHERE alias = ?1");
+    auto& st =
+        m_db->cached("SELECT name FROM names WHERE name = ?1 UNION ALL SELECT name FROM aliases WHERE alias = ?1");
     st.bind(1, name_or_alias);
     if (!st.step()) return std::nullopt;
     return st.column_text(0);
@@ -74,7 +79,8 @@ std::string Catalog::require_name(const std::string& name_or_alias) {
     auto name = resolve(name_or_alias);
     if (!name)
         throw_expected(ErrorCode::not_found, fmt::format("no adapter or alias '{}' in the catalog (see `loradeskd "
-                                                         "catalog list`, or import it first)", name_or_alias));
+                                                         "catalog list`, or import it first)",
+                                                         name_or_alias));
     return *name;
 }
 
@@ -95,8 +101,9 @@ bool Catalog::is_ignored(const std::string& path) {
 
 std::string Catalog::current_signature(const std::string& path) {
     ReadScope scope(*m_db);
-    auto& st = m_db->cached("SELECT a.signature FROM adapters a WHERE a.path = ? AND a.missing = 0 AND "
-                            "EXISTS(SELECT 1 FROM names n WHERE n.adapter_id = a.id)");
+    auto& st = m_db->cached(
+        "SELECT a.signature FROM adapters a WHERE a.path = ? AND a.missing = 0 AND "
+        "EXISTS(SELECT 1 FROM names n WHERE n.adapter_id = a.id)");
     st.bind(1, path);
     return st.step() ? st.column_text(0) : std::string();
 }
@@ -150,8 +157,9 @@ AdapterDetail Catalog::show(const std::string& name_or_alias, int n_events) {
     ReadScope scope(*m_db);
     AdapterDetail d;
     d.adapter = std::move(*record);
-    auto& v = m_db->cached("SELECT v.version, a.digest, v.path, v.created_unix FROM versions v JOIN adapters a ON "
-                           "a.id = v.adapter_id WHERE v.name = ? ORDER BY v.version");
+    auto& v = m_db->cached(
+        "SELECT v.version, a.digest, v.path, v.created_unix FROM versions v JOIN adapters a ON "
+        "a.id = v.adapter_id WHERE v.name = ? ORDER BY v.version");
     v.bind(1, d.adapter.name);
     while (v.step())
         d.versions.push_back({int(v.column_int(0)), v.column_text(1), v.column_text(2), v.column_int(3),

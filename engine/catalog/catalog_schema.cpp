@@ -140,10 +140,11 @@ void prepare_database(Database& db) {
                                    db.path(), version, kSchemaVersion));
     if (db.read_only()) {
         if (version < kSchemaVersion)
-            throw_expected(ErrorCode::unsupported,
-                           fmt::format("catalog database '{}' needs an upgrade (schema {} < {}) but is opened read-only; "
-                                       "open it once read-write (any loradeskd catalog command does)",
-                                       db.path(), version, kSchemaVersion));
+            throw_expected(
+                ErrorCode::unsupported,
+                fmt::format("catalog database '{}' needs an upgrade (schema {} < {}) but is opened read-only; "
+                            "open it once read-write (any loradeskd catalog command does)",
+                            db.path(), version, kSchemaVersion));
         db.exec("PRAGMA foreign_keys=ON");
         return;
     }

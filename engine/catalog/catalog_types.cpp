@@ -40,9 +40,12 @@ bool parse_event_kind(std::string_view name, EventKind* out) {
 
 std::string_view compat_name(Compat c) {
     switch (c) {
-        case Compat::compatible: return "compatible";
-        case Compat::incompatible: return "incompatible";
-        case Compat::unknown: break;
+        case Compat::compatible:
+            return "compatible";
+        case Compat::incompatible:
+            return "incompatible";
+        case Compat::unknown:
+            break;
     }
     return "unknown";
 }
@@ -55,27 +58,39 @@ Compat parse_compat(std::string_view name) {
 
 std::string_view tier_name(Tier t) {
     switch (t) {
-        case Tier::gpu: return "gpu";
-        case Tier::cpu: return "cpu";
-        case Tier::disk: break;
+        case Tier::gpu:
+            return "gpu";
+        case Tier::cpu:
+            return "cpu";
+        case Tier::disk:
+            break;
     }
     return "disk";
 }
 
 bool parse_tier(std::string_view name, Tier* out) {
-    if (name == "gpu") *out = Tier::gpu;
-    else if (name == "cpu") *out = Tier::cpu;
-    else if (name == "disk") *out = Tier::disk;
-    else return false;
+    if (name == "gpu")
+        *out = Tier::gpu;
+    else if (name == "cpu")
+        *out = Tier::cpu;
+    else if (name == "disk")
+        *out = Tier::disk;
+    else
+        return false;
     return true;
 }
 
 bool parse_sort_key(std::string_view name, SortKey* out) {
-    if (name == "name") *out = SortKey::name;
-    else if (name == "last-used" || name == "last_used") *out = SortKey::last_used;
-    else if (name == "requests") *out = SortKey::requests;
-    else if (name == "size") *out = SortKey::size;
-    else return false;
+    if (name == "name")
+        *out = SortKey::name;
+    else if (name == "last-used" || name == "last_used")
+        *out = SortKey::last_used;
+    else if (name == "requests")
+        *out = SortKey::requests;
+    else if (name == "size")
+        *out = SortKey::size;
+    else
+        return false;
     return true;
 }
 

@@ -115,9 +115,9 @@ struct StatsPoint {
 // One adapter folder's cached digest: valid while the folder's files still have `signature`.
 struct FolderDigest {
     std::string path;
-    std::string signature;         // model::folder_signature when it was hashed
+    std::string signature;          // model::folder_signature when it was hashed
     model::AdapterSummary summary;  // digest and config summary (name left empty: folders have no name here)
-    std::string compat_key;        // what the verdict below was reached against ("" = none)
+    std::string compat_key;         // what the verdict below was reached against ("" = none)
     Compat compat = Compat::unknown;
     std::string compat_reason;
     int64_t hashed_unix = 0;

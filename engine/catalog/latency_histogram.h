@@ -11,7 +11,7 @@
 namespace loradesk::catalog {
 
 class LatencyHistogram {
-public:
+  public:
     static constexpr int kBuckets = 40;
 
     static int bucket_of(double ms);
@@ -32,7 +32,7 @@ public:
     std::vector<uint8_t> encode() const;
     static LatencyHistogram decode(const uint8_t* data, std::size_t n);
 
-private:
+  private:
     std::array<uint64_t, kBuckets> m_counts{};
 };
 

@@ -128,8 +128,10 @@ std::vector<uint8_t> Statement::column_blob(int col) const {
 
 Database::Database(const std::string& path, Mode mode, int busy_timeout_ms) : m_path(path), m_mode(mode) {
     int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
-    if (mode == Mode::read_only) flags |= SQLITE_OPEN_READONLY;
-    else flags |= SQLITE_OPEN_READWRITE | (mode == Mode::read_write_create ? SQLITE_OPEN_CREATE : 0);
+    if (mode == Mode::read_only)
+        flags |= SQLITE_OPEN_READONLY;
+    else
+        flags |= SQLITE_OPEN_READWRITE | (mode == Mode::read_write_create ? SQLITE_OPEN_CREATE : 0);
     int rc = sqlite3_open_v2(path.c_str(), &m_db, flags, nullptr);
     if (rc != SQLITE_OK) {
         std::string msg = m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc);

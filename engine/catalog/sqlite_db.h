@@ -19,7 +19,7 @@ namespace loradesk::catalog {
 class Database;
 
 class Statement {
-public:
+  public:
     Statement(Database& db, std::string_view sql);
     ~Statement();
     Statement(const Statement&) = delete;
@@ -42,9 +42,9 @@ public:
         return *this;
     }
 
-    bool step();  // true while a row is available
-    void run();   // steps to completion (for statements without rows)
-    void reset(); // ready for reuse; clears bindings
+    bool step();   // true while a row is available
+    void run();    // steps to completion (for statements without rows)
+    void reset();  // ready for reuse; clears bindings
 
     bool is_null(int col) const;
     int64_t column_int(int col) const;
@@ -53,13 +53,13 @@ public:
     std::vector<uint8_t> column_blob(int col) const;
     sqlite3_stmt* handle() const { return m_stmt; }
 
-private:
+  private:
     Database& m_db;
     sqlite3_stmt* m_stmt = nullptr;
 };
 
 class Database {
-public:
+  public:
     enum class Mode { read_write_create, read_write, read_only };
 
     // Opens (or creates) the database file. Throws Error(io) when it cannot be opened.
@@ -86,7 +86,7 @@ public:
     // Throws the Error that matches `rc`, with `what` and SQLite's message for context.
     [[noreturn]] void fail(int rc, std::string_view what) const;
 
-private:
+  private:
     sqlite3* m_db = nullptr;
     std::string m_path;
     Mode m_mode;
@@ -95,27 +95,27 @@ private:
 
 // Resets the connection's cached statements when a read-only sequence of queries ends.
 class ReadScope {
-public:
+  public:
     explicit ReadScope(Database& db) : m_db(db) {}
     ~ReadScope() { m_db.reset_cached(); }
     ReadScope(const ReadScope&) = delete;
     ReadScope& operator=(const ReadScope&) = delete;
 
-private:
+  private:
     Database& m_db;
 };
 
 // BEGIN IMMEDIATE on construction (writers take the write lock up front, so two writers never deadlock
 // upgrading a read lock); ROLLBACK in the destructor unless commit() ran.
 class Transaction {
-public:
+  public:
     explicit Transaction(Database& db);
     ~Transaction();
     Transaction(const Transaction&) = delete;
     Transaction& operator=(const Transaction&) = delete;
     void commit();
 
-private:
+  private:
     Database& m_db;
     bool m_done = false;
 };

@@ -66,8 +66,9 @@ StatsSink::StatsSink(const std::string& db_path, StatsSinkOptions options) : m_o
     CatalogOptions copts;
     copts.busy_timeout_ms = options.busy_timeout_ms;
     m_catalog = std::make_unique<Catalog>(db_path, copts);
-    int rc = sqlite3_create_function_v2(m_catalog->db().handle(), "loradesk_hist_add", 2,
-                                        SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr, hist_add, nullptr, nullptr, nullptr);
+    int rc =
+        sqlite3_create_function_v2(m_catalog->db().handle(), "loradesk_hist_add", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
+                                   nullptr, hist_add, nullptr, nullptr, nullptr);
     if (rc != SQLITE_OK) m_catalog->db().fail(rc, "registering loradesk_hist_add");
     m_writer = std::thread([this] { writer_loop(); });
 }
@@ -232,8 +233,10 @@ void StatsSink::write_batch(const Batch& batch) {
                 "ON CONFLICT(digest, minute) DO UPDATE SET requests = requests + excluded.requests, "
                 "prompt_tokens = prompt_tokens + excluded.prompt_tokens, "
                 "cached_tokens = cached_tokens + excluded.cached_tokens, "
-                "completion_tokens = completion_tokens + excluded.completion_tokens, errors = errors + excluded.errors, "
-                "cold_loads = cold_loads + excluded.cold_loads, load_ms_total = load_ms_total + excluded.load_ms_total, "
+                "completion_tokens = completion_tokens + excluded.completion_tokens, errors = errors + "
+                "excluded.errors, "
+                "cold_loads = cold_loads + excluded.cold_loads, load_ms_total = load_ms_total + "
+                "excluded.load_ms_total, "
                 "ttft_hist = loradesk_hist_add(ttft_hist, excluded.ttft_hist), "
                 "e2e_hist = loradesk_hist_add(e2e_hist, excluded.e2e_hist)");
             st.bind_all(digest, minute, a.requests, a.prompt_tokens, a.cached_tokens, a.completion_tokens, a.errors,
@@ -245,8 +248,9 @@ void StatsSink::write_batch(const Batch& batch) {
             last_ms = std::max(last_ms, a.last_ms);
         }
         if (digest.empty()) continue;
-        db.cached("UPDATE adapters SET requests_total = requests_total + ?, last_used_unix = MAX(last_used_unix, ?) "
-                  "WHERE digest = ?")
+        db.cached(
+              "UPDATE adapters SET requests_total = requests_total + ?, last_used_unix = MAX(last_used_unix, ?) "
+              "WHERE digest = ?")
             .bind_all(requests, last_ms / 1000, digest)
             .run();
     }
@@ -254,8 +258,9 @@ void StatsSink::write_batch(const Batch& batch) {
         db.cached("UPDATE adapters SET tier = ? WHERE digest = ?").bind_all(tier_name(tier), digest).run();
     auto insert_event = [&](int64_t time_ms, EventKind kind, const std::string& digest, const std::string& name,
                             const std::string& detail) {
-        db.cached("INSERT INTO events(time_ms, kind, adapter_id, name, detail) VALUES (?, ?, (SELECT id FROM adapters "
-                  "WHERE digest = ?), ?, ?)")
+        db.cached(
+              "INSERT INTO events(time_ms, kind, adapter_id, name, detail) VALUES (?, ?, (SELECT id FROM adapters "
+              "WHERE digest = ?), ?, ?)")
             .bind_all(time_ms, event_kind_name(kind), digest, name, detail)
             .run();
     };

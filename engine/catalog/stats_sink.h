@@ -58,7 +58,7 @@ struct StatsSinkCounters {
 };
 
 class StatsSink {
-public:
+  public:
     // Opens its own connection to the catalog at db_path (creating/migrating it when needed) and starts
     // the writer thread. Throws the Catalog's errors when the database cannot be opened.
     explicit StatsSink(const std::string& db_path, StatsSinkOptions options = {});
@@ -77,7 +77,7 @@ public:
     void stop();
     StatsSinkCounters counters() const;
 
-private:
+  private:
     struct MinuteAgg {
         int64_t requests = 0, prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0, errors = 0;
         int64_t cold_loads = 0;

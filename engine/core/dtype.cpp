@@ -14,9 +14,9 @@ struct DTypeInfo {
 };
 
 constexpr DTypeInfo kDTypes[] = {
-    {DType::f32, "F32", 4}, {DType::f16, "F16", 2},   {DType::bf16, "BF16", 2}, {DType::i32, "I32", 4},
-    {DType::i64, "I64", 8}, {DType::u8, "U8", 1},     {DType::i8, "I8", 1},     {DType::bool_, "BOOL", 1},
-    {DType::f64, "F64", 8}, {DType::i16, "I16", 2},   {DType::u16, "U16", 2},   {DType::u32, "U32", 4},
+    {DType::f32, "F32", 4}, {DType::f16, "F16", 2}, {DType::bf16, "BF16", 2}, {DType::i32, "I32", 4},
+    {DType::i64, "I64", 8}, {DType::u8, "U8", 1},   {DType::i8, "I8", 1},     {DType::bool_, "BOOL", 1},
+    {DType::f64, "F64", 8}, {DType::i16, "I16", 2}, {DType::u16, "U16", 2},   {DType::u32, "U32", 4},
     {DType::u64, "U64", 8},
 };
 
@@ -117,7 +117,8 @@ void convert_to_f32(const void* src, DType src_type, std::size_t n, float* dst) 
                 dst[i] = f16_to_f32(v);
             }
             return;
-        default: throw_error(ErrorCode::unsupported, "cannot convert " + std::string(dtype_name(src_type)) + " to F32");
+        default:
+            throw_error(ErrorCode::unsupported, "cannot convert " + std::string(dtype_name(src_type)) + " to F32");
     }
 }
 
@@ -139,7 +140,8 @@ void convert_from_f32(const float* src, std::size_t n, DType dst_type, void* dst
                 std::memcpy(bytes + 2 * i, &v, 2);
             }
             return;
-        default: throw_error(ErrorCode::unsupported, "cannot convert F32 to " + std::string(dtype_name(dst_type)));
+        default:
+            throw_error(ErrorCode::unsupported, "cannot convert F32 to " + std::string(dtype_name(dst_type)));
     }
 }
 

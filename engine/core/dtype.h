@@ -12,9 +12,9 @@ namespace loradesk {
 enum class DType { f32, f16, bf16, i32, i64, u8, i8, bool_, f64, i16, u16, u32, u64 };
 
 std::size_t dtype_size(DType t);
-std::string_view dtype_name(DType t);             // safetensors spelling: "F32", "BF16", ...
+std::string_view dtype_name(DType t);                 // safetensors spelling: "F32", "BF16", ...
 bool parse_dtype(std::string_view name, DType* out);  // false for unknown names
-bool is_float_dtype(DType t);                      // f32, f16, bf16 (the weight types we compute with)
+bool is_float_dtype(DType t);                         // f32, f16, bf16 (the weight types we compute with)
 
 inline float bf16_to_f32(uint16_t v) {
     uint32_t bits = uint32_t(v) << 16;

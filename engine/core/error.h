@@ -30,17 +30,17 @@ enum class ErrorCode {
 std::string_view error_code_name(ErrorCode code);
 
 class Error : public std::runtime_error {
-public:
+  public:
     Error(ErrorCode code, std::string message) : std::runtime_error(std::move(message)), m_code(code) {}
     ErrorCode code() const { return m_code; }
 
-private:
+  private:
     ErrorCode m_code;
 };
 
 // Failures caused by the user's input: expected, reported, never logged as bugs.
 class ExpectedError : public Error {
-public:
+  public:
     using Error::Error;
 };
 

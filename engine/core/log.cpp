@@ -43,12 +43,18 @@ std::shared_ptr<spdlog::logger> logger() {
 
 spdlog::level::level_enum to_spd(Level level) {
     switch (level) {
-        case Level::trace: return spdlog::level::trace;
-        case Level::debug: return spdlog::level::debug;
-        case Level::info: return spdlog::level::info;
-        case Level::warn: return spdlog::level::warn;
-        case Level::error: return spdlog::level::err;
-        case Level::off: return spdlog::level::off;
+        case Level::trace:
+            return spdlog::level::trace;
+        case Level::debug:
+            return spdlog::level::debug;
+        case Level::info:
+            return spdlog::level::info;
+        case Level::warn:
+            return spdlog::level::warn;
+        case Level::error:
+            return spdlog::level::err;
+        case Level::off:
+            return spdlog::level::off;
     }
     return spdlog::level::info;
 }
@@ -67,9 +73,9 @@ void set_level(Level lvl) { g_level.store(lvl); }
 Level level() { return g_level.load(std::memory_order_relaxed); }
 
 bool parse_level(std::string_view name, Level* out) {
-    static const std::pair<std::string_view, Level> kNames[] = {
-        {"trace", Level::trace}, {"debug", Level::debug}, {"info", Level::info},
-        {"warn", Level::warn},   {"error", Level::error}, {"off", Level::off}};
+    static const std::pair<std::string_view, Level> kNames[] = {{"trace", Level::trace}, {"debug", Level::debug},
+                                                                {"info", Level::info},   {"warn", Level::warn},
+                                                                {"error", Level::error}, {"off", Level::off}};
     for (auto& [n, l] : kNames) {
         if (n == name) {
             *out = l;
@@ -81,12 +87,18 @@ bool parse_level(std::string_view name, Level* out) {
 
 std::string_view level_name(Level lvl) {
     switch (lvl) {
-        case Level::trace: return "trace";
-        case Level::debug: return "debug";
-        case Level::info: return "info";
-        case Level::warn: return "warn";
-        case Level::error: return "error";
-        case Level::off: return "off";
+        case Level::trace:
+            return "trace";
+        case Level::debug:
+            return "debug";
+        case Level::info:
+            return "info";
+        case Level::warn:
+            return "warn";
+        case Level::error:
+            return "error";
+        case Level::off:
+            return "off";
     }
     return "info";
 }

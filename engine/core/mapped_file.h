@@ -18,7 +18,7 @@ enum class FileRead {
 };
 
 class MappedFile {
-public:
+  public:
     MappedFile() = default;
     // Throws Error: not_found; invalid_argument for a directory or a file that is not regular; io; unavailable
     // when a copied file changed size or time while it was read (try again once it is completely written).
@@ -33,7 +33,7 @@ public:
     std::size_t size() const { return m_size; }
     const std::string& path() const { return m_path; }
 
-private:
+  private:
     void reset();
     std::string m_path;
     const uint8_t* m_data = nullptr;

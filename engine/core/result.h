@@ -21,9 +21,9 @@ struct Status {
 
 template <class T>
 class Result {
-public:
-    Result(T value) : m_value(std::move(value)) {}                       // NOLINT: implicit by design
-    Result(Status status) : m_status(std::move(status)) {}               // NOLINT
+  public:
+    Result(T value) : m_value(std::move(value)) {}          // NOLINT: implicit by design
+    Result(Status status) : m_status(std::move(status)) {}  // NOLINT
     bool ok() const { return m_value.has_value(); }
     const Status& status() const { return m_status; }
     T& value() & { return *m_value; }
@@ -32,7 +32,7 @@ public:
     T* operator->() { return &*m_value; }
     const T* operator->() const { return &*m_value; }
 
-private:
+  private:
     std::optional<T> m_value;
     Status m_status;
 };

@@ -10,14 +10,14 @@
 namespace loradesk {
 
 class Sha256 {
-public:
+  public:
     Sha256();
     void update(const void* data, std::size_t n);
     void update(std::string_view s) { update(s.data(), s.size()); }
     std::array<uint8_t, 32> finish();
     std::string finish_hex();
 
-private:
+  private:
     void block(const uint8_t* p);
     uint32_t m_h[8];
     uint8_t m_buf[64];

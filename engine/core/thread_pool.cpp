@@ -44,7 +44,8 @@ void ThreadPool::submit(std::function<void()> task) {
 void ThreadPool::parallel_for(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn,
                               std::size_t min_chunk) {
     if (n == 0) return;
-    std::size_t n_chunks = std::min<std::size_t>(std::size_t(size()), (n + min_chunk - 1) / std::max<std::size_t>(min_chunk, 1));
+    std::size_t n_chunks =
+        std::min<std::size_t>(std::size_t(size()), (n + min_chunk - 1) / std::max<std::size_t>(min_chunk, 1));
     if (n_chunks <= 1 || m_workers.empty()) {
         fn(0, n);
         return;

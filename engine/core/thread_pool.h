@@ -14,7 +14,7 @@
 namespace loradesk {
 
 class ThreadPool {
-public:
+  public:
     explicit ThreadPool(int n_threads);  // 0 = hardware concurrency
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;
@@ -29,7 +29,7 @@ public:
 
     void submit(std::function<void()> task);
 
-private:
+  private:
     void worker_loop();
     std::vector<std::thread> m_workers;
     std::mutex m_mutex;

@@ -176,9 +176,7 @@ bool GrammarMatcher::is_terminated() const {
     return m_terminated || (m_automaton.can_end(m_state) && !m_automaton.can_continue(m_state));
 }
 
-uint32_t GrammarMatcher::min_bytes_to_end() {
-    return m_terminated ? 0 : m_automaton.min_bytes_to_end(m_state);
-}
+uint32_t GrammarMatcher::min_bytes_to_end() { return m_terminated ? 0 : m_automaton.min_bytes_to_end(m_state); }
 
 uint32_t GrammarMatcher::min_bytes_after(int32_t id) {
     if (m_terminated || !m_index->is_grammar_token(id)) return CompiledGrammar::kNoEnd;

@@ -19,8 +19,10 @@ void compute_min_suffix(CompiledGrammar& g) {
         for (std::size_t p = g.elements.size(); p-- > 0;) {
             const uint32_t e = g.elements[p];
             uint32_t v = 0;
-            if (G::is_bytes(e)) v = add(1, g.min_suffix[p + 1]);
-            else if (G::is_rule(e)) v = add(rule_min[G::arg(e)], g.min_suffix[p + 1]);
+            if (G::is_bytes(e))
+                v = add(1, g.min_suffix[p + 1]);
+            else if (G::is_rule(e))
+                v = add(rule_min[G::arg(e)], g.min_suffix[p + 1]);
             if (v != g.min_suffix[p]) g.min_suffix[p] = v, changed = true;
         }
         for (std::size_t r = 0; r < n_rules; ++r) {

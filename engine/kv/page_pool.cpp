@@ -8,7 +8,9 @@
 namespace loradesk::kv {
 
 PagePool::PagePool(int n_pages, int page_size) : m_page_size(page_size) {
-    if (page_size <= 0) throw_expected(ErrorCode::invalid_argument, "KV page size must be positive (got " + std::to_string(page_size) + ")");
+    if (page_size <= 0)
+        throw_expected(ErrorCode::invalid_argument,
+                       "KV page size must be positive (got " + std::to_string(page_size) + ")");
     if (n_pages <= 0)
         throw_expected(ErrorCode::invalid_argument,
                        "the KV cache needs at least one page (got " + std::to_string(n_pages) + "); raise --kv-memory");
@@ -42,19 +44,22 @@ bool PagePool::allocate(int n, std::vector<int32_t>& out) {
 
 void PagePool::check(int32_t page) const {
     if (page < 0 || page >= n_pages())
-        throw_error(ErrorCode::internal, "KV page " + std::to_string(page) + " is outside the pool of " + std::to_string(n_pages()));
+        throw_error(ErrorCode::internal,
+                    "KV page " + std::to_string(page) + " is outside the pool of " + std::to_string(n_pages()));
 }
 
 void PagePool::add_ref(int32_t page) {
     check(page);
-    if (m_refs[std::size_t(page)] == 0) throw_error(ErrorCode::internal, "add_ref on free KV page " + std::to_string(page));
+    if (m_refs[std::size_t(page)] == 0)
+        throw_error(ErrorCode::internal, "add_ref on free KV page " + std::to_string(page));
     ++m_refs[std::size_t(page)];
 }
 
 void PagePool::release(int32_t page) {
     check(page);
     int32_t& r = m_refs[std::size_t(page)];
-    if (r == 0) throw_error(ErrorCode::internal, "KV page " + std::to_string(page) + " released more often than referenced");
+    if (r == 0)
+        throw_error(ErrorCode::internal, "KV page " + std::to_string(page) + " released more often than referenced");
     if (--r == 0) m_free.push_back(page);
 }
 

@@ -14,7 +14,7 @@ constexpr int kDefaultPageSize = 16;
 
 // Not thread-safe: the engine loop thread owns it.
 class PagePool {
-public:
+  public:
     PagePool(int n_pages, int page_size = kDefaultPageSize);
 
     // Pages that fit in `budget_bytes` when one page takes `page_bytes` (ModelRunner::kv_page_bytes).
@@ -36,7 +36,7 @@ public:
     void release_all(const std::vector<int32_t>& pages);
     int ref_count(int32_t page) const;
 
-private:
+  private:
     void check(int32_t page) const;
 
     int m_page_size;

@@ -22,9 +22,9 @@ struct PrefixNode;       // opaque outside prefix_cache.cpp
 struct PrefixNamespace;  // one tree: a digest's live cache, or a retired one waiting for its last lock
 
 struct PrefixMatch {
-    PrefixNode* lock = nullptr;   // deepest matched node (the namespace root when nothing matched), locked
-    std::vector<int32_t> pages;   // matched pages, one PagePool reference each now owned by the caller
-    int n_tokens = 0;             // pages.size() * page_size
+    PrefixNode* lock = nullptr;  // deepest matched node (the namespace root when nothing matched), locked
+    std::vector<int32_t> pages;  // matched pages, one PagePool reference each now owned by the caller
+    int n_tokens = 0;            // pages.size() * page_size
 };
 
 struct NamespaceStats {
@@ -35,7 +35,7 @@ struct NamespaceStats {
 
 // Not thread-safe: the engine loop thread owns it.
 class PrefixCache {
-public:
+  public:
     explicit PrefixCache(PagePool& pool);
     ~PrefixCache();
     PrefixCache(const PrefixCache&) = delete;
@@ -73,7 +73,7 @@ public:
     int n_cached_pages() const { return m_cached_pages; }
     int n_evictable_pages() const { return m_unlocked_pages; }
 
-private:
+  private:
     PrefixNamespace* live(const std::string& ns) const;
     PrefixNamespace& live_or_create(const std::string& ns);
     void lock_path(PrefixNode* node);

@@ -38,7 +38,8 @@ bool is_set(const Json& j, const char* key) {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) return false;
     if (it->is_boolean()) return it->get<bool>();
-    if (it->is_array() || it->is_object() || it->is_string()) return !it->empty() && !(it->is_string() && it->get<std::string>().empty());
+    if (it->is_array() || it->is_object() || it->is_string())
+        return !it->empty() && !(it->is_string() && it->get<std::string>().empty());
     return true;
 }
 
@@ -113,18 +114,21 @@ void reject_unsupported(const Json& j, const std::string& source) {
     if (!task.empty() && task != "CAUSAL_LM")
         unsupported(source, "task_type is '" + task + "'; only CAUSAL_LM adapters can be served for text generation");
     if (get_bool(j, "use_dora", source))
-        unsupported(source, "use_dora is true; DoRA adapters are not supported (merge the adapter into the base "
-                            "model, or retrain without DoRA)");
+        unsupported(source,
+                    "use_dora is true; DoRA adapters are not supported (merge the adapter into the base "
+                    "model, or retrain without DoRA)");
     if (is_set(j, "modules_to_save"))
-        unsupported(source, "modules_to_save is set; adapters that replace whole modules (lm_head, embed_tokens, "
-                            "score) are not supported");
+        unsupported(source,
+                    "modules_to_save is set; adapters that replace whole modules (lm_head, embed_tokens, "
+                    "score) are not supported");
     std::string bias = get_string(j, "bias", source);
     if (!bias.empty() && bias != "none")
-        unsupported(source, "bias is '" + bias + "'; adapters that trained base biases are not supported (only "
-                            "bias \"none\")");
-    if (get_bool(j, "lora_bias", source))
-        unsupported(source, "lora_bias is true; LoRA B biases are not supported");
-    for (const char* key : {"layer_replication", "alora_invocation_tokens", "trainable_token_indices", "target_parameters"})
+        unsupported(source, "bias is '" + bias +
+                                "'; adapters that trained base biases are not supported (only "
+                                "bias \"none\")");
+    if (get_bool(j, "lora_bias", source)) unsupported(source, "lora_bias is true; LoRA B biases are not supported");
+    for (const char* key :
+         {"layer_replication", "alora_invocation_tokens", "trainable_token_indices", "target_parameters"})
         if (is_set(j, key)) unsupported(source, std::string(key) + " is set; this PEFT feature is not supported");
 }
 
@@ -195,18 +199,18 @@ void reject_embedding_targets(const AdapterConfig& c, const std::string& source)
 
 bool ModuleMatcher::matches(const std::string& module_path) const {
     switch (kind) {
-    case Kind::unset:
-        return false;
-    case Kind::all_linear:
-        for (const char* n : kLinearModules)
-            if (ends_with_component(module_path, n)) return true;
-        return false;
-    case Kind::regex:
-        return regex_fullmatch(regex, module_path, "module regex");
-    case Kind::names:
-        for (auto& n : names)
-            if (module_path == n || ends_with_component(module_path, n)) return true;
-        return false;
+        case Kind::unset:
+            return false;
+        case Kind::all_linear:
+            for (const char* n : kLinearModules)
+                if (ends_with_component(module_path, n)) return true;
+            return false;
+        case Kind::regex:
+            return regex_fullmatch(regex, module_path, "module regex");
+        case Kind::names:
+            for (auto& n : names)
+                if (module_path == n || ends_with_component(module_path, n)) return true;
+            return false;
     }
     return false;
 }

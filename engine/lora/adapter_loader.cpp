@@ -52,17 +52,25 @@ bool parse_module_name(std::string_view group, std::string_view proj, LoraModule
 [[noreturn]] void reject_key(const std::string& adapter, const std::string& name) {
     auto has = [&](std::string_view s) { return name.find(s) != std::string::npos; };
     if (has("lora_embedding_") || has("embed_tokens") || has("lm_head.lora_"))
-        fail(ErrorCode::unsupported, adapter, "tensor '" + name + "' is an embedding/lm_head LoRA, which is not supported "
-                                              "(only the attention and MLP projections)");
+        fail(ErrorCode::unsupported, adapter,
+             "tensor '" + name +
+                 "' is an embedding/lm_head LoRA, which is not supported "
+                 "(only the attention and MLP projections)");
     if (has("lora_magnitude_vector"))
-        fail(ErrorCode::unsupported, adapter, "tensor '" + name + "' is a DoRA magnitude vector; DoRA adapters are not supported");
+        fail(ErrorCode::unsupported, adapter,
+             "tensor '" + name + "' is a DoRA magnitude vector; DoRA adapters are not supported");
     if (has(".lora_B.bias") || has(".lora_A.bias"))
-        fail(ErrorCode::unsupported, adapter, "tensor '" + name + "' is a LoRA bias (lora_bias=true), which is not supported");
+        fail(ErrorCode::unsupported, adapter,
+             "tensor '" + name + "' is a LoRA bias (lora_bias=true), which is not supported");
     if (!has("lora_"))
-        fail(ErrorCode::unsupported, adapter, "tensor '" + name + "' is a full module copy (modules_to_save), which is not "
-                                              "supported");
-    fail(ErrorCode::unsupported, adapter, "tensor '" + name + "' is not a LoRA factor of an attention or MLP projection "
-                                          "(expected base_model.model.model.layers.N.{self_attn,mlp}.<proj>.lora_{A,B}.weight)");
+        fail(ErrorCode::unsupported, adapter,
+             "tensor '" + name +
+                 "' is a full module copy (modules_to_save), which is not "
+                 "supported");
+    fail(ErrorCode::unsupported, adapter,
+         "tensor '" + name +
+             "' is not a LoRA factor of an attention or MLP projection "
+             "(expected base_model.model.model.layers.N.{self_attn,mlp}.<proj>.lora_{A,B}.weight)");
 }
 
 ParsedKey parse_key(const std::string& adapter, const std::string& name) {
@@ -103,27 +111,29 @@ std::string shape_of(const model::TensorView& t) { return t.shape_string(); }
 
 void check_factor(const std::string& adapter, const model::TensorView& t) {
     if (t.shape.size() != 2)
-        fail(ErrorCode::corrupt_file, adapter, "tensor '" + t.name + "' has shape " + shape_of(t) + "; LoRA factors are 2-D");
+        fail(ErrorCode::corrupt_file, adapter,
+             "tensor '" + t.name + "' has shape " + shape_of(t) + "; LoRA factors are 2-D");
     if (!is_float_dtype(t.dtype))
-        fail(ErrorCode::unsupported, adapter, "tensor '" + t.name + "' has dtype " + std::string(dtype_name(t.dtype)) +
-                                                  "; LoRA factors must be F32, F16 or BF16");
+        fail(ErrorCode::unsupported, adapter,
+             "tensor '" + t.name + "' has dtype " + std::string(dtype_name(t.dtype)) +
+                 "; LoRA factors must be F32, F16 or BF16");
 }
 
 void check_against_base(const std::string& adapter, const AdapterModule& m, const model::ModelConfig& base) {
     std::string proj(runtime::lora_module_name(m.module));
     if (m.layer >= base.n_layers)
-        fail(ErrorCode::invalid_argument, adapter, "tensor '" + m.a->name + "' is for layer " + std::to_string(m.layer) +
-                                                       " but the base model has " + std::to_string(base.n_layers) +
-                                                       " layers (is it for another base model?)");
+        fail(ErrorCode::invalid_argument, adapter,
+             "tensor '" + m.a->name + "' is for layer " + std::to_string(m.layer) + " but the base model has " +
+                 std::to_string(base.n_layers) + " layers (is it for another base model?)");
     int in = lora_in_features(base, m.module), out = lora_out_features(base, m.module);
     if (m.a->shape[1] != in)
-        fail(ErrorCode::invalid_argument, adapter, "targets " + proj + " with in_features " + std::to_string(m.a->shape[1]) +
-                                                       " but the base model has " + std::to_string(in) +
-                                                       " (is it for another base model?)");
+        fail(ErrorCode::invalid_argument, adapter,
+             "targets " + proj + " with in_features " + std::to_string(m.a->shape[1]) + " but the base model has " +
+                 std::to_string(in) + " (is it for another base model?)");
     if (m.b->shape[0] != out)
-        fail(ErrorCode::invalid_argument, adapter, "targets " + proj + " with out_features " + std::to_string(m.b->shape[0]) +
-                                                       " but the base model has " + std::to_string(out) +
-                                                       " (is it for another base model?)");
+        fail(ErrorCode::invalid_argument, adapter,
+             "targets " + proj + " with out_features " + std::to_string(m.b->shape[0]) + " but the base model has " +
+                 std::to_string(out) + " (is it for another base model?)");
 }
 
 // Pairs A with B, checks ranks against each other, the config and the limit, and resolves the scale.
@@ -135,21 +145,23 @@ AdapterModule make_module(const std::string& adapter, const AdapterConfig& cfg, 
     check_factor(adapter, *b);
     AdapterModule m{key.layer, key.module, key.path, int(a->shape[0]), 0.0f, a, b};
     if (b->shape[1] != a->shape[0])
-        fail(ErrorCode::corrupt_file, adapter, "rank mismatch in " + key.path + ": lora_A is " + shape_of(*a) +
-                                                   " but lora_B is " + shape_of(*b) + " (A [r, in], B [out, r])");
+        fail(ErrorCode::corrupt_file, adapter,
+             "rank mismatch in " + key.path + ": lora_A is " + shape_of(*a) + " but lora_B is " + shape_of(*b) +
+                 " (A [r, in], B [out, r])");
     if (m.rank <= 0) fail(ErrorCode::corrupt_file, adapter, "module " + key.path + " has rank 0");
     if (!cfg.targets(key.path))
-        fail(ErrorCode::corrupt_file, adapter, "tensor '" + a->name + "' is for " + key.path +
-                                                   ", which adapter_config.json does not target (target_modules, "
-                                                   "exclude_modules or layers_to_transform disagree with the tensors)");
+        fail(ErrorCode::corrupt_file, adapter,
+             "tensor '" + a->name + "' is for " + key.path +
+                 ", which adapter_config.json does not target (target_modules, "
+                 "exclude_modules or layers_to_transform disagree with the tensors)");
     if (int want = cfg.rank_for(key.path); want != m.rank)
-        fail(ErrorCode::corrupt_file, adapter, "module " + key.path + " has rank " + std::to_string(m.rank) +
-                                                   " but adapter_config.json says " + std::to_string(want) +
-                                                   " (r / rank_pattern disagree with the tensors)");
+        fail(ErrorCode::corrupt_file, adapter,
+             "module " + key.path + " has rank " + std::to_string(m.rank) + " but adapter_config.json says " +
+                 std::to_string(want) + " (r / rank_pattern disagree with the tensors)");
     if (max_rank > 0 && m.rank > max_rank)
-        fail(ErrorCode::unsupported, adapter, "rank " + std::to_string(m.rank) + " of " + key.path +
-                                                  " exceeds --max-lora-rank " + std::to_string(max_rank) +
-                                                  "; restart with --max-lora-rank " + std::to_string(m.rank) + " or more");
+        fail(ErrorCode::unsupported, adapter,
+             "rank " + std::to_string(m.rank) + " of " + key.path + " exceeds --max-lora-rank " +
+                 std::to_string(max_rank) + "; restart with --max-lora-rank " + std::to_string(m.rank) + " or more");
     m.scale = cfg.scale_for(key.path);
     return m;
 }
@@ -158,20 +170,27 @@ AdapterModule make_module(const std::string& adapter, const AdapterConfig& cfg, 
 
 int lora_in_features(const model::ModelConfig& base, LoraModule m) {
     switch (m) {
-    case LoraModule::o: return base.q_dim();
-    case LoraModule::down: return base.intermediate_size;
-    default: return base.hidden_size;
+        case LoraModule::o:
+            return base.q_dim();
+        case LoraModule::down:
+            return base.intermediate_size;
+        default:
+            return base.hidden_size;
     }
 }
 
 int lora_out_features(const model::ModelConfig& base, LoraModule m) {
     switch (m) {
-    case LoraModule::q: return base.q_dim();
-    case LoraModule::k:
-    case LoraModule::v: return base.kv_dim();
-    case LoraModule::gate:
-    case LoraModule::up: return base.intermediate_size;
-    default: return base.hidden_size;
+        case LoraModule::q:
+            return base.q_dim();
+        case LoraModule::k:
+        case LoraModule::v:
+            return base.kv_dim();
+        case LoraModule::gate:
+        case LoraModule::up:
+            return base.intermediate_size;
+        default:
+            return base.hidden_size;
     }
 }
 
@@ -189,7 +208,8 @@ AdapterPlan plan_adapter(const std::string& dir, const model::ModelConfig* base,
                  "only adapter_model.bin (a Python pickle) is present, which cannot be read safely; convert it with "
                  "python -c \"import torch; from safetensors.torch import save_file; "
                  "save_file(torch.load('adapter_model.bin'), 'adapter_model.safetensors')\" in that folder");
-        throw_expected(ErrorCode::not_found, "adapter '" + plan.name + "': no adapter_model.safetensors in '" + dir + "'");
+        throw_expected(ErrorCode::not_found,
+                       "adapter '" + plan.name + "': no adapter_model.safetensors in '" + dir + "'");
     }
     // Copied, not mapped: users rewrite adapter files in place while the server runs, and a mapped file that
     // shrinks turns the next read into SIGBUS.
@@ -251,7 +271,7 @@ namespace {
 // fresh buffer first, a second full pass over 175 MB at Qwen3-8B shapes.
 template <class Src, float (*kConvert)(Src)>
 class F32ReadIter {
-public:
+  public:
     using iterator_category = std::random_access_iterator_tag;
     using value_type = float;
     using difference_type = std::ptrdiff_t;
@@ -266,11 +286,28 @@ public:
         return kConvert(v);
     }
     float operator[](difference_type i) const { return *(*this + i); }
-    F32ReadIter& operator++() { m_p += sizeof(Src); return *this; }
-    F32ReadIter operator++(int) { F32ReadIter t = *this; ++*this; return t; }
-    F32ReadIter& operator--() { m_p -= sizeof(Src); return *this; }
-    F32ReadIter operator--(int) { F32ReadIter t = *this; --*this; return t; }
-    F32ReadIter& operator+=(difference_type n) { m_p += n * difference_type(sizeof(Src)); return *this; }
+    F32ReadIter& operator++() {
+        m_p += sizeof(Src);
+        return *this;
+    }
+    F32ReadIter operator++(int) {
+        F32ReadIter t = *this;
+        ++*this;
+        return t;
+    }
+    F32ReadIter& operator--() {
+        m_p -= sizeof(Src);
+        return *this;
+    }
+    F32ReadIter operator--(int) {
+        F32ReadIter t = *this;
+        --*this;
+        return t;
+    }
+    F32ReadIter& operator+=(difference_type n) {
+        m_p += n * difference_type(sizeof(Src));
+        return *this;
+    }
     F32ReadIter& operator-=(difference_type n) { return *this += -n; }
     friend F32ReadIter operator+(F32ReadIter it, difference_type n) { return it += n; }
     friend F32ReadIter operator+(difference_type n, F32ReadIter it) { return it += n; }
@@ -280,7 +317,7 @@ public:
     }
     friend auto operator<=>(F32ReadIter x, F32ReadIter y) = default;
 
-private:
+  private:
     const uint8_t* m_p = nullptr;
 };
 
@@ -296,12 +333,15 @@ void assign_as(std::vector<float>& dst, const uint8_t* src, std::size_t n) {
 void assign_f32(std::vector<float>& dst, const model::TensorView& t) {
     const auto n = std::size_t(t.numel());
     switch (t.dtype) {
-    case DType::bf16: return assign_as<uint16_t, bf16_to_f32>(dst, t.data, n);
-    case DType::f16: return assign_as<uint16_t, f16_to_f32>(dst, t.data, n);
-    case DType::f32: return assign_as<float, f32_identity>(dst, t.data, n);
-    default:  // plan_adapter admits float dtypes only; keep the general path for anything else
-        dst.resize(n);
-        convert_to_f32(t.data, t.dtype, n, dst.data());
+        case DType::bf16:
+            return assign_as<uint16_t, bf16_to_f32>(dst, t.data, n);
+        case DType::f16:
+            return assign_as<uint16_t, f16_to_f32>(dst, t.data, n);
+        case DType::f32:
+            return assign_as<float, f32_identity>(dst, t.data, n);
+        default:  // plan_adapter admits float dtypes only; keep the general path for anything else
+            dst.resize(n);
+            convert_to_f32(t.data, t.dtype, n, dst.data());
     }
 }
 
@@ -311,8 +351,9 @@ runtime::LoraWeights convert_adapter(const AdapterPlan& plan, int n_layers, Thre
                                      runtime::LoraWeights* reuse) {
     for (auto& m : plan.modules)
         if (m.layer >= n_layers)
-            fail(ErrorCode::invalid_argument, plan.name, "module " + m.path + " is beyond the base model's " +
-                                                             std::to_string(n_layers) + " layers (is it for another base model?)");
+            fail(ErrorCode::invalid_argument, plan.name,
+                 "module " + m.path + " is beyond the base model's " + std::to_string(n_layers) +
+                     " layers (is it for another base model?)");
     runtime::LoraWeights w;
     if (reuse) {
         w = std::move(*reuse);
@@ -356,8 +397,8 @@ runtime::LoraWeights convert_adapter(const AdapterPlan& plan, int n_layers, Thre
     return w;
 }
 
-runtime::LoraWeights load_adapter(const std::string& dir, const model::ModelConfig& base, int max_rank, ThreadPool* pool,
-                                  runtime::LoraWeights* reuse) {
+runtime::LoraWeights load_adapter(const std::string& dir, const model::ModelConfig& base, int max_rank,
+                                  ThreadPool* pool, runtime::LoraWeights* reuse) {
     AdapterPlan plan = plan_adapter(dir, &base, max_rank);
     return convert_adapter(plan, base.n_layers, pool, reuse);
 }

@@ -35,7 +35,8 @@ void AdapterLease::release() {
 }
 
 AdapterRegistry::~AdapterRegistry() {
-    if (m_live_leases > 0) log::error("adapter registry destroyed with {} requests still holding adapters", m_live_leases);
+    if (m_live_leases > 0)
+        log::error("adapter registry destroyed with {} requests still holding adapters", m_live_leases);
 }
 
 void AdapterRegistry::set_on_freed(FreedFn fn) {
@@ -235,7 +236,8 @@ void AdapterRegistry::unload(const std::string& name) {
     {
         std::lock_guard lock(m_mutex);
         const std::string* resolved = resolve_locked(name);
-        if (!resolved) throw_expected(ErrorCode::not_found, "adapter '" + model::printable_name(name) + "' is not loaded");
+        if (!resolved)
+            throw_expected(ErrorCode::not_found, "adapter '" + model::printable_name(name) + "' is not loaded");
         freed = drop_name_locked(std::string(*resolved), nullptr);
     }
     m_changed.notify_all();
@@ -249,8 +251,8 @@ void AdapterRegistry::add_alias(const std::string& alias, const std::string& nam
         throw_expected(ErrorCode::not_found, "adapter '" + model::printable_name(name) + "' is not loaded");
     if (m_names.count(alias)) throw_expected(ErrorCode::conflict, "'" + alias + "' is already the name of an adapter");
     if (auto it = m_aliases.find(alias); it != m_aliases.end() && it->second != name)
-        throw_expected(ErrorCode::conflict, "alias '" + alias + "' already points to adapter '" + it->second +
-                                                "'; remove it first");
+        throw_expected(ErrorCode::conflict,
+                       "alias '" + alias + "' already points to adapter '" + it->second + "'; remove it first");
     m_aliases[alias] = name;
     m_unloaded.erase(alias);
     m_failed.erase(alias);

@@ -46,7 +46,7 @@ class AdapterRegistry;
 // Holds one in-flight request's claim on an adapter. Releasing the last lease of an unloaded adapter
 // frees it (the registry's on_freed callback runs then, on the releasing thread). Move-only.
 class AdapterLease {
-public:
+  public:
     AdapterLease() = default;
     ~AdapterLease() { release(); }
     AdapterLease(AdapterLease&& o) noexcept { *this = std::move(o); }
@@ -59,16 +59,17 @@ public:
     int id() const { return m_id; }
     void release();
 
-private:
+  private:
     friend class AdapterRegistry;
-    AdapterLease(AdapterRegistry* r, std::string digest, int id) : m_registry(r), m_digest(std::move(digest)), m_id(id) {}
+    AdapterLease(AdapterRegistry* r, std::string digest, int id)
+        : m_registry(r), m_digest(std::move(digest)), m_id(id) {}
     AdapterRegistry* m_registry = nullptr;
     std::string m_digest;
     int m_id = 0;
 };
 
 class AdapterRegistry {
-public:
+  public:
     // Called once per digest when it is neither registered under any name nor used by any request, so
     // the owner can drop its host/device copies and evict its KV namespace. Runs without the lock held.
     using FreedFn = std::function<void(const std::string& digest)>;
@@ -126,7 +127,7 @@ public:
     int in_flight(const std::string& digest) const;
     bool is_pinned_digest(const std::string& digest) const;
 
-private:
+  private:
     friend class AdapterLease;
     struct DigestEntry {
         int id = 0;

@@ -25,7 +25,7 @@ struct SlotGrant {
 };
 
 class AdapterResidency {
-public:
+  public:
     virtual ~AdapterResidency() = default;
 
     // Number of device slots (= max distinct adapters in one step).

@@ -54,8 +54,9 @@ std::vector<LoraModule> parse_lora_targets(const std::string& csv) {
                 found = true;
             }
         if (!found)
-            throw_expected(ErrorCode::invalid_argument, "unknown LoRA target '" + item +
-                                                            "' (use q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj)");
+            throw_expected(ErrorCode::invalid_argument,
+                           "unknown LoRA target '" + item +
+                               "' (use q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj)");
         i = j + 1;
     }
     return out;
@@ -65,8 +66,8 @@ std::string synth_adapter_config_json(const SynthAdapterSpec& spec) {
     using Json = nlohmann::json;  // std::map order = PEFT's sort_keys=True
     Json j;
     for (const char* k : {"alora_invocation_tokens", "arrow_config", "auto_mapping", "corda_config", "eva_config",
-                          "exclude_modules", "layer_replication", "layers_pattern", "megatron_config", "modules_to_save",
-                          "revision", "target_parameters", "trainable_token_indices"})
+                          "exclude_modules", "layer_replication", "layers_pattern", "megatron_config",
+                          "modules_to_save", "revision", "target_parameters", "trainable_token_indices"})
         j[k] = nullptr;
     Json alpha = Json::object(), rank = Json::object();
     for (auto& [k, v] : spec.alpha_pattern) alpha[k] = v;
@@ -93,7 +94,8 @@ std::string synth_adapter_config_json(const SynthAdapterSpec& spec) {
     j["qalora_group_size"] = 16;
     j["r"] = spec.rank;
     std::vector<std::string> targets;
-    for (auto m : spec.targets.empty() ? all_modules() : spec.targets) targets.emplace_back(runtime::lora_module_name(m));
+    for (auto m : spec.targets.empty() ? all_modules() : spec.targets)
+        targets.emplace_back(runtime::lora_module_name(m));
     j["target_modules"] = targets;
     j["task_type"] = "CAUSAL_LM";
     j["use_dora"] = false;
@@ -106,7 +108,8 @@ void synthesize_adapter(const model::ModelConfig& base, const SynthAdapterSpec& 
     if (spec.rank <= 0) throw_expected(ErrorCode::invalid_argument, "--rank must be positive");
     for (int l : spec.layers)
         if (l < 0 || l >= base.n_layers)
-            throw_expected(ErrorCode::invalid_argument, "layer " + std::to_string(l) + " is out of range: the base model has " +
+            throw_expected(ErrorCode::invalid_argument, "layer " + std::to_string(l) +
+                                                            " is out of range: the base model has " +
                                                             std::to_string(base.n_layers) + " layers");
     std::string config_text = synth_adapter_config_json(spec);
     // Parse our own output: the rank/alpha patterns then resolve exactly as the loader will.

@@ -19,11 +19,12 @@ struct DataDeleter {
     void operator()(pcre2_match_data* d) const { pcre2_match_data_free(d); }
 };
 
-std::unique_ptr<pcre2_code, CodeDeleter> compile(const std::string& pattern, uint32_t options, const std::string& what) {
+std::unique_ptr<pcre2_code, CodeDeleter> compile(const std::string& pattern, uint32_t options,
+                                                 const std::string& what) {
     int err = 0;
     PCRE2_SIZE offset = 0;
-    pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                     options | PCRE2_UTF, &err, &offset, nullptr);
+    pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options | PCRE2_UTF,
+                                     &err, &offset, nullptr);
     if (!code) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(err, msg, sizeof msg);

@@ -311,7 +311,8 @@ SlotGrant TieredStore::place(const std::string& digest, const std::vector<std::s
     mark_on_device(evicted, false);
     mark_on_device(digest, true);
     std::lock_guard lock(m_mutex);
-    m_metrics.host_to_device_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    m_metrics.host_to_device_seconds.observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (!evicted.empty()) ++m_metrics.device_evictions;
     slot = Slot{digest, m_tick};
     return {Residency::ready, s, {}};

@@ -32,7 +32,8 @@ void write_shard(const std::string& path, const std::vector<StreamTensor>& tenso
     uint64_t off = 0;
     for (std::size_t i : members) {
         const std::size_t nb = tensor_bytes(tensors[i]);
-        header[tensors[i].name] = {{"dtype", dtype_name(tensors[i].dtype)}, {"shape", tensors[i].shape}, {"data_offsets", {off, off + nb}}};
+        header[tensors[i].name] = {
+            {"dtype", dtype_name(tensors[i].dtype)}, {"shape", tensors[i].shape}, {"data_offsets", {off, off + nb}}};
         off += nb;
     }
     std::string h = header.dump();
@@ -66,8 +67,9 @@ void write_shard(const std::string& path, const std::vector<StreamTensor>& tenso
 
 }  // namespace
 
-void write_streamed_checkpoint(const std::string& dir, const std::string& stem, const std::vector<StreamTensor>& tensors,
-                               const StreamFill& fill, std::size_t max_shard_bytes) {
+void write_streamed_checkpoint(const std::string& dir, const std::string& stem,
+                               const std::vector<StreamTensor>& tensors, const StreamFill& fill,
+                               std::size_t max_shard_bytes) {
     namespace fs = std::filesystem;
     fs::create_directories(dir);
     std::size_t total = 0;

@@ -25,7 +25,8 @@ using StreamFill = std::function<void(std::size_t, int64_t, int64_t, float*)>;
 
 // Writes dir/<stem>.safetensors, or <stem>-0000k-of-0000n.safetensors + <stem>.safetensors.index.json
 // when the tensor bytes exceed max_shard_bytes. Throws Error(io) on write failures.
-void write_streamed_checkpoint(const std::string& dir, const std::string& stem, const std::vector<StreamTensor>& tensors,
-                               const StreamFill& fill, std::size_t max_shard_bytes);
+void write_streamed_checkpoint(const std::string& dir, const std::string& stem,
+                               const std::vector<StreamTensor>& tensors, const StreamFill& fill,
+                               std::size_t max_shard_bytes);
 
 }  // namespace loradesk::model

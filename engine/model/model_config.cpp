@@ -7,8 +7,8 @@
 
 #include <cmath>
 #include <filesystem>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/error.h"
 #include "core/mapped_file.h"
@@ -18,13 +18,16 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr const char* kSupportedArchitectures = "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, MistralForCausalLM";
+constexpr const char* kSupportedArchitectures =
+    "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, MistralForCausalLM";
 constexpr const char* kSupportedRope = "default, linear, llama3";
 
 [[noreturn]] void unsupported(const std::string& what) {
     throw_expected(ErrorCode::unsupported, "config.json: " + what);
 }
-[[noreturn]] void malformed(const std::string& what) { throw_expected(ErrorCode::corrupt_file, "config.json: " + what); }
+[[noreturn]] void malformed(const std::string& what) {
+    throw_expected(ErrorCode::corrupt_file, "config.json: " + what);
+}
 
 bool present(const json& j, const char* key) { return j.contains(key) && !j.at(key).is_null(); }
 
@@ -38,7 +41,8 @@ int get_positive_int(const json& j, const char* key) {
 
 int get_int_or(const json& j, const char* key, int fallback) {
     if (!present(j, key)) return fallback;
-    if (!j.at(key).is_number_integer()) malformed(std::string("\"") + key + "\" must be an integer, got " + j.at(key).dump());
+    if (!j.at(key).is_number_integer())
+        malformed(std::string("\"") + key + "\" must be an integer, got " + j.at(key).dump());
     return j.at(key).get<int>();
 }
 
@@ -51,14 +55,16 @@ double get_number_or(const json& j, const char* key, double fallback, const char
 
 bool get_bool_or(const json& j, const char* key, bool fallback) {
     if (!present(j, key)) return fallback;
-    if (!j.at(key).is_boolean()) malformed(std::string("\"") + key + "\" must be true or false, got " + j.at(key).dump());
+    if (!j.at(key).is_boolean())
+        malformed(std::string("\"") + key + "\" must be true or false, got " + j.at(key).dump());
     return j.at(key).get<bool>();
 }
 
 Architecture parse_architecture(const json& j, std::string* name) {
     if (!present(j, "architectures") || !j.at("architectures").is_array() || j.at("architectures").empty() ||
         !j.at("architectures")[0].is_string())
-        malformed(std::string("missing \"architectures\" (a list naming the model class); supported: ") + kSupportedArchitectures);
+        malformed(std::string("missing \"architectures\" (a list naming the model class); supported: ") +
+                  kSupportedArchitectures);
     *name = j.at("architectures")[0].get<std::string>();
     if (*name == "LlamaForCausalLM") return Architecture::llama;
     if (*name == "Qwen2ForCausalLM") return Architecture::qwen2;
@@ -98,8 +104,11 @@ void parse_rope_block(const json& r, const char* block, ModelConfig& c) {
         s.low_freq_factor = float(get_number_or(r, "low_freq_factor", 1.0, where.c_str()));
         s.high_freq_factor = float(get_number_or(r, "high_freq_factor", 4.0, where.c_str()));
         s.original_max_position_embeddings = get_int_or(r, "original_max_position_embeddings", 8192);
-        if (!(s.high_freq_factor > s.low_freq_factor) || s.low_freq_factor <= 0 || s.original_max_position_embeddings <= 0)
-            malformed(where + "llama3 rope needs 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings > 0");
+        if (!(s.high_freq_factor > s.low_freq_factor) || s.low_freq_factor <= 0 ||
+            s.original_max_position_embeddings <= 0)
+            malformed(
+                where +
+                "llama3 rope needs 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings > 0");
     } else {
         unsupported("rope type '" + type + "' is not supported; supported: " + kSupportedRope);
     }
@@ -125,10 +134,14 @@ void parse_dtype_field(const json& j, ModelConfig& c) {
     if (!key) return;
     const json& v = j.at(key);
     std::string s = v.is_string() ? v.get<std::string>() : v.dump();
-    if (s == "bfloat16") c.dtype = DType::bf16;
-    else if (s == "float16") c.dtype = DType::f16;
-    else if (s == "float32") c.dtype = DType::f32;
-    else unsupported(std::string("\"") + key + "\" is " + s + "; supported: bfloat16, float16, float32");
+    if (s == "bfloat16")
+        c.dtype = DType::bf16;
+    else if (s == "float16")
+        c.dtype = DType::f16;
+    else if (s == "float32")
+        c.dtype = DType::f32;
+    else
+        unsupported(std::string("\"") + key + "\" is " + s + "; supported: bfloat16, float16, float32");
 }
 
 std::vector<int> parse_eos(const json& j) {
@@ -156,9 +169,10 @@ void check_sliding_window(const json& j, const ModelConfig& c) {
     if (!present(j, "sliding_window")) return;
     int w = get_int_or(j, "sliding_window", 0);
     if (w > 0 && w < c.max_position_embeddings)
-        unsupported(fmt::format("sliding-window attention (sliding_window {} < max_position_embeddings {}) is not supported; "
-                                "use a model version without it (e.g. Mistral v0.2+) or set sliding_window to null",
-                                w, c.max_position_embeddings));
+        unsupported(
+            fmt::format("sliding-window attention (sliding_window {} < max_position_embeddings {}) is not supported; "
+                        "use a model version without it (e.g. Mistral v0.2+) or set sliding_window to null",
+                        w, c.max_position_embeddings));
 }
 
 void parse_shapes(const json& j, ModelConfig& c) {
@@ -169,7 +183,8 @@ void parse_shapes(const json& j, ModelConfig& c) {
     c.n_heads = get_positive_int(j, "num_attention_heads");
     c.n_kv_heads = present(j, "num_key_value_heads") ? get_positive_int(j, "num_key_value_heads") : c.n_heads;
     if (c.n_heads % c.n_kv_heads != 0)
-        malformed(fmt::format("num_attention_heads {} is not a multiple of num_key_value_heads {}", c.n_heads, c.n_kv_heads));
+        malformed(
+            fmt::format("num_attention_heads {} is not a multiple of num_key_value_heads {}", c.n_heads, c.n_kv_heads));
     if (present(j, "head_dim")) {
         c.head_dim = get_positive_int(j, "head_dim");
     } else {
@@ -179,7 +194,8 @@ void parse_shapes(const json& j, ModelConfig& c) {
         c.head_dim = c.hidden_size / c.n_heads;
     }
     if (c.head_dim % 2 != 0) malformed(fmt::format("head_dim {} must be even for rotary embeddings", c.head_dim));
-    c.max_position_embeddings = present(j, "max_position_embeddings") ? get_positive_int(j, "max_position_embeddings") : 2048;
+    c.max_position_embeddings =
+        present(j, "max_position_embeddings") ? get_positive_int(j, "max_position_embeddings") : 2048;
 }
 
 // Prints a float config value the way Python would write the float32 it came from (1e-06, not
@@ -190,10 +206,14 @@ double clean(float v) { return std::stod(fmt::format("{}", v)); }
 
 std::string architecture_name(Architecture a) {
     switch (a) {
-        case Architecture::llama: return "LlamaForCausalLM";
-        case Architecture::qwen2: return "Qwen2ForCausalLM";
-        case Architecture::qwen3: return "Qwen3ForCausalLM";
-        case Architecture::mistral: return "MistralForCausalLM";
+        case Architecture::llama:
+            return "LlamaForCausalLM";
+        case Architecture::qwen2:
+            return "Qwen2ForCausalLM";
+        case Architecture::qwen3:
+            return "Qwen3ForCausalLM";
+        case Architecture::mistral:
+            return "MistralForCausalLM";
     }
     return "unknown";
 }
@@ -202,7 +222,8 @@ ModelConfig parse_model_config(const json& j) {
     if (!j.is_object()) malformed("the top level must be a JSON object");
     ModelConfig c;
     c.arch = parse_architecture(j, &c.architecture_name);
-    c.model_type = present(j, "model_type") && j.at("model_type").is_string() ? j.at("model_type").get<std::string>() : "";
+    c.model_type =
+        present(j, "model_type") && j.at("model_type").is_string() ? j.at("model_type").get<std::string>() : "";
     parse_shapes(j, c);
     if (present(j, "hidden_act")) {
         const json& act = j.at("hidden_act");
@@ -220,12 +241,15 @@ ModelConfig parse_model_config(const json& j) {
             c.qkv_bias = c.o_bias = attention_bias;
             c.mlp_bias = get_bool_or(j, "mlp_bias", false);
             break;
-        case Architecture::qwen2: c.qkv_bias = true; break;  // hard-coded in Qwen2Attention
+        case Architecture::qwen2:
+            c.qkv_bias = true;
+            break;  // hard-coded in Qwen2Attention
         case Architecture::qwen3:
             c.qkv_bias = c.o_bias = attention_bias;
             c.qk_norm = true;
             break;
-        case Architecture::mistral: break;
+        case Architecture::mistral:
+            break;
     }
     check_sliding_window(j, c);
     c.bos_token_id = get_int_or(j, "bos_token_id", -1);
@@ -237,7 +261,8 @@ ModelConfig parse_model_config(const json& j) {
 ModelConfig load_model_config(const std::string& model_dir) {
     std::string path = (std::filesystem::path(model_dir) / "config.json").string();
     if (!std::filesystem::exists(path))
-        throw_expected(ErrorCode::not_found, "'" + model_dir + "' has no config.json (is it a Hugging Face model directory?)");
+        throw_expected(ErrorCode::not_found,
+                       "'" + model_dir + "' has no config.json (is it a Hugging Face model directory?)");
     json j;
     try {
         j = json::parse(read_text_file(path));
@@ -254,8 +279,10 @@ ModelConfig load_model_config(const std::string& model_dir) {
 json model_config_to_json(const ModelConfig& c) {
     json j;
     j["architectures"] = {architecture_name(c.arch)};
-    const char* type = c.arch == Architecture::llama ? "llama" : c.arch == Architecture::qwen2 ? "qwen2"
-                       : c.arch == Architecture::qwen3 ? "qwen3" : "mistral";
+    const char* type = c.arch == Architecture::llama   ? "llama"
+                       : c.arch == Architecture::qwen2 ? "qwen2"
+                       : c.arch == Architecture::qwen3 ? "qwen3"
+                                                       : "mistral";
     j["model_type"] = type;
     j["attention_dropout"] = 0.0;
     if (c.arch != Architecture::qwen2) j["attention_bias"] = c.qkv_bias;
@@ -264,9 +291,12 @@ json model_config_to_json(const ModelConfig& c) {
         j["pretraining_tp"] = 1;
     }
     j["bos_token_id"] = c.bos_token_id >= 0 ? json(c.bos_token_id) : json(nullptr);
-    if (c.eos_token_ids.size() == 1) j["eos_token_id"] = c.eos_token_ids[0];
-    else if (c.eos_token_ids.empty()) j["eos_token_id"] = nullptr;
-    else j["eos_token_id"] = c.eos_token_ids;
+    if (c.eos_token_ids.size() == 1)
+        j["eos_token_id"] = c.eos_token_ids[0];
+    else if (c.eos_token_ids.empty())
+        j["eos_token_id"] = nullptr;
+    else
+        j["eos_token_id"] = c.eos_token_ids;
     // head_dim is written whenever it differs from the default, and always for Qwen3 and Llama 3.2
     // style configs, as Hugging Face does.
     if (c.arch == Architecture::qwen3 || c.arch == Architecture::llama || c.head_dim * c.n_heads != c.hidden_size)

@@ -19,8 +19,8 @@ enum class RopeType { default_, linear, llama3 };
 struct RopeScaling {
     RopeType type = RopeType::default_;
     float factor = 1.0f;
-    float low_freq_factor = 1.0f;   // llama3
-    float high_freq_factor = 4.0f;  // llama3
+    float low_freq_factor = 1.0f;                 // llama3
+    float high_freq_factor = 4.0f;                // llama3
     int original_max_position_embeddings = 8192;  // llama3
 };
 
@@ -53,9 +53,9 @@ struct ModelConfig {
 };
 
 std::string architecture_name(Architecture a);
-ModelConfig parse_model_config(const nlohmann::json& j);   // throws Error
+ModelConfig parse_model_config(const nlohmann::json& j);      // throws Error
 ModelConfig load_model_config(const std::string& model_dir);  // reads model_dir/config.json
-nlohmann::json model_config_to_json(const ModelConfig& c);  // the HF config.json we write
+nlohmann::json model_config_to_json(const ModelConfig& c);    // the HF config.json we write
 // End-of-sequence ids: config.json's eos_token_id ∪ generation_config.json's (when present), sorted.
 // Throws Error(corrupt_file) when generation_config.json is not valid JSON.
 std::vector<int> load_eos_token_ids(const std::string& model_dir, const ModelConfig& c);

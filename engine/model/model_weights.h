@@ -48,23 +48,23 @@ struct LayerWeights {
 };
 
 class ModelWeights {
-public:
+  public:
     // Reads config.json and the safetensors of model_dir; throws Error naming the file and tensor for
     // anything missing, misshapen or not F32/F16/BF16.
     explicit ModelWeights(const std::string& model_dir);
 
     const ModelConfig& config() const { return m_config; }
     const std::string& dir() const { return m_dir; }
-    const TensorView& embed() const { return *m_embed; }       // [vocab, hidden]
-    const TensorView& final_norm() const { return *m_norm; }    // [hidden]
-    const TensorView& lm_head() const { return *m_lm_head; }    // [vocab, hidden]; embed() when tied
+    const TensorView& embed() const { return *m_embed; }      // [vocab, hidden]
+    const TensorView& final_norm() const { return *m_norm; }  // [hidden]
+    const TensorView& lm_head() const { return *m_lm_head; }  // [vocab, hidden]; embed() when tied
     const LayerWeights& layer(int i) const { return m_layers.at(std::size_t(i)); }
     int n_layers() const { return int(m_layers.size()); }
 
     int64_t parameter_count() const;  // tied embeddings counted once, like HF num_parameters()
     std::size_t bytes() const { return m_checkpoint->total_bytes(); }
 
-private:
+  private:
     const TensorView* require(const TensorSpec& spec) const;
 
     std::string m_dir;

@@ -101,12 +101,13 @@ SafetensorsFile::SafetensorsFile(const std::string& path, FileRead mode) : m_fil
         uint64_t b = off[0].get<uint64_t>(), e = off[1].get<uint64_t>();
         if (b > e) corrupt(path, "tensor '" + name + "' has data_offsets with begin > end");
         if (e > buffer_size)
-            corrupt(path, "tensor '" + name + "' data ends at byte " + std::to_string(e) + " but the data section has " +
-                              std::to_string(buffer_size) + " bytes; the file is probably truncated");
+            corrupt(path, "tensor '" + name + "' data ends at byte " + std::to_string(e) +
+                              " but the data section has " + std::to_string(buffer_size) +
+                              " bytes; the file is probably truncated");
         uint64_t expect = numel * dtype_size(t.dtype);
         if (e - b != expect)
-            corrupt(path, "tensor '" + name + "' has " + std::to_string(e - b) + " bytes but shape " + fmt_shape(t.shape) +
-                              " of " + dt + " needs " + std::to_string(expect));
+            corrupt(path, "tensor '" + name + "' has " + std::to_string(e - b) + " bytes but shape " +
+                              fmt_shape(t.shape) + " of " + dt + " needs " + std::to_string(expect));
         t.data = buffer + b;
         t.nbytes = std::size_t(e - b);
         m_tensors.push_back(std::move(t));
@@ -114,9 +115,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path, FileRead mode) : m_fil
     // Ranges must tile the data section exactly: no overlaps, no gaps, nothing trailing.
     std::vector<const TensorView*> by_offset;
     for (auto& t : m_tensors) by_offset.push_back(&t);
-    std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) {
-        return a->data != b->data ? a->data < b->data : a->nbytes < b->nbytes;
-    });
+    std::sort(by_offset.begin(), by_offset.end(),
+              [](auto* a, auto* b) { return a->data != b->data ? a->data < b->data : a->nbytes < b->nbytes; });
     uint64_t expected_start = 0;
     for (auto* t : by_offset) {
         uint64_t b = uint64_t(t->data - buffer);
@@ -152,10 +152,12 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const std::string& dir, const std::
             throw_expected(ErrorCode::corrupt_file, "'" + index.string() + "' has no weight_map object");
         for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
             if (!it.value().is_string())
-                throw_expected(ErrorCode::corrupt_file, "'" + index.string() + "': weight_map entry '" + it.key() + "' is not a file name");
+                throw_expected(ErrorCode::corrupt_file,
+                               "'" + index.string() + "': weight_map entry '" + it.key() + "' is not a file name");
             std::string file = it.value().get<std::string>();
-            if (file.find('/') != std::string::npos || file == ".." )
-                throw_expected(ErrorCode::corrupt_file, "'" + index.string() + "': shard name '" + file + "' must be a plain file name");
+            if (file.find('/') != std::string::npos || file == "..")
+                throw_expected(ErrorCode::corrupt_file,
+                               "'" + index.string() + "': shard name '" + file + "' must be a plain file name");
             weight_map[it.key()] = file;
             if (std::find(shards.begin(), shards.end(), file) == shards.end()) shards.push_back(file);
         }
@@ -163,9 +165,11 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const std::string& dir, const std::
         shards.push_back(single.filename().string());
     } else {
         std::string hint = fs::exists(fs::path(dir) / (stem + ".bin"))
-                               ? " (found " + stem + ".bin, a pickle file that cannot be loaded safely; convert it with "
-                                 "`python -c \"import torch; from safetensors.torch import save_file; "
-                                 "save_file(torch.load('" + stem + ".bin'), '" + stem + ".safetensors')\"`)"
+                               ? " (found " + stem +
+                                     ".bin, a pickle file that cannot be loaded safely; convert it with "
+                                     "`python -c \"import torch; from safetensors.torch import save_file; "
+                                     "save_file(torch.load('" +
+                                     stem + ".bin'), '" + stem + ".safetensors')\"`)"
                                : "";
         throw_expected(ErrorCode::not_found, "no " + single.filename().string() + " or " + index.filename().string() +
                                                  " in '" + dir + "'" + hint);
@@ -174,13 +178,15 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const std::string& dir, const std::
     for (auto& f : m_files) {
         for (auto& t : f->tensors()) {
             if (!m_index.emplace(t.name, &t).second)
-                throw_expected(ErrorCode::corrupt_file, "tensor '" + t.name + "' appears in more than one shard of '" + dir + "'");
+                throw_expected(ErrorCode::corrupt_file,
+                               "tensor '" + t.name + "' appears in more than one shard of '" + dir + "'");
         }
     }
     for (auto& [name, file] : weight_map) {
         auto it = m_index.find(name);
         if (it == m_index.end())
-            throw_expected(ErrorCode::corrupt_file, "index lists tensor '" + name + "' in '" + file + "' but that shard lacks it");
+            throw_expected(ErrorCode::corrupt_file,
+                           "index lists tensor '" + name + "' in '" + file + "' but that shard lacks it");
     }
 }
 
@@ -207,7 +213,8 @@ std::size_t SafetensorsCheckpoint::total_bytes() const {
     return n;
 }
 
-void SafetensorsWriter::add(const std::string& name, DType dtype, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
+void SafetensorsWriter::add(const std::string& name, DType dtype, std::vector<int64_t> shape,
+                            std::vector<uint8_t> bytes) {
     int64_t numel = 1;
     for (auto d : shape) numel *= d;
     if (std::size_t(numel) * dtype_size(dtype) != bytes.size())
@@ -239,7 +246,8 @@ void SafetensorsWriter::write_entries(const std::string& path, const std::vector
     if (!metadata.empty()) header["__metadata__"] = metadata;
     uint64_t off = 0;
     for (auto* e : entries) {
-        header[e->name] = {{"dtype", dtype_name(e->dtype)}, {"shape", e->shape}, {"data_offsets", {off, off + e->bytes.size()}}};
+        header[e->name] = {
+            {"dtype", dtype_name(e->dtype)}, {"shape", e->shape}, {"data_offsets", {off, off + e->bytes.size()}}};
         off += e->bytes.size();
     }
     std::string h = header.dump();
@@ -251,7 +259,8 @@ void SafetensorsWriter::write_entries(const std::string& path, const std::vector
         uint64_t n = h.size();
         out.write(reinterpret_cast<const char*>(&n), 8);
         out.write(h.data(), std::streamsize(h.size()));
-        for (auto* e : entries) out.write(reinterpret_cast<const char*>(e->bytes.data()), std::streamsize(e->bytes.size()));
+        for (auto* e : entries)
+            out.write(reinterpret_cast<const char*>(e->bytes.data()), std::streamsize(e->bytes.size()));
         if (!out) throw_error(ErrorCode::io, "write failed for '" + tmp + "' (disk full?)");
     }
     std::filesystem::rename(tmp, path);
@@ -263,7 +272,8 @@ void SafetensorsWriter::write(const std::string& path) const {
     write_entries(path, all, m_metadata);
 }
 
-void SafetensorsWriter::write_checkpoint(const std::string& dir, const std::string& stem, std::size_t max_shard_bytes) const {
+void SafetensorsWriter::write_checkpoint(const std::string& dir, const std::string& stem,
+                                         std::size_t max_shard_bytes) const {
     namespace fs = std::filesystem;
     fs::create_directories(dir);
     if (total_bytes() <= max_shard_bytes) {

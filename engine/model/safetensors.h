@@ -30,7 +30,7 @@ struct TensorView {
 };
 
 class SafetensorsFile {
-public:
+  public:
     // Maps (or, with FileRead::copy, reads into owned memory) and fully validates the file; throws
     // Error(corrupt_file) naming the file and tensor. Adapters are copied: see MappedFile for why.
     explicit SafetensorsFile(const std::string& path, FileRead mode = FileRead::map);
@@ -40,7 +40,7 @@ public:
     const std::vector<TensorView>& tensors() const { return m_tensors; }  // sorted by name
     const TensorView* find(const std::string& name) const;
 
-private:
+  private:
     MappedFile m_file;
     std::map<std::string, std::string> m_metadata;
     std::vector<TensorView> m_tensors;
@@ -49,7 +49,7 @@ private:
 // A checkpoint directory: one file, or shards listed in model.safetensors.index.json.
 // `stem` is "model" for base checkpoints and "adapter_model" for PEFT adapters.
 class SafetensorsCheckpoint {
-public:
+  public:
     explicit SafetensorsCheckpoint(const std::string& dir, const std::string& stem = "model");
 
     const TensorView* find(const std::string& name) const;
@@ -59,7 +59,7 @@ public:
     const std::string& dir() const { return m_dir; }
     std::size_t total_bytes() const;
 
-private:
+  private:
     std::string m_dir;
     std::vector<std::unique_ptr<SafetensorsFile>> m_files;
     std::map<std::string, const TensorView*> m_index;
@@ -68,7 +68,7 @@ private:
 // Builds a safetensors file. Tensors are laid out like the reference writer: sorted by dtype size
 // (descending) then name, header padded with spaces to a multiple of 8.
 class SafetensorsWriter {
-public:
+  public:
     void add(const std::string& name, DType dtype, std::vector<int64_t> shape, std::vector<uint8_t> bytes);
     void add_f32_as(const std::string& name, DType dtype, std::vector<int64_t> shape, const std::vector<float>& values);
     void set_metadata(std::string key, std::string value) { m_metadata[std::move(key)] = std::move(value); }
@@ -80,7 +80,7 @@ public:
     // exceed max_shard_bytes (Hugging Face names: model-00001-of-00004.safetensors).
     void write_checkpoint(const std::string& dir, const std::string& stem, std::size_t max_shard_bytes) const;
 
-private:
+  private:
     struct Entry {
         std::string name;
         DType dtype;

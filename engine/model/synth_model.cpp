@@ -32,7 +32,9 @@ struct Preset {
 
 constexpr RopeScaling kNoScaling{};
 constexpr float kResidualGain = 4.0f;
-constexpr RopeScaling llama3_rope(float factor, int original) { return {RopeType::llama3, factor, 1.0f, 4.0f, original}; }
+constexpr RopeScaling llama3_rope(float factor, int original) {
+    return {RopeType::llama3, factor, 1.0f, 4.0f, original};
+}
 
 const Preset kPresets[] = {
     {"tiny", Architecture::qwen3, 128, 384, 3, 4, 2, 48, 0, 4096, 1e6f, 1e-6f, true, kNoScaling},
@@ -41,8 +43,10 @@ const Preset kPresets[] = {
     {"tiny-mistral", Architecture::mistral, 128, 256, 2, 8, 2, 16, 0, 4096, 1e6f, 1e-5f, false, kNoScaling},
     {"qwen3-0.6b", Architecture::qwen3, 1024, 3072, 28, 16, 8, 128, 151936, 40960, 1e6f, 1e-6f, true, kNoScaling},
     {"qwen3-8b", Architecture::qwen3, 4096, 12288, 36, 32, 8, 128, 151936, 40960, 1e6f, 1e-6f, false, kNoScaling},
-    {"llama-3.2-1b", Architecture::llama, 2048, 8192, 16, 32, 8, 64, 128256, 131072, 5e5f, 1e-5f, true, llama3_rope(32.0f, 8192)},
-    {"llama-3.1-8b", Architecture::llama, 4096, 14336, 32, 32, 8, 128, 128256, 131072, 5e5f, 1e-5f, false, llama3_rope(8.0f, 8192)},
+    {"llama-3.2-1b", Architecture::llama, 2048, 8192, 16, 32, 8, 64, 128256, 131072, 5e5f, 1e-5f, true,
+     llama3_rope(32.0f, 8192)},
+    {"llama-3.1-8b", Architecture::llama, 4096, 14336, 32, 32, 8, 128, 128256, 131072, 5e5f, 1e-5f, false,
+     llama3_rope(8.0f, 8192)},
     {"qwen2.5-0.5b", Architecture::qwen2, 896, 4864, 24, 14, 2, 64, 151936, 32768, 1e6f, 1e-6f, true, kNoScaling},
     // Llama-2-7B shapes (MHA), the S-LoRA paper's S1/S2 base.
     {"llama-7b", Architecture::llama, 4096, 11008, 32, 32, 32, 128, 32000, 4096, 1e4f, 1e-5f, false, kNoScaling},
@@ -51,10 +55,14 @@ const Preset kPresets[] = {
 
 const char* model_type(Architecture a) {
     switch (a) {
-        case Architecture::llama: return "llama";
-        case Architecture::qwen2: return "qwen2";
-        case Architecture::qwen3: return "qwen3";
-        case Architecture::mistral: return "mistral";
+        case Architecture::llama:
+            return "llama";
+        case Architecture::qwen2:
+            return "qwen2";
+        case Architecture::qwen3:
+            return "qwen3";
+        case Architecture::mistral:
+            return "mistral";
     }
     return "";
 }
@@ -82,13 +90,17 @@ void inspect_tokenizer(const json& tok, const json& cfg, int* n_tokens, int* bos
     if (tok.contains("added_tokens") && tok["added_tokens"].is_array())
         for (const json& a : tok["added_tokens"])
             if (a.contains("id") && a["id"].is_number_integer() && a.contains("content") && a["content"].is_string())
-                max_id = std::max(max_id, a["id"].get<int>()), ids[a["content"].get<std::string>()] = a["id"].get<int>();
-    if (max_id < 0) throw_expected(ErrorCode::corrupt_file, "tokenizer.json has no vocabulary (model.vocab) or added_tokens");
+                max_id = std::max(max_id, a["id"].get<int>()),
+                ids[a["content"].get<std::string>()] = a["id"].get<int>();
+    if (max_id < 0)
+        throw_expected(ErrorCode::corrupt_file, "tokenizer.json has no vocabulary (model.vocab) or added_tokens");
     *n_tokens = max_id + 1;
     auto token_id = [&](const char* key) {
         if (!cfg.contains(key)) return -1;
         const json& v = cfg[key];
-        std::string s = v.is_string() ? v.get<std::string>() : v.is_object() && v.contains("content") ? v["content"].get<std::string>() : "";
+        std::string s = v.is_string()                            ? v.get<std::string>()
+                        : v.is_object() && v.contains("content") ? v["content"].get<std::string>()
+                                                                 : "";
         auto it = ids.find(s);
         return it == ids.end() ? -1 : it->second;
     };
@@ -100,10 +112,14 @@ float init_value(TensorRole role, int64_t fan_in, int hidden, uint64_t bits) {
     const double u = double(bits >> 11) * 0x1.0p-53 * 2.0 - 1.0;  // uniform [-1, 1), std 1/sqrt(3)
     const double kSqrt3 = 1.7320508075688772;
     switch (role) {
-        case TensorRole::embedding: return float(u * kSqrt3 * 2.0 / std::sqrt(double(hidden)));  // tied logits std ~2
-        case TensorRole::projection: return float(u * kSqrt3 / std::sqrt(double(fan_in)));
-        case TensorRole::bias: return float(u * 0.05);
-        case TensorRole::norm: return float(1.0 + 0.1 * u);
+        case TensorRole::embedding:
+            return float(u * kSqrt3 * 2.0 / std::sqrt(double(hidden)));  // tied logits std ~2
+        case TensorRole::projection:
+            return float(u * kSqrt3 / std::sqrt(double(fan_in)));
+        case TensorRole::bias:
+            return float(u * 0.05);
+        case TensorRole::norm:
+            return float(1.0 + 0.1 * u);
     }
     return 0.0f;
 }
@@ -148,8 +164,10 @@ ModelConfig synth_preset_config(const std::string& preset, int n_tokens) {
 }
 
 ModelConfig synth_model(const SynthOptions& o) {
-    if (o.out_dir.empty()) throw_expected(ErrorCode::invalid_argument, "synth-model needs an output directory (--out DIR)");
-    if (!is_float_dtype(o.dtype)) throw_expected(ErrorCode::invalid_argument, "synthetic weights must be bf16, f16 or f32");
+    if (o.out_dir.empty())
+        throw_expected(ErrorCode::invalid_argument, "synth-model needs an output directory (--out DIR)");
+    if (!is_float_dtype(o.dtype))
+        throw_expected(ErrorCode::invalid_argument, "synthetic weights must be bf16, f16 or f32");
     json tok, tok_cfg;
     int n_tokens = 0, bos = -1, eos = -1;
     if (o.tokenizer_dir.empty()) {
@@ -162,7 +180,8 @@ ModelConfig synth_model(const SynthOptions& o) {
             tok = json::parse(read_text_file((fs::path(o.tokenizer_dir) / "tokenizer.json").string()));
             tok_cfg = json::parse(read_text_file((fs::path(o.tokenizer_dir) / "tokenizer_config.json").string()));
         } catch (const json::exception& e) {
-            throw_expected(ErrorCode::corrupt_file, "tokenizer files in '" + o.tokenizer_dir + "' are not valid JSON: " + e.what());
+            throw_expected(ErrorCode::corrupt_file,
+                           "tokenizer files in '" + o.tokenizer_dir + "' are not valid JSON: " + e.what());
         }
         inspect_tokenizer(tok, tok_cfg, &n_tokens, &bos, &eos);
     }
@@ -173,8 +192,10 @@ ModelConfig synth_model(const SynthOptions& o) {
     fs::create_directories(o.out_dir);
     const fs::path dir(o.out_dir);
     write_text_file((dir / "config.json").string(), model_config_to_json(c).dump(2) + "\n");
-    json gen = {{"_from_model_config", true}, {"bos_token_id", bos >= 0 ? json(bos) : json(nullptr)},
-                {"eos_token_id", eos >= 0 ? json(eos) : json(nullptr)}, {"transformers_version", "4.51.3"}};
+    json gen = {{"_from_model_config", true},
+                {"bos_token_id", bos >= 0 ? json(bos) : json(nullptr)},
+                {"eos_token_id", eos >= 0 ? json(eos) : json(nullptr)},
+                {"transformers_version", "4.51.3"}};
     write_text_file((dir / "generation_config.json").string(), gen.dump(2) + "\n");
     write_text_file((dir / "tokenizer.json").string(), tok.dump(2));
     write_text_file((dir / "tokenizer_config.json").string(), tok_cfg.dump(2) + "\n");

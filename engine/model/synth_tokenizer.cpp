@@ -67,7 +67,9 @@ std::vector<std::string> rough_words(const std::string& text) {
             const char c = text[j];
             while (j < text.size() && text[j] == c) ++j;
         } else {
-            while (j < text.size() && !letter(text[j]) && text[j] != ' ' && text[j] != '\n' && !(text[j] >= '0' && text[j] <= '9')) ++j;
+            while (j < text.size() && !letter(text[j]) && text[j] != ' ' && text[j] != '\n' &&
+                   !(text[j] >= '0' && text[j] <= '9'))
+                ++j;
         }
         if (j == i) ++j;
         out.push_back(text.substr(i, j - i));
@@ -132,17 +134,18 @@ SynthTokenizer make_synth_tokenizer(int n_merges) {
     json added = json::array();
     json added_decoder = json::object();
     for (const char* special : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}) {
-        json tok = {{"id", next_id}, {"content", special}, {"single_word", false}, {"lstrip", false},
+        json tok = {{"id", next_id},   {"content", special},  {"single_word", false}, {"lstrip", false},
                     {"rstrip", false}, {"normalized", false}, {"special", true}};
         added.push_back(tok);
-        added_decoder[std::to_string(next_id)] = {{"content", special}, {"lstrip", false}, {"normalized", false},
-                                                  {"rstrip", false}, {"single_word", false}, {"special", true}};
+        added_decoder[std::to_string(next_id)] = {{"content", special}, {"lstrip", false},      {"normalized", false},
+                                                  {"rstrip", false},    {"single_word", false}, {"special", true}};
         ++next_id;
     }
     t.bos_id = next_id - 3;
     t.eos_id = next_id - 1;
     t.n_tokens = next_id;
-    const json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
+    const json byte_level = {
+        {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
     t.tokenizer = {
         {"version", "1.0"},
         {"truncation", nullptr},
@@ -154,17 +157,25 @@ SynthTokenizer make_synth_tokenizer(int n_merges) {
           {"pretokenizers",
            {{{"type", "Split"},
              {"pattern",
-              {{"Regex", "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-                         "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}}},
+              {{"Regex",
+                "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+                "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}}},
              {"behavior", "Isolated"},
              {"invert", false}},
             byte_level}}}},
         {"post_processor", byte_level},
         {"decoder", byte_level},
         {"model",
-         {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", ""},
-          {"end_of_word_suffix", ""}, {"fuse_unk", false}, {"byte_fallback", false}, {"ignore_merges", false},
-          {"vocab", vocab}, {"merges", merges}}}};
+         {{"type", "BPE"},
+          {"dropout", nullptr},
+          {"unk_token", nullptr},
+          {"continuing_subword_prefix", ""},
+          {"end_of_word_suffix", ""},
+          {"fuse_unk", false},
+          {"byte_fallback", false},
+          {"ignore_merges", false},
+          {"vocab", vocab},
+          {"merges", merges}}}};
     t.tokenizer_config = {
         {"add_bos_token", false},
         {"add_prefix_space", false},
@@ -173,7 +184,8 @@ SynthTokenizer make_synth_tokenizer(int n_merges) {
         {"bos_token", nullptr},
         {"chat_template",
          "{%- for message in messages %}{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
-         "'<|im_end|>' + '\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"},
+         "'<|im_end|>' + '\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- "
+         "endif %}"},
         {"clean_up_tokenization_spaces", false},
         {"eos_token", "<|im_end|>"},
         {"errors", "replace"},

@@ -20,7 +20,8 @@ void ForwardBatch::build_lora_segments() {
         int32_t slot = seq_lora_slot[s];
         if (qo_indptr[s + 1] == qo_indptr[s]) continue;
         if (lora_seg_slot.empty() || lora_seg_slot.back() != slot) {
-            if (!seen.insert(slot).second) bad("sequences with LoRA slot " + std::to_string(slot) + " are not adjacent");
+            if (!seen.insert(slot).second)
+                bad("sequences with LoRA slot " + std::to_string(slot) + " are not adjacent");
             lora_seg_slot.push_back(slot);
             lora_seg_indptr.push_back(qo_indptr[s + 1]);
         } else {
@@ -32,10 +33,12 @@ void ForwardBatch::build_lora_segments() {
 void ForwardBatch::validate(int32_t n_kv_pages, int32_t vocab_size) const {
     const int32_t n = n_seqs();
     if (positions.size() != token_ids.size()) bad("positions and token_ids differ in length");
-    if (qo_indptr.empty() || qo_indptr[0] != 0 || qo_indptr.back() != n_tokens()) bad("qo_indptr does not span the tokens");
+    if (qo_indptr.empty() || qo_indptr[0] != 0 || qo_indptr.back() != n_tokens())
+        bad("qo_indptr does not span the tokens");
     if (int32_t(kv_indptr.size()) != n + 1 || kv_indptr[0] != 0 || kv_indptr.back() != int32_t(kv_indices.size()))
         bad("kv_indptr does not span kv_indices");
-    if (int32_t(kv_last_page_len.size()) != n || int32_t(seq_lora_slot.size()) != n) bad("per-sequence arrays differ in length");
+    if (int32_t(kv_last_page_len.size()) != n || int32_t(seq_lora_slot.size()) != n)
+        bad("per-sequence arrays differ in length");
     if (page_size <= 0) bad("page_size must be positive");
     for (int32_t s = 0; s < n; ++s) {
         int32_t q = qo_indptr[s + 1] - qo_indptr[s];
@@ -46,7 +49,8 @@ void ForwardBatch::validate(int32_t n_kv_pages, int32_t vocab_size) const {
         int32_t len = kv_len(s);
         if (q > len) bad("sequence " + std::to_string(s) + " has more new tokens than KV slots");
         for (int32_t t = qo_indptr[s]; t < qo_indptr[s + 1]; ++t) {
-            if (positions[t] != len - q + (t - qo_indptr[s])) bad("position of token " + std::to_string(t) + " does not follow its KV");
+            if (positions[t] != len - q + (t - qo_indptr[s]))
+                bad("position of token " + std::to_string(t) + " does not follow its KV");
             if (token_ids[t] < 0 || token_ids[t] >= vocab_size) bad("token id out of range at " + std::to_string(t));
         }
     }
@@ -60,8 +64,8 @@ void ForwardBatch::validate(int32_t n_kv_pages, int32_t vocab_size) const {
         if (lora_seg_indptr.size() != lora_seg_slot.size() + 1) bad("lora segment arrays differ in length");
         for (std::size_t g = 0; g < lora_seg_slot.size(); ++g) {
             for (int32_t s = 0; s < n; ++s) {
-                if (qo_indptr[s] >= lora_seg_indptr[g] && qo_indptr[s + 1] <= lora_seg_indptr[g + 1] && qo_indptr[s] < qo_indptr[s + 1] &&
-                    seq_lora_slot[s] != lora_seg_slot[g])
+                if (qo_indptr[s] >= lora_seg_indptr[g] && qo_indptr[s + 1] <= lora_seg_indptr[g + 1] &&
+                    qo_indptr[s] < qo_indptr[s + 1] && seq_lora_slot[s] != lora_seg_slot[g])
                     bad("segment " + std::to_string(g) + " mixes LoRA slots");
             }
         }

@@ -6,7 +6,7 @@ namespace loradesk::runtime {
 
 std::string_view lora_module_name(LoraModule m) {
     static constexpr std::string_view kNames[kNumLoraModules] = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
-                                                                  "gate_proj", "up_proj", "down_proj"};
+                                                                 "gate_proj", "up_proj", "down_proj"};
     return kNames[int(m)];
 }
 

@@ -15,8 +15,8 @@ constexpr int kNumLoraModules = 7;
 std::string_view lora_module_name(LoraModule m);  // "q_proj", ...
 
 struct LoraModuleWeights {
-    int rank = 0;        // 0: this module is not adapted
-    float scale = 0.0f;  // applied as y += scale * B (A x)
+    int rank = 0;          // 0: this module is not adapted
+    float scale = 0.0f;    // applied as y += scale * B (A x)
     std::vector<float> a;  // [rank, in_features]
     std::vector<float> b;  // [out_features, rank]
 };

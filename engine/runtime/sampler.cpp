@@ -19,7 +19,8 @@ namespace {
 }  // namespace
 
 void SamplingParams::validate(int vocab_size) const {
-    if (!(temperature >= 0.0f) || !std::isfinite(temperature)) bad(fmt::format("temperature must be >= 0, got {}", temperature));
+    if (!(temperature >= 0.0f) || !std::isfinite(temperature))
+        bad(fmt::format("temperature must be >= 0, got {}", temperature));
     if (!(top_p > 0.0f && top_p <= 1.0f)) bad(fmt::format("top_p must be in (0, 1], got {}", top_p));
     if (!(min_p >= 0.0f && min_p <= 1.0f)) bad(fmt::format("min_p must be in [0, 1], got {}", min_p));
     if (!(repetition_penalty > 0.0f) || !std::isfinite(repetition_penalty))
@@ -30,8 +31,10 @@ void SamplingParams::validate(int vocab_size) const {
         bad(fmt::format("frequency_penalty must be in [-2, 2], got {}", frequency_penalty));
     if (top_logprobs > 20) bad(fmt::format("top_logprobs must be at most 20, got {}", top_logprobs));
     for (auto [tok, bias] : logit_bias) {
-        if (tok < 0 || tok >= vocab_size) bad(fmt::format("logit_bias names token {} but the vocabulary has {} tokens", tok, vocab_size));
-        if (!(bias >= -100.0f && bias <= 100.0f)) bad(fmt::format("logit_bias for token {} must be in [-100, 100], got {}", tok, bias));
+        if (tok < 0 || tok >= vocab_size)
+            bad(fmt::format("logit_bias names token {} but the vocabulary has {} tokens", tok, vocab_size));
+        if (!(bias >= -100.0f && bias <= 100.0f))
+            bad(fmt::format("logit_bias for token {} must be in [-100, 100], got {}", tok, bias));
     }
 }
 
@@ -44,7 +47,8 @@ void log_softmax(const float* logits, int n, std::vector<float>& out) {
     for (int i = 0; i < n; ++i) out[std::size_t(i)] = float(double(logits[i]) - lse);
 }
 
-Sampler::Sampler(SamplingParams params, const std::vector<int>& prompt_ids) : m_params(std::move(params)), m_rng(m_params.seed) {
+Sampler::Sampler(SamplingParams params, const std::vector<int>& prompt_ids)
+    : m_params(std::move(params)), m_rng(m_params.seed) {
     std::set<int> uniq(prompt_ids.begin(), prompt_ids.end());
     m_prompt_unique.assign(uniq.begin(), uniq.end());
 }
@@ -158,7 +162,8 @@ int Sampler::draw(int vocab_size) {
     order.resize(std::size_t(vocab_size));
     std::iota(order.begin(), order.end(), 0);
     auto by_logit = [&](int a, int b) {
-        return logits[std::size_t(a)] != logits[std::size_t(b)] ? logits[std::size_t(a)] > logits[std::size_t(b)] : a < b;
+        return logits[std::size_t(a)] != logits[std::size_t(b)] ? logits[std::size_t(a)] > logits[std::size_t(b)]
+                                                                : a < b;
     };
     int keep = vocab_size;
     if (m_params.top_k > 0 && m_params.top_k < vocab_size) {
@@ -219,7 +224,8 @@ SampleResult Sampler::sample(const float* raw, int vocab_size) {
     }
     apply_processors(m_logits);
     if (m_params.temperature <= kGreedyTemperature) {
-        r.token = int(std::max_element(m_logits.begin(), m_logits.end()) - m_logits.begin());  // first maximum wins ties
+        r.token =
+            int(std::max_element(m_logits.begin(), m_logits.end()) - m_logits.begin());  // first maximum wins ties
     } else {
         r.token = draw(vocab_size);
     }

@@ -25,13 +25,13 @@ class GrammarMatcher;
 namespace loradesk::runtime {
 
 struct SamplingParams {
-    float temperature = 1.0f;         // 0 = greedy
-    int top_k = 0;                    // <= 0: off
-    float top_p = 1.0f;               // (0, 1]; 1 = off
-    float min_p = 0.0f;               // [0, 1]; 0 = off
-    float repetition_penalty = 1.0f;  // HF: seen (prompt + output) logits >0 divided, <0 multiplied
-    float presence_penalty = 0.0f;    // OpenAI: -= presence * [count > 0] over output tokens
-    float frequency_penalty = 0.0f;   // OpenAI: -= frequency * count over output tokens
+    float temperature = 1.0f;                       // 0 = greedy
+    int top_k = 0;                                  // <= 0: off
+    float top_p = 1.0f;                             // (0, 1]; 1 = off
+    float min_p = 0.0f;                             // [0, 1]; 0 = off
+    float repetition_penalty = 1.0f;                // HF: seen (prompt + output) logits >0 divided, <0 multiplied
+    float presence_penalty = 0.0f;                  // OpenAI: -= presence * [count > 0] over output tokens
+    float frequency_penalty = 0.0f;                 // OpenAI: -= frequency * count over output tokens
     std::vector<std::pair<int, float>> logit_bias;  // token -> additive bias
     uint64_t seed = 0;
     int top_logprobs = -1;  // -1: no logprobs; 0..N: sampled token's logprob plus N alternatives
@@ -47,12 +47,12 @@ struct TokenLogprob {
 
 struct SampleResult {
     int token = 0;
-    float logprob = 0.0f;             // raw model logprob of `token` (when top_logprobs >= 0)
-    std::vector<TokenLogprob> top;    // the top_logprobs most likely tokens, most likely first
+    float logprob = 0.0f;           // raw model logprob of `token` (when top_logprobs >= 0)
+    std::vector<TokenLogprob> top;  // the top_logprobs most likely tokens, most likely first
 };
 
 class Sampler {
-public:
+  public:
     Sampler(SamplingParams params, const std::vector<int>& prompt_ids);
     ~Sampler();
 
@@ -73,7 +73,9 @@ public:
     // that bring its end nearer, so that max_tokens cannot cut a structured output short.
     void prepare_mask(int vocab_size, int tokens_left = 1 << 30);
     // The prepared mask: bit (id % 32) of word id / 32 set = allowed. Empty when unconstrained or unprepared.
-    std::span<const uint32_t> mask() const { return m_mask_ready ? std::span<const uint32_t>(m_mask) : std::span<const uint32_t>(); }
+    std::span<const uint32_t> mask() const {
+        return m_mask_ready ? std::span<const uint32_t>(m_mask) : std::span<const uint32_t>();
+    }
     // The grammar is complete and accepts nothing more (its EOS was drawn, or no byte can follow).
     bool constraint_finished() const;
 
@@ -81,10 +83,10 @@ public:
     // Applies logit_bias and the penalties in place (exposed for tests and the CUDA sampler's checks).
     void apply_processors(std::vector<float>& logits) const;
 
-private:
+  private:
     static constexpr float kGreedyTemperature = 1e-5f;  // at or below: greedy
-    double next_uniform();  // [0, 1) from the request's own RNG
-    int draw(int vocab_size);  // temperature / top-k / top-p / min-p draw over m_logits
+    double next_uniform();                              // [0, 1) from the request's own RNG
+    int draw(int vocab_size);                           // temperature / top-k / top-p / min-p draw over m_logits
 
     void apply_mask(std::vector<float>& logits) const;
     // Keeps, of the mask, the tokens after which the grammar can still end within `tokens_left` tokens.
@@ -96,10 +98,10 @@ private:
     std::vector<uint32_t> m_mask;                        // allowed tokens of the coming step
     std::vector<std::pair<int32_t, int64_t>> m_budget_scratch;
     bool m_mask_ready = false;
-    std::vector<int> m_prompt_unique;                 // distinct prompt tokens (repetition penalty)
-    std::unordered_map<int, int> m_output_counts;     // emitted token -> count
-    std::vector<float> m_logits;                      // scratch: the processed row
-    std::vector<int> m_order;                         // scratch: candidates by processed logit
+    std::vector<int> m_prompt_unique;              // distinct prompt tokens (repetition penalty)
+    std::unordered_map<int, int> m_output_counts;  // emitted token -> count
+    std::vector<float> m_logits;                   // scratch: the processed row
+    std::vector<int> m_order;                      // scratch: candidates by processed logit
 };
 
 // log_softmax of logits into out (same length).

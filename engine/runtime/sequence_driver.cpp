@@ -30,7 +30,8 @@ ForwardBatch SequenceDriver::build(const std::vector<Work>& work, bool all_posit
     b.kv_indptr = {0};
     for (const Work& w : work) {
         Seq& s = m_seqs.at(std::size_t(w.seq));
-        if (w.tokens.empty()) throw_error(ErrorCode::invalid_argument, "a step must add at least one token per sequence");
+        if (w.tokens.empty())
+            throw_error(ErrorCode::invalid_argument, "a step must add at least one token per sequence");
         for (std::size_t i = 0; i < w.tokens.size(); ++i) {
             b.token_ids.push_back(w.tokens[i]);
             b.positions.push_back(int32_t(s.length + int64_t(i)));

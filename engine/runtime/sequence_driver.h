@@ -13,7 +13,7 @@
 namespace loradesk::runtime {
 
 class SequenceDriver {
-public:
+  public:
     // Allocates the runner's KV pool (n_pages of page_size). page_order: the order free pages are
     // handed out (empty = 0, 1, 2, ...).
     SequenceDriver(ModelRunner& runner, int n_pages, int page_size, std::vector<int32_t> page_order = {});
@@ -31,7 +31,7 @@ public:
     void step(const std::vector<Work>& work, bool all_positions, std::vector<float>& logits);
     ForwardBatch build(const std::vector<Work>& work, bool all_positions);
 
-private:
+  private:
     struct Seq {
         int lora_slot = 0;
         int64_t length = 0;

@@ -76,7 +76,8 @@ EngineLoop::EngineLoop(runtime::ModelRunner& runner, lora::AdapterResidency& res
     m_n_slots = m_residency.n_slots();
     m_cfg.sched.capacity.max_loras = std::min(m_cfg.sched.capacity.max_loras, m_n_slots);
     const int model_ctx = m_runner.config().max_position_embeddings;
-    if (model_ctx > 0 && (m_cfg.sched.max_context <= 0 || m_cfg.sched.max_context > model_ctx)) m_cfg.sched.max_context = model_ctx;
+    if (model_ctx > 0 && (m_cfg.sched.max_context <= 0 || m_cfg.sched.max_context > model_ctx))
+        m_cfg.sched.max_context = model_ctx;
     m_pool = std::make_unique<kv::PagePool>(m_n_pages, m_cfg.page_size);
     m_cache = std::make_unique<kv::PrefixCache>(*m_pool);
     m_sched = std::make_unique<Scheduler>(m_cfg.sched, *m_pool, *m_cache, m_residency);
@@ -108,16 +109,20 @@ std::shared_ptr<RequestChannel> EngineLoop::submit(SubmitSpec r) {
     m_sched->check_submit(r);
     for (int32_t t : r.prompt)
         if (t < 0 || t >= vocab)
-            throw_expected(ErrorCode::invalid_argument, "prompt token id " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(vocab));
+            throw_expected(ErrorCode::invalid_argument, "prompt token id " + std::to_string(t) +
+                                                            " is outside the vocabulary of " + std::to_string(vocab));
     try {
         r.sampling.params.validate(vocab);
     } catch (const Error& e) {
         throw_expected(ErrorCode::invalid_argument, e.what());
     }
     if (!r.ns.empty() && m_n_slots == 0)
-        throw_expected(ErrorCode::unavailable, "adapters cannot be served: this engine has no LoRA slots (start it with --max-loras 1 or more)");
+        throw_expected(
+            ErrorCode::unavailable,
+            "adapters cannot be served: this engine has no LoRA slots (start it with --max-loras 1 or more)");
     if (m_queued.load() >= m_cfg.sched.max_waiting + m_cfg.sched.capacity.max_running)
-        throw_expected(ErrorCode::capacity, "the engine is at capacity (" + std::to_string(m_queued.load()) + " requests); retry later");
+        throw_expected(ErrorCode::capacity,
+                       "the engine is at capacity (" + std::to_string(m_queued.load()) + " requests); retry later");
     auto ch = std::make_shared<RequestChannel>(m_next_id++);
     ++m_queued;
     {
@@ -181,7 +186,9 @@ void EngineLoop::drain_inbox() {
 
 void EngineLoop::step() {
     using Clock = std::chrono::steady_clock;
-    auto seconds = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+    auto seconds = [](Clock::time_point a, Clock::time_point b) {
+        return std::chrono::duration<double>(b - a).count();
+    };
     const auto t0 = Clock::now();
     try {
         if (!m_sched->plan(m_plan)) return;
@@ -191,7 +198,8 @@ void EngineLoop::step() {
         log::error("engine planning failed: {}", e.what());
         std::vector<uint64_t> ids;
         for (auto& [id, ch] : m_channels) ids.push_back(id);
-        for (uint64_t id : ids) m_sched->finish(id, FinishReason::error, std::string("the engine failed to plan a step: ") + e.what());
+        for (uint64_t id : ids)
+            m_sched->finish(id, FinishReason::error, std::string("the engine failed to plan a step: ") + e.what());
         return;
     }
     const auto t1 = Clock::now();
@@ -230,13 +238,15 @@ void EngineLoop::step() {
         sample_rows(sampled, outs);
     } catch (const std::exception& e) {
         log::error("engine step failed: {}", e.what());
-        for (Sequence* s : m_plan.seqs) m_sched->finish(s->id, FinishReason::error, std::string("the model step failed: ") + e.what());
+        for (Sequence* s : m_plan.seqs)
+            m_sched->finish(s->id, FinishReason::error, std::string("the model step failed: ") + e.what());
         return;
     }
     const auto t3 = Clock::now();
     for (std::size_t i = 0; i < outs.size(); ++i) m_pending.emplace_back(m_plan.sampling[i]->id, std::move(outs[i]));
     int prefill = 0, decode = 0;
-    for (std::size_t i = 0; i < m_plan.seqs.size(); ++i) (m_plan.seqs[i]->is_decode() ? decode : prefill) += m_plan.n_tokens[i];
+    for (std::size_t i = 0; i < m_plan.seqs.size(); ++i)
+        (m_plan.seqs[i]->is_decode() ? decode : prefill) += m_plan.n_tokens[i];
     m_sched->commit(m_plan, sampled);  // may end sequences: m_pending keeps their ids
     // A grammar that is complete and takes nothing more ends its request even where EOS would not (ignore_eos,
     // min_tokens): every further token would break the structure the client asked for.
@@ -275,7 +285,8 @@ std::future<void> EngineLoop::start_masks() {
         if (sampler->constrained() && !m_want_logits[row]) m_mask_of_row[row] = n_device++;
     }
     m_mask_words.assign(std::size_t(n_device) * words, 0u);
-    if (!m_sample_pool) m_sample_pool = std::make_unique<ThreadPool>(std::clamp(int(std::thread::hardware_concurrency()) / 2, 1, 8));
+    if (!m_sample_pool)
+        m_sample_pool = std::make_unique<ThreadPool>(std::clamp(int(std::thread::hardware_concurrency()) / 2, 1, 8));
     const int vocab = m_runner.config().vocab_size;
     return std::async(std::launch::async, [this, vocab] {
         m_sample_pool->parallel_for(m_mask_rows.size(), [&](std::size_t begin, std::size_t end) {
@@ -315,7 +326,9 @@ void EngineLoop::sample_rows(std::vector<int32_t>& sampled, std::vector<TokenOut
         }
     };
     if (host_rows.size() >= 4) {
-        if (!m_sample_pool) m_sample_pool = std::make_unique<ThreadPool>(std::clamp(int(std::thread::hardware_concurrency()) / 2, 1, 8));
+        if (!m_sample_pool)
+            m_sample_pool =
+                std::make_unique<ThreadPool>(std::clamp(int(std::thread::hardware_concurrency()) / 2, 1, 8));
         m_sample_pool->parallel_for(host_rows.size(), sample);
     } else {
         sample(0, host_rows.size());
@@ -452,7 +465,8 @@ void EngineLoop::run() {
         emit_finished();
         if (m_sched->counters().steps == before && (m_sched->n_running() || m_sched->n_waiting())) {
             std::unique_lock lock(m_mutex);
-            m_cv.wait_for(lock, std::chrono::milliseconds(1), [&] { return m_stop || !m_submits.empty() || !m_cancels.empty() || !m_evictions.empty(); });
+            m_cv.wait_for(lock, std::chrono::milliseconds(1),
+                          [&] { return m_stop || !m_submits.empty() || !m_cancels.empty() || !m_evictions.empty(); });
         }
     }
     // Shutting down: every open request ends as cancelled so that readers are not left waiting.

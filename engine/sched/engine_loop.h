@@ -29,7 +29,7 @@ namespace loradesk::sched {
 
 struct TokenOut {
     int32_t token_id = 0;
-    float logprob = 0.0f;                         // filled when sampling.params.top_logprobs >= 0
+    float logprob = 0.0f;                        // filled when sampling.params.top_logprobs >= 0
     std::vector<std::pair<int32_t, float>> top;  // best alternatives, most likely first
     int32_t rank = 0;  // prompt scoring: 1 + the number of tokens more likely than token_id; 0 otherwise
 };
@@ -44,7 +44,7 @@ struct PromptLogprobsOut {
 
 struct FinishOut {
     FinishReason reason = FinishReason::stop;
-    std::string detail;  // token id / stop string / error message
+    std::string detail;                          // token id / stop string / error message
     ErrorCode error_code = ErrorCode::internal;  // when reason is error: what kind (maps to the HTTP status)
     int prompt_tokens = 0;
     int cached_tokens = 0;
@@ -58,14 +58,14 @@ using LoopEvent = std::variant<TokenOut, FinishOut, PromptLogprobsOut>;
 
 // One request's events in order; FinishOut is last. Thread-safe.
 class RequestChannel {
-public:
+  public:
     explicit RequestChannel(uint64_t id) : m_id(id) {}
     uint64_t id() const { return m_id; }
     // Waits up to `timeout`; nullopt on timeout.
     std::optional<LoopEvent> next(std::chrono::milliseconds timeout);
     void push(LoopEvent e);
 
-private:
+  private:
     uint64_t m_id;
     std::mutex m_mutex;
     std::condition_variable m_cv;
@@ -83,7 +83,8 @@ struct EngineLoopConfig {
 // committing), how large batches were, how many prompt (prefill) and decode tokens each step ran, and how
 // many logits rows had to come back whole for host sampling. Read with stats(); engine loop writes.
 struct LoopMetrics {
-    Histogram step_seconds{0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.25, 0.5, 1};
+    Histogram step_seconds{0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025,
+                           0.03,  0.04,   0.05,  0.075,  0.1,  0.25,  0.5,  1};
     Histogram batch_size{1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 160, 192, 256, 384, 512};
     Histogram prefill_tokens{0, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192};
     Histogram decode_tokens{0, 1, 4, 8, 16, 32, 64, 96, 128, 192, 256, 512};
@@ -95,8 +96,8 @@ struct LoopMetrics {
 struct LoopStats {
     int running = 0;
     int waiting = 0;
-    int swapped = 0;             // waiting after a preemption
-    int waiting_for_adapter = 0; // waiting only for an adapter slot (cap reached or loading)
+    int swapped = 0;              // waiting after a preemption
+    int waiting_for_adapter = 0;  // waiting only for an adapter slot (cap reached or loading)
     int pages_total = 0;
     int pages_free = 0;
     int pages_cached = 0;
@@ -107,7 +108,7 @@ struct LoopStats {
 };
 
 class EngineLoop {
-public:
+  public:
     // Sizes the pool from the runner's kv_page_bytes, configures its LoRA slots, starts the thread.
     EngineLoop(runtime::ModelRunner& runner, lora::AdapterResidency& residency, EngineLoopConfig cfg);
     ~EngineLoop();  // cancels what is left and joins
@@ -129,7 +130,7 @@ public:
     LoopStats stats() const;
     int n_pages() const { return m_n_pages; }
 
-private:
+  private:
     struct Cancel {
         uint64_t id;
         FinishReason reason;
@@ -166,20 +167,20 @@ private:
     std::atomic<uint64_t> m_next_id{1};
     std::atomic<int> m_queued{0};  // submitted, not yet finished
 
-    std::unordered_map<uint64_t, std::shared_ptr<RequestChannel>> m_channels;  // loop thread only
+    std::unordered_map<uint64_t, std::shared_ptr<RequestChannel>> m_channels;    // loop thread only
     std::unordered_map<uint64_t, std::unique_ptr<runtime::Sampler>> m_samplers;  // loop thread only
     StepPlan m_plan;
     std::vector<std::pair<uint64_t, LoopEvent>> m_pending;  // this step's scores and tokens, sent after stats
     std::vector<float> m_logits;                            // rows the host samplers and prompt scoring need, packed
     std::vector<int32_t> m_packed;                          // logits row -> its index in m_logits (-1: not copied)
-    std::vector<int32_t> m_argmax;     // every row's greedy token, from the runner
+    std::vector<int32_t> m_argmax;                          // every row's greedy token, from the runner
     std::vector<uint8_t> m_want_logits;
-    LoopMetrics m_metrics;             // loop thread; copied into m_stats under m_mutex
+    LoopMetrics m_metrics;  // loop thread; copied into m_stats under m_mutex
     std::chrono::steady_clock::time_point m_by_adapter_at{};
-    std::unique_ptr<ThreadPool> m_sample_pool;  // host sampling of many rows; made on first need
+    std::unique_ptr<ThreadPool> m_sample_pool;                   // host sampling of many rows; made on first need
     std::vector<std::pair<runtime::Sampler*, int>> m_mask_rows;  // constrained rows of the step, tokens left
-    std::vector<int32_t> m_mask_of_row;    // logits row -> its mask in m_mask_words, -1: none (runner argmax)
-    std::vector<uint32_t> m_mask_words;    // masks of the greedy constrained rows, packed
+    std::vector<int32_t> m_mask_of_row;  // logits row -> its mask in m_mask_words, -1: none (runner argmax)
+    std::vector<uint32_t> m_mask_words;  // masks of the greedy constrained rows, packed
     std::thread m_thread;
 };
 

@@ -12,10 +12,14 @@ namespace loradesk::sched {
 
 const char* finish_reason_name(FinishReason r) {
     switch (r) {
-        case FinishReason::stop: return "stop";
-        case FinishReason::length: return "length";
-        case FinishReason::cancelled: return "cancelled";
-        case FinishReason::error: return "error";
+        case FinishReason::stop:
+            return "stop";
+        case FinishReason::length:
+            return "length";
+        case FinishReason::cancelled:
+            return "cancelled";
+        case FinishReason::error:
+            return "error";
     }
     return "?";
 }
@@ -23,16 +27,18 @@ const char* finish_reason_name(FinishReason r) {
 std::string context_too_long_message(int max_context, int prompt_tokens, int completion_tokens,
                                      const char* prompt_word) {
     return "This model's maximum context length is " + std::to_string(max_context) +
-           " tokens. However, you requested " + std::to_string(int64_t(prompt_tokens) + completion_tokens) + " tokens (" +
-           std::to_string(prompt_tokens) + " in the " + prompt_word + ", " + std::to_string(completion_tokens) +
-           " in the completion). Please reduce the length of the " + prompt_word + " or completion.";
+           " tokens. However, you requested " + std::to_string(int64_t(prompt_tokens) + completion_tokens) +
+           " tokens (" + std::to_string(prompt_tokens) + " in the " + prompt_word + ", " +
+           std::to_string(completion_tokens) + " in the completion). Please reduce the length of the " + prompt_word +
+           " or completion.";
 }
 
 Scheduler::Scheduler(SchedulerConfig cfg, kv::PagePool& pool, kv::PrefixCache& cache, lora::AdapterResidency& residency)
     : m_cfg(std::move(cfg)), m_pool(pool), m_cache(cache), m_residency(residency) {
     if (m_cfg.capacity.max_loras < 0 || m_cfg.capacity.max_running <= 0 || m_cfg.capacity.max_batch_tokens <= 0 ||
         m_cfg.max_context <= 1)
-        throw_expected(ErrorCode::invalid_argument, "scheduler limits must be positive (max_running, max_batch_tokens, context)");
+        throw_expected(ErrorCode::invalid_argument,
+                       "scheduler limits must be positive (max_running, max_batch_tokens, context)");
 }
 
 Scheduler::~Scheduler() {
@@ -47,17 +53,20 @@ void Scheduler::check_submit(const SubmitSpec& spec) const {
                        "max_tokens must be at least 1 (0 is allowed only when the prompt is scored: prompt_logprobs, "
                        "or echo with logprobs)");
     if (n_prompt >= m_cfg.max_context)
-        throw_expected(ErrorCode::context_too_long, context_too_long_message(m_cfg.max_context, n_prompt, spec.stop.max_tokens));
+        throw_expected(ErrorCode::context_too_long,
+                       context_too_long_message(m_cfg.max_context, n_prompt, spec.stop.max_tokens));
     if (m_pool.pages_for_tokens(n_prompt + 1) > m_pool.n_pages())
-        throw_expected(ErrorCode::capacity, "the prompt of " + std::to_string(n_prompt) + " tokens does not fit the KV cache of " +
-                                                std::to_string(m_pool.n_pages() * m_pool.page_size()) + " tokens; raise --kv-memory");
+        throw_expected(ErrorCode::capacity,
+                       "the prompt of " + std::to_string(n_prompt) + " tokens does not fit the KV cache of " +
+                           std::to_string(m_pool.n_pages() * m_pool.page_size()) + " tokens; raise --kv-memory");
 }
 
 uint64_t Scheduler::submit(SubmitSpec spec, uint64_t id) {
     check_submit(spec);
     const int n_prompt = int(spec.prompt.size());
     if (int(m_waiting.size()) >= m_cfg.max_waiting)
-        throw_expected(ErrorCode::capacity, "the request queue is full (" + std::to_string(m_cfg.max_waiting) + " waiting); retry later");
+        throw_expected(ErrorCode::capacity,
+                       "the request queue is full (" + std::to_string(m_cfg.max_waiting) + " waiting); retry later");
     if (id == 0) id = m_next_id;
     if (m_seqs.count(id)) throw_error(ErrorCode::internal, "duplicate sequence id " + std::to_string(id));
     m_next_id = std::max(m_next_id, id + 1);
@@ -208,7 +217,9 @@ void Scheduler::cache_full_pages(Sequence& s) {
 bool Scheduler::check_stop(Sequence& s) {
     const int32_t tok = s.tokens.back();
     const int n_gen = s.n_generated();
-    auto contains = [](const std::vector<int32_t>& v, int32_t t) { return std::find(v.begin(), v.end(), t) != v.end(); };
+    auto contains = [](const std::vector<int32_t>& v, int32_t t) {
+        return std::find(v.begin(), v.end(), t) != v.end();
+    };
     if (n_gen >= s.stop.min_tokens &&
         ((!s.stop.ignore_eos && contains(s.stop.eos_token_ids, tok)) || contains(s.stop.stop_token_ids, tok))) {
         end(&s, FinishReason::stop, std::to_string(tok));

@@ -65,16 +65,16 @@ struct StepPlan {
 
 struct SchedulerCounters {
     int64_t steps = 0;
-    int64_t prompt_tokens = 0;     // prompt tokens of admitted requests
-    int64_t cached_tokens = 0;     // of those, served from the prefix cache
-    int64_t computed_tokens = 0;   // tokens run through the model (prefill + decode + recompute)
+    int64_t prompt_tokens = 0;    // prompt tokens of admitted requests
+    int64_t cached_tokens = 0;    // of those, served from the prefix cache
+    int64_t computed_tokens = 0;  // tokens run through the model (prefill + decode + recompute)
     int64_t generated_tokens = 0;
     int64_t preemptions = 0;
     int64_t finished = 0;
 };
 
 class Scheduler {
-public:
+  public:
     Scheduler(SchedulerConfig cfg, kv::PagePool& pool, kv::PrefixCache& cache, lora::AdapterResidency& residency);
     ~Scheduler();
 
@@ -114,7 +114,7 @@ public:
     kv::PagePool& pool() { return m_pool; }
     kv::PrefixCache& cache() { return m_cache; }
 
-private:
+  private:
     void preempt(Sequence& s);
     void release_kv(Sequence& s);
     void end(Sequence* s, FinishReason reason, std::string detail, ErrorCode code = ErrorCode::internal);
@@ -133,7 +133,8 @@ private:
     int gather_candidates(std::vector<CapacityCandidate>& running, std::vector<CapacityCandidate>& waiting);
     // Grants slots for the step's adapters; drops not-ready adapters' sequences from the step and ends
     // those of failed adapters with the residency's error.
-    void apply_residency(const std::vector<std::string>& adapters, std::vector<Sequence*>& go, std::vector<Sequence*>& admit_list);
+    void apply_residency(const std::vector<std::string>& adapters, std::vector<Sequence*>& go,
+                         std::vector<Sequence*>& admit_list);
     void build_batch(StepPlan& out, std::vector<Sequence*>& seqs, const std::vector<int>& n_tokens);
     void remove_from(std::vector<Sequence*>& list, Sequence* s);
 

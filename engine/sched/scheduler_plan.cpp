@@ -32,8 +32,8 @@ int Scheduler::gather_candidates(std::vector<CapacityCandidate>& run_c, std::vec
         int chunk = std::min(s.n_pending(), cc.max_batch_tokens);
         int pages = std::max(0, m_pool.pages_for_tokens(s.n_computed + chunk) - int(s.pages.size()));
         need += pages;
-        run_c.push_back({int(i), s.ns, s.adapter, pages, chunk, s.arrival, 0, 0,
-                         reserve_pages(s, s.n_computed + chunk)});
+        run_c.push_back(
+            {int(i), s.ns, s.adapter, pages, chunk, s.arrival, 0, 0, reserve_pages(s, s.n_computed + chunk)});
     }
     if (need > available)  // only then is preemption on the table: pages nobody else holds come back
         for (auto& c : run_c)
@@ -56,7 +56,8 @@ int Scheduler::gather_candidates(std::vector<CapacityCandidate>& run_c, std::vec
 void Scheduler::apply_residency(const std::vector<std::string>& adapters, std::vector<Sequence*>& go,
                                 std::vector<Sequence*>& admit_list) {
     std::vector<lora::SlotGrant> grants = m_residency.acquire_slots(adapters);
-    if (grants.size() != adapters.size()) throw_error(ErrorCode::internal, "adapter residency returned the wrong number of grants");
+    if (grants.size() != adapters.size())
+        throw_error(ErrorCode::internal, "adapter residency returned the wrong number of grants");
     std::unordered_set<int> not_ready;
     for (std::size_t a = 0; a < grants.size(); ++a) {
         const std::string& digest = adapters[a];
@@ -126,7 +127,8 @@ bool Scheduler::plan(StepPlan& out) {
             if (!starved) starved = go[i];
         }
     build_batch(out, go, n);
-    if (out.seqs.empty() && starved && m_pool.n_free() + m_cache.n_evictable_pages() < m_pool.pages_for_tokens(starved->n_computed + 1)) {
+    if (out.seqs.empty() && starved &&
+        m_pool.n_free() + m_cache.n_evictable_pages() < m_pool.pages_for_tokens(starved->n_computed + 1)) {
         // Nothing else can give pages back: this request alone outgrew the KV cache.
         end(starved, FinishReason::error,
             "the KV cache (" + std::to_string(m_pool.n_pages() * m_pool.page_size()) +

@@ -13,7 +13,8 @@ const char* policy_name(Policy p) { return p == Policy::pack ? "pack" : "fcfs"; 
 Policy parse_policy(std::string_view name) {
     if (name == "fcfs") return Policy::fcfs;
     if (name == "pack") return Policy::pack;
-    throw_expected(ErrorCode::invalid_argument, "unknown scheduling policy '" + std::string(name) + "' (use fcfs or pack)");
+    throw_expected(ErrorCode::invalid_argument,
+                   "unknown scheduling policy '" + std::string(name) + "' (use fcfs or pack)");
 }
 
 namespace {
@@ -23,7 +24,9 @@ struct AdapterSet {
     int max_loras;
     std::vector<int> ids;
     std::vector<std::string_view> names;
-    bool has(const CapacityCandidate& c) const { return c.adapter == 0 || std::find(ids.begin(), ids.end(), c.adapter) != ids.end(); }
+    bool has(const CapacityCandidate& c) const {
+        return c.adapter == 0 || std::find(ids.begin(), ids.end(), c.adapter) != ids.end();
+    }
     bool fits(const CapacityCandidate& c) const { return has(c) || int(ids.size()) < max_loras; }
     void add(const CapacityCandidate& c) {
         if (has(c)) return;
@@ -37,7 +40,8 @@ struct AdapterSet {
 };
 
 // Waiting order: requests past the age bound first (oldest first); then the policy's order.
-std::vector<const CapacityCandidate*> waiting_order(const CapacityConfig& cfg, std::span<const CapacityCandidate> waiting,
+std::vector<const CapacityCandidate*> waiting_order(const CapacityConfig& cfg,
+                                                    std::span<const CapacityCandidate> waiting,
                                                     const AdapterSet& in_step) {
     std::vector<const CapacityCandidate*> aged, rest;
     for (auto& w : waiting) (w.waited_steps >= cfg.max_wait_steps ? aged : rest).push_back(&w);

@@ -20,11 +20,11 @@ const char* policy_name(Policy p);
 Policy parse_policy(std::string_view name);  // throws ExpectedError(invalid_argument)
 
 struct CapacityConfig {
-    int max_loras = 4;           // distinct non-base adapters per step (= device slots)
-    int max_running = 256;       // sequences admitted at once
-    int max_batch_tokens = 2048; // used to stop admitting once the step's token budget is spoken for
+    int max_loras = 4;            // distinct non-base adapters per step (= device slots)
+    int max_running = 256;        // sequences admitted at once
+    int max_batch_tokens = 2048;  // used to stop admitting once the step's token budget is spoken for
     Policy policy = Policy::fcfs;
-    int64_t max_wait_steps = 64; // a request waiting longer than this is served before anyone new
+    int64_t max_wait_steps = 64;  // a request waiting longer than this is served before anyone new
     // Admission headroom: a newcomer is admitted only if, besides every admitted sequence's next chunk,
     // the pages for the next `reserve_tokens` tokens of growth of each sequence (capped by what its
     // max_tokens can still add) stay available. 0 admits on the next chunk alone, which fills the pool and
@@ -33,22 +33,22 @@ struct CapacityConfig {
 };
 
 struct CapacityCandidate {
-    int id = 0;               // caller's index
-    std::string_view ns;      // adapter digest, "" = base (needs no slot)
-    int adapter = 0;          // id of ns, unique per digest; 0 = base
-    int pages_needed = 0;     // new pages for its next chunk
-    int tokens = 0;           // tokens of its next chunk (1 for a decode)
+    int id = 0;            // caller's index
+    std::string_view ns;   // adapter digest, "" = base (needs no slot)
+    int adapter = 0;       // id of ns, unique per digest; 0 = base
+    int pages_needed = 0;  // new pages for its next chunk
+    int tokens = 0;        // tokens of its next chunk (1 for a decode)
     uint64_t arrival = 0;
-    int64_t waited_steps = 0; // waiting candidates only
-    int reclaimable = 0;      // running only: pages that become available if it is preempted
-    int reserve_pages = 0;    // pages its next CapacityConfig::reserve_tokens of growth would add
+    int64_t waited_steps = 0;  // waiting candidates only
+    int reclaimable = 0;       // running only: pages that become available if it is preempted
+    int reserve_pages = 0;     // pages its next CapacityConfig::reserve_tokens of growth would add
 };
 
 struct CapacityPlan {
-    std::vector<int> running;   // running candidates that go on this step, oldest first
-    std::vector<int> admitted;  // waiting candidates admitted, in admission order
-    std::vector<int> preempted; // running candidates to preempt (newest first)
-    std::vector<int> deferred;  // running or waiting candidates that wait for a later step
+    std::vector<int> running;           // running candidates that go on this step, oldest first
+    std::vector<int> admitted;          // waiting candidates admitted, in admission order
+    std::vector<int> preempted;         // running candidates to preempt (newest first)
+    std::vector<int> deferred;          // running or waiting candidates that wait for a later step
     std::vector<std::string> adapters;  // distinct non-base adapters of running + admitted
     int deferred_for_adapter = 0;       // waiting candidates that fit but for the adapter cap
 };
@@ -58,8 +58,8 @@ CapacityPlan plan_capacity(const CapacityConfig& cfg, std::span<const CapacityCa
                            std::span<const CapacityCandidate> waiting, int available_pages);
 
 struct TokenCandidate {
-    int pending = 0;     // tokens without KV
-    bool decode = false; // one token after sampling
+    int pending = 0;      // tokens without KV
+    bool decode = false;  // one token after sampling
 };
 
 // Tokens each candidate runs this step (0 = none), decode first, then prefill chunks in the given order.

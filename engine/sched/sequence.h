@@ -40,8 +40,8 @@ const char* finish_reason_name(FinishReason r);
 
 struct Sequence {
     uint64_t id = 0;
-    std::string ns;  // adapter content digest; "" = base model
-    int adapter = 0; // the scheduler's small id for ns (0 = base), so the hot path compares ints
+    std::string ns;               // adapter content digest; "" = base model
+    int adapter = 0;              // the scheduler's small id for ns (0 = base), so the hot path compares ints
     std::vector<int32_t> tokens;  // prompt followed by generated ids
     int n_prompt = 0;
     SamplingConfig sampling;
@@ -64,17 +64,19 @@ struct Sequence {
     uint64_t arrival = 0;       // submit order; preempted sequences keep theirs
     int64_t enqueued_step = 0;  // step at which it (re-)entered the waiting queue
     int n_preemptions = 0;
-    int slot = 0;               // LoRA slot granted for the current step
+    int slot = 0;  // LoRA slot granted for the current step
 
     FinishReason finish_reason = FinishReason::stop;
-    std::string finish_detail;  // stop string / token id as text / error message
+    std::string finish_detail;                    // stop string / token id as text / error message
     ErrorCode finish_code = ErrorCode::internal;  // what kind of error, when finish_reason is error
 
     std::chrono::steady_clock::time_point t_submit{};
     std::chrono::steady_clock::time_point t_first_token{};
 
     std::span<const int32_t> prompt() const { return {tokens.data(), std::size_t(n_prompt)}; }
-    std::span<const int32_t> generated() const { return std::span<const int32_t>(tokens).subspan(std::size_t(n_prompt)); }
+    std::span<const int32_t> generated() const {
+        return std::span<const int32_t>(tokens).subspan(std::size_t(n_prompt));
+    }
     int n_generated() const { return int(tokens.size()) - n_prompt; }
     int n_pending() const { return int(tokens.size()) - n_computed; }  // tokens without KV yet
     bool scoring() const { return prompt_logprobs >= 0 && n_scored < n_prompt - 1; }

@@ -136,8 +136,8 @@ HttpResponse Router::tokenize(const HttpRequest& request) const {
         const nlohmann::json& messages = body["messages"];
         if (!messages.is_array()) throw_invalid("messages", "'messages' must be an array");
         const nlohmann::json tools = body.contains("tools") ? body["tools"] : nlohmann::json();
-        const nlohmann::json kwargs = body.contains("chat_template_kwargs") ? body["chat_template_kwargs"]
-                                                                             : nlohmann::json();
+        const nlohmann::json kwargs =
+            body.contains("chat_template_kwargs") ? body["chat_template_kwargs"] : nlohmann::json();
         auto rendered = m_engine.render_chat(messages, tools, get_bool(body, "add_generation_prompt", true), kwargs);
         if (!rendered.ok()) throw api_error_from_status(rendered.status(), "messages");
         text = rendered.value();
@@ -178,8 +178,8 @@ HttpResponse Router::load_lora(const HttpRequest& request) {
     require_available();
     const nlohmann::json body = parse_json_body(request.body);
     const std::string name = require_string(body, "lora_name");
-    const std::string path = resolve_adapter_path(require_string(body, "lora_path"), m_options.adapter_roots,
-                                                  "lora_path");
+    const std::string path =
+        resolve_adapter_path(require_string(body, "lora_path"), m_options.adapter_roots, "lora_path");
     const Status s = m_engine.load_adapter(name, path);
     if (!s.ok()) throw api_error_from_status(s, s.code == ErrorCode::conflict ? "lora_name" : "lora_path");
     return text_response(fmt::format("Success: LoRA adapter '{}' added successfully", name));

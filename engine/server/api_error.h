@@ -15,15 +15,18 @@
 namespace loradesk::server {
 
 class ApiError : public std::runtime_error {
-public:
+  public:
     ApiError(int status, std::string type, std::string message, std::string param = {}, nlohmann::json code = nullptr)
-        : std::runtime_error(std::move(message)), status(status), type(std::move(type)), param(std::move(param)),
+        : std::runtime_error(std::move(message)),
+          status(status),
+          type(std::move(type)),
+          param(std::move(param)),
           code(std::move(code)) {}
 
     int status;
     std::string type;
-    std::string param;    // "" = null
-    nlohmann::json code;  // string or null
+    std::string param;      // "" = null
+    nlohmann::json code;    // string or null
     int retry_after_s = 0;  // > 0 adds Retry-After
 
     nlohmann::ordered_json body() const;

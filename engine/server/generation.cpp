@@ -257,7 +257,8 @@ HttpResponse collect(Job& job) {
     body["model"] = job.parsed.model;
     if (job.chat()) body["system_fingerprint"] = nullptr;
     ojson choices = ojson::array();
-    for (Choice& c : job.choices) choices.push_back(job.chat() ? chat_choice_json(job, c) : completion_choice_json(job, c));
+    for (Choice& c : job.choices)
+        choices.push_back(job.chat() ? chat_choice_json(job, c) : completion_choice_json(job, c));
     body["choices"] = std::move(choices);
     // vLLM puts a chat response's prompt_logprobs beside its choices (one prompt per chat request).
     if (job.chat() && job.parsed.prompt_logprobs >= 0)

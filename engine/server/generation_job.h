@@ -31,7 +31,7 @@ struct Choice {
     std::string text;  // accumulated (non-streamed completions)
     std::vector<api::TokenLogprob> logprobs;
     std::vector<api::TokenLogprob> prompt_logprobs;  // when the prompt is scored (echo + logprobs, prompt_logprobs)
-    std::size_t text_offset = 0;  // legacy logprobs: bytes already emitted (echo + tokens)
+    std::size_t text_offset = 0;                     // legacy logprobs: bytes already emitted (echo + tokens)
     std::optional<api::FinishEvent> finish;
     bool done = false;
 };

@@ -143,8 +143,7 @@ GateLimits gate_limits(const ServerOptions& o) {
         raised.rlim_cur = files.rlim_max == RLIM_INFINITY ? rlim_t(65536) : std::min<rlim_t>(files.rlim_max, 65536);
         if (raised.rlim_cur > files.rlim_cur && ::setrlimit(RLIMIT_NOFILE, &raised) == 0) files = raised;
     }
-    if (files.rlim_cur != 0 && files.rlim_cur != RLIM_INFINITY &&
-        rlim_t(g.max_connections) > files.rlim_cur / 2) {
+    if (files.rlim_cur != 0 && files.rlim_cur != RLIM_INFINITY && rlim_t(g.max_connections) > files.rlim_cur / 2) {
         g.max_connections = int(std::max<rlim_t>(16, files.rlim_cur / 2));
         log::info("server: at most {} connections (half the open-file limit of {}; raise it with ulimit -n)",
                   g.max_connections, files.rlim_cur);

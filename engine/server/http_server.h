@@ -14,7 +14,7 @@
 namespace loradesk::server {
 
 class HttpServer {
-public:
+  public:
     explicit HttpServer(Router& router);  // the router must outlive the server
     ~HttpServer();                        // stops and joins
     HttpServer(const HttpServer&) = delete;
@@ -30,7 +30,7 @@ public:
     bool running() const;
     int in_flight() const;  // requests being read, handled or streamed now
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };

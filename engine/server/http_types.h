@@ -13,8 +13,8 @@
 namespace loradesk::server {
 
 struct HttpRequest {
-    std::string method;  // GET, POST, OPTIONS, ...
-    std::string path;    // without the query string
+    std::string method;                          // GET, POST, OPTIONS, ...
+    std::string path;                            // without the query string
     std::map<std::string, std::string> headers;  // lower-case names
     std::string body;
     std::string remote_addr;
@@ -29,7 +29,7 @@ struct HttpRequest {
 // Where a streaming response writes. write() returns false once the client is gone; the producer must
 // then stop at once (and cancel the engine requests it drives).
 class StreamSink {
-public:
+  public:
     virtual ~StreamSink() = default;
     virtual bool write(std::string_view data) = 0;
 };

@@ -8,8 +8,8 @@
 
 #include "grammar/json_schema_grammar.h"
 #include "server/api_error.h"
-#include "server/output_constraint.h"
 #include "server/json_fields.h"
+#include "server/output_constraint.h"
 
 namespace loradesk::server::ollama {
 

@@ -140,9 +140,12 @@ ojson vllm_prompt_logprobs_json(const std::vector<api::TokenLogprob>& prompt, in
 
 std::string finish_reason_name(api::FinishReason reason) {
     switch (reason) {
-        case api::FinishReason::stop: return "stop";
-        case api::FinishReason::length: return "length";
-        case api::FinishReason::cancelled: return "abort";
+        case api::FinishReason::stop:
+            return "stop";
+        case api::FinishReason::length:
+            return "length";
+        case api::FinishReason::cancelled:
+            return "abort";
     }
     return "stop";
 }

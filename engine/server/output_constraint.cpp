@@ -59,17 +59,20 @@ std::string response_format_grammar(const json& v) {
     if (type == "json_schema") {
         const json* js = field(v, "json_schema");
         if (!js || !js->is_object())
-            throw_invalid(param, "response_format of type json_schema needs a \"json_schema\" object with a \"schema\"");
+            throw_invalid(param,
+                          "response_format of type json_schema needs a \"json_schema\" object with a \"schema\"");
         const json* schema = field(*js, "schema");
         // OpenAI lets the schema be absent (any JSON object); strict defaults to false.
         if (!schema) return grammar::json_object_gbnf();
         const json* strict = field(*js, "strict");
-        if (strict && !strict->is_boolean()) throw_invalid(param, "response_format.json_schema.strict must be a boolean");
+        if (strict && !strict->is_boolean())
+            throw_invalid(param, "response_format.json_schema.strict must be a boolean");
         return schema_grammar(*schema, strict && strict->get<bool>(), "response_format.json_schema.schema");
     }
-    throw ApiError(400, "invalid_request_error",
-                   fmt::format("response_format type '{}' is not supported; use text, json_object or json_schema", type),
-                   param, "unsupported");
+    throw ApiError(
+        400, "invalid_request_error",
+        fmt::format("response_format type '{}' is not supported; use text, json_object or json_schema", type), param,
+        "unsupported");
 }
 
 // vLLM's structured_outputs: {"json": schema, "regex": ..., "choice": [...], "grammar": ..., "json_object": true}.
@@ -80,18 +83,23 @@ std::string structured_outputs_grammar(const json& v) {
     for (const auto& [key, value] : v.items()) {
         if (value.is_null()) continue;
         const std::string p = param + "." + key;
-        if (key == "json") found.emplace_back(key, schema_grammar(value, false, p));
-        else if (key == "regex") found.emplace_back(key, regex_grammar(value, p));
-        else if (key == "choice") found.emplace_back(key, choice_grammar(value, p));
-        else if (key == "grammar") found.emplace_back(key, string_field(value, p));
+        if (key == "json")
+            found.emplace_back(key, schema_grammar(value, false, p));
+        else if (key == "regex")
+            found.emplace_back(key, regex_grammar(value, p));
+        else if (key == "choice")
+            found.emplace_back(key, choice_grammar(value, p));
+        else if (key == "grammar")
+            found.emplace_back(key, string_field(value, p));
         else if (key == "json_object") {
             if (!value.is_boolean()) throw_invalid(p, "'structured_outputs.json_object' must be a boolean");
             if (value.get<bool>()) found.emplace_back(key, grammar::json_object_gbnf());
-        } else if (key == "disable_any_whitespace" || key == "disable_fallback" || key == "disable_additional_properties" ||
-                   key == "whitespace_pattern" || key == "structural_tag") {
+        } else if (key == "disable_any_whitespace" || key == "disable_fallback" ||
+                   key == "disable_additional_properties" || key == "whitespace_pattern" || key == "structural_tag") {
             if (key == "whitespace_pattern" || key == "structural_tag" || (value.is_boolean() && value.get<bool>()))
                 throw ApiError(400, "invalid_request_error",
-                               fmt::format("structured_outputs.{} is not supported by loradesk", key), p, "unsupported");
+                               fmt::format("structured_outputs.{} is not supported by loradesk", key), p,
+                               "unsupported");
         }
     }
     if (found.size() > 1)

@@ -16,9 +16,10 @@ namespace loradesk::server {
 std::string output_constraint_grammar(const nlohmann::ordered_json& body);
 
 // The top-level fields output_constraint_grammar reads (and tools), for parse_ordered_fields.
-inline constexpr std::string_view kOrderedFields[] = {
-    "response_format", "guided_json",        "guided_regex", "guided_choice", "guided_grammar",
-    "structured_outputs", "grammar", "json_schema", "guided_whitespace_pattern", "tools", "format"};
+inline constexpr std::string_view kOrderedFields[] = {"response_format", "guided_json",    "guided_regex",
+                                                      "guided_choice",   "guided_grammar", "structured_outputs",
+                                                      "grammar",         "json_schema",    "guided_whitespace_pattern",
+                                                      "tools",           "format"};
 
 // The kOrderedFields of a body read without parse_ordered_fields (their keys then sorted), for callers that built
 // the body themselves.

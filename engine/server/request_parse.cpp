@@ -9,8 +9,8 @@
 #include "server/api_error.h"
 #include "server/json_fields.h"
 #include "server/output_constraint.h"
-#include "server/tool_call_grammar.h"
 #include "server/sampling_parse.h"
+#include "server/tool_call_grammar.h"
 
 namespace loradesk::server {
 
@@ -102,8 +102,7 @@ std::string message_text(const json& content, std::size_t index) {
         throw_invalid(param, fmt::format("messages[{}].content must be a string or an array of text parts", index));
     std::string text;
     for (const json& part : content) {
-        const bool is_text = type_of(part) == "text" && part.contains("text") &&
-                             part["text"].is_string();
+        const bool is_text = type_of(part) == "text" && part.contains("text") && part["text"].is_string();
         if (!is_text)
             throw_invalid(param, fmt::format("messages[{}].content has a part that is not text ({}); only text parts "
                                              "are supported by this model",
@@ -128,7 +127,8 @@ json normalize_messages(const json& messages) {
         if (role == "developer") role = "system";  // OpenAI o-series role; templates know "system"
         if (role != "system" && role != "user" && role != "assistant" && role != "tool")
             throw_invalid("messages", fmt::format("messages[{}].role '{}' is not one of system, developer, user, "
-                                                  "assistant, tool", i, role));
+                                                  "assistant, tool",
+                                                  i, role));
         copy["role"] = role;
         auto content = m.find("content");
         const bool has_tool_calls = m.contains("tool_calls") && m["tool_calls"].is_array();
@@ -172,9 +172,8 @@ ParsedGeneration parse_chat_request(const json& body, const ServerOptions& optio
     if (const json* v = field(body, "tools")) {
         if (!v->is_array()) throw_invalid("tools", "'tools' must be an array of {type:\"function\", function:{name}}");
         for (const json& t : *v) {
-            const bool ok = type_of(t) == "function" && t.contains("function") &&
-                            t["function"].is_object() && t["function"].contains("name") &&
-                            t["function"]["name"].is_string();
+            const bool ok = type_of(t) == "function" && t.contains("function") && t["function"].is_object() &&
+                            t["function"].contains("name") && t["function"]["name"].is_string();
             if (!ok) throw_invalid("tools", "each tool must be {\"type\":\"function\",\"function\":{\"name\":...}}");
         }
         req.tools = ordered.at("tools");  // the client's key order: templates render tools with tojson
@@ -188,8 +187,9 @@ ParsedGeneration parse_chat_request(const json& body, const ServerOptions& optio
                 throw_invalid("tool_choice", "'tool_choice' must be none, auto, required or {type:function,...}");
         } else if (type_of(*v) != "function" || !v->contains("function") || !(*v)["function"].is_object() ||
                    !(*v)["function"].contains("name") || !(*v)["function"]["name"].is_string()) {
-            throw_invalid("tool_choice", "'tool_choice' must be none, auto, required or "
-                                         "{\"type\":\"function\",\"function\":{\"name\":...}}");
+            throw_invalid("tool_choice",
+                          "'tool_choice' must be none, auto, required or "
+                          "{\"type\":\"function\",\"function\":{\"name\":...}}");
         } else {
             choice = "function";
             forced.only = (*v)["function"]["name"].get<std::string>();
@@ -252,8 +252,9 @@ ParsedGeneration parse_completion_request(const json& body, const ServerOptions&
                        "unsupported");
     const json* prompt = field(body, "prompt");
     if (!prompt) throw_invalid("prompt", "'prompt' is required");
-    const char* kForms = "'prompt' must be a string, an array of strings, an array of token ids or an array of arrays "
-                         "of token ids";
+    const char* kForms =
+        "'prompt' must be a string, an array of strings, an array of token ids or an array of arrays "
+        "of token ids";
     // The prompts, counted and checked before any is copied: each becomes a request of its own, n times over.
     std::vector<const json*> items;
     if (prompt->is_string() || (prompt->is_array() && !prompt->empty() && (*prompt)[0].is_number())) {
@@ -290,8 +291,9 @@ std::string resolve_adapter_path(const std::string& path, const std::vector<std:
                                  const std::string& param) {
     namespace fs = std::filesystem;
     if (roots.empty())
-        throw_invalid(param, "loading adapters by path is disabled: start the server with --adapters DIR and put "
-                             "the adapter folder inside it");
+        throw_invalid(param,
+                      "loading adapters by path is disabled: start the server with --adapters DIR and put "
+                      "the adapter folder inside it");
     std::error_code ec;
     const fs::path canonical = fs::canonical(fs::path(path), ec);
     if (ec) throw_invalid(param, fmt::format("adapter path '{}' does not exist ({})", path, ec.message()));

@@ -8,9 +8,9 @@
 #include "core/log.h"
 #include "server/api_error.h"
 #include "server/generation.h"
+#include "server/json_fields.h"
 #include "server/ollama_format.h"
 #include "server/openai_format.h"
-#include "server/json_fields.h"
 #include "server/output_constraint.h"
 #include "server/request_parse.h"
 
@@ -89,8 +89,10 @@ bool Router::host_allowed(const std::string& host_header) const {
     const std::string& bind = m_options.host;
     if (!m_options.api_key.empty() || !is_loopback_host(bind) || host_header.empty()) return true;
     std::string name = host_header;
-    if (!name.empty() && name[0] == '[') name = name.substr(0, name.find(']') + 1);
-    else name = name.substr(0, name.find(':'));
+    if (!name.empty() && name[0] == '[')
+        name = name.substr(0, name.find(']') + 1);
+    else
+        name = name.substr(0, name.find(':'));
     name = to_lower(name);
     if (name == "localhost" || name == "127.0.0.1" || name == "[::1]" || name == bind) return true;
     for (const std::string& h : m_options.allowed_hosts)
@@ -101,8 +103,10 @@ bool Router::host_allowed(const std::string& host_header) const {
 bool Router::authorized(const HttpRequest& request) const {
     if (m_options.api_key.empty()) return true;  // local use: any key (or none) is fine
     std::string key = request.header("authorization");
-    if (starts_with(key, "Bearer ") || starts_with(key, "bearer ")) key = key.substr(7);
-    else key.clear();
+    if (starts_with(key, "Bearer ") || starts_with(key, "bearer "))
+        key = key.substr(7);
+    else
+        key.clear();
     if (key.empty()) key = request.header("x-api-key");
     if (key.empty()) key = request.header("api-key");
     return constant_time_equal(key, m_options.api_key);
@@ -125,9 +129,10 @@ HttpResponse Router::handle(const HttpRequest& request) {
     HttpResponse r;
     try {
         if (cross_origin && !origin_allowed(origin))
-            throw ApiError(403, "permission_error",
-                           fmt::format("browser origin '{}' is not allowed; add it to the server's CORS origins", origin),
-                           {}, "origin_not_allowed");
+            throw ApiError(
+                403, "permission_error",
+                fmt::format("browser origin '{}' is not allowed; add it to the server's CORS origins", origin), {},
+                "origin_not_allowed");
         if (!host_allowed(request.header("host")))
             throw ApiError(403, "permission_error",
                            fmt::format("Host '{}' is not allowed on this loopback server (DNS rebinding protection); "

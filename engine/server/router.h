@@ -17,7 +17,7 @@
 namespace loradesk::server {
 
 class Router {
-public:
+  public:
     Router(api::Engine& engine, ServerOptions options);
 
     // Never throws: every failure becomes an OpenAI error response.
@@ -33,7 +33,7 @@ public:
     // CORS: whether a browser Origin is on the allow-list (exact, "scheme://host:*" or "*").
     bool origin_allowed(const std::string& origin) const;
 
-private:
+  private:
     HttpResponse dispatch(const HttpRequest& request);
     HttpResponse preflight(const HttpRequest& request) const;
     bool authorized(const HttpRequest& request) const;

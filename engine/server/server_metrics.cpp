@@ -50,7 +50,9 @@ void ServerMetrics::render_requests(std::string& out, const std::map<std::string
     for (const auto& [key, n] : m_requests)
         if (shown(std::get<0>(key)))
             prom::sample(out, "loradesk_requests_total",
-                         {{"adapter", std::get<0>(key)}, {"endpoint", std::get<1>(key)}, {"code", std::to_string(std::get<2>(key))}},
+                         {{"adapter", std::get<0>(key)},
+                          {"endpoint", std::get<1>(key)},
+                          {"code", std::to_string(std::get<2>(key))}},
                          double(n));
     auto counter = [&](const char* name, const char* help, uint64_t PerAdapter::*field) {
         prom::family(out, name, "counter", help);
@@ -58,14 +60,17 @@ void ServerMetrics::render_requests(std::string& out, const std::map<std::string
             if (shown(adapter)) prom::sample(out, name, {{"adapter", adapter}}, double(a.*field));
     };
     counter("loradesk_prompt_tokens_total", "Prompt tokens processed.", &PerAdapter::prompt_tokens);
-    counter("loradesk_cached_prompt_tokens_total", "Prompt tokens served from the prefix cache.", &PerAdapter::cached_tokens);
+    counter("loradesk_cached_prompt_tokens_total", "Prompt tokens served from the prefix cache.",
+            &PerAdapter::cached_tokens);
     counter("loradesk_generation_tokens_total", "Tokens generated.", &PerAdapter::generated_tokens);
     prom::family(out, "loradesk_time_to_first_token_seconds", "histogram", "Time to first token.");
     for (const auto& [adapter, a] : m_adapters)
-        if (shown(adapter)) prom::histogram(out, "loradesk_time_to_first_token_seconds", {{"adapter", adapter}}, a.ttft);
+        if (shown(adapter))
+            prom::histogram(out, "loradesk_time_to_first_token_seconds", {{"adapter", adapter}}, a.ttft);
     prom::family(out, "loradesk_e2e_request_latency_seconds", "histogram", "End-to-end request latency.");
     for (const auto& [adapter, a] : m_adapters)
-        if (shown(adapter)) prom::histogram(out, "loradesk_e2e_request_latency_seconds", {{"adapter", adapter}}, a.latency);
+        if (shown(adapter))
+            prom::histogram(out, "loradesk_e2e_request_latency_seconds", {{"adapter", adapter}}, a.latency);
 }
 
 std::string ServerMetrics::render(const api::Engine& engine) const {
@@ -81,7 +86,8 @@ std::string ServerMetrics::render(const api::Engine& engine) const {
         std::lock_guard lock(m_mutex);
         for (const auto& [name, a] : m_adapters) listed[name] = active(a, now);
         for (const auto& a : adapters)
-            if (a.running || a.waiting || a.pinned || a.tier == api::Tier::gpu || m_window.count() == 0) listed[a.name] = true;
+            if (a.running || a.waiting || a.pinned || a.tier == api::Tier::gpu || m_window.count() == 0)
+                listed[a.name] = true;
         render_requests(out, listed);
         totals = {m_ttft_all, m_latency_all, m_prompt_all, m_generated_all};
     }

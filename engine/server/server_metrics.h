@@ -20,7 +20,7 @@ Histogram ttft_histogram();     // the TTFT buckets (seconds), vLLM's
 Histogram latency_histogram();  // the end-to-end latency buckets (seconds)
 
 class ServerMetrics {
-public:
+  public:
     // Per-adapter series cover adapters that are running, waiting, on the GPU, pinned, or that served a
     // request within `window`; 0 = every adapter.
     void set_adapter_window(std::chrono::seconds window) { m_window = window; }
@@ -32,7 +32,7 @@ public:
     // The whole exposition, including engine gauges read now.
     std::string render(const api::Engine& engine) const;
 
-private:
+  private:
     using Clock = std::chrono::steady_clock;
     struct PerAdapter {
         uint64_t prompt_tokens = 0;

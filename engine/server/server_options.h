@@ -11,9 +11,9 @@
 namespace loradesk::server {
 
 struct ServerOptions {
-    std::string host = "127.0.0.1";  // loopback only unless the user asks for more
-    int port = 8080;                 // 0 = any free port (tests)
-    std::string api_key;             // empty = accept any key (local use); else Bearer / x-api-key / api-key
+    std::string host = "127.0.0.1";          // loopback only unless the user asks for more
+    int port = 8080;                         // 0 = any free port (tests)
+    std::string api_key;                     // empty = accept any key (local use); else Bearer / x-api-key / api-key
     std::vector<std::string> adapter_roots;  // lora_path / load_lora_adapter paths must lie inside one
     // Allowed browser origins; "*" in the port position matches any port, a lone "*" allows any origin.
     std::vector<std::string> cors_origins = {"http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"};
@@ -24,19 +24,19 @@ struct ServerOptions {
     // Worker threads: each live stream holds one, so this caps the streams in flight (20 req/s of 15 s
     // requests is 300); idle threads cost only their stacks' address space.
     int threads = 1024;
-    int listen_backlog = 511;             // connections the kernel queues before they are accepted
-    int max_connections = 4096;           // open sockets (capped at half the open-file limit)
-    int header_timeout_s = 10;            // a request head must arrive within this (408 after)
-    int idle_timeout_s = 5;               // a kept-alive connection without a new request is closed
-    int read_timeout_s = 60;              // a request body must arrive within this once a worker reads it
-    int write_timeout_s = 600;            // a slow reader of a long generation
-    int keep_alive_ms = 5000;             // SSE ": keep-alive" comment after this much silence
-    int default_max_tokens = 4096;        // when the request gives none (clipped by the context)
-    int max_n = 64;                       // most choices per request (n, and prompts x n)
+    int listen_backlog = 511;       // connections the kernel queues before they are accepted
+    int max_connections = 4096;     // open sockets (capped at half the open-file limit)
+    int header_timeout_s = 10;      // a request head must arrive within this (408 after)
+    int idle_timeout_s = 5;         // a kept-alive connection without a new request is closed
+    int read_timeout_s = 60;        // a request body must arrive within this once a worker reads it
+    int write_timeout_s = 600;      // a slow reader of a long generation
+    int keep_alive_ms = 5000;       // SSE ": keep-alive" comment after this much silence
+    int default_max_tokens = 4096;  // when the request gives none (clipped by the context)
+    int max_n = 64;                 // most choices per request (n, and prompts x n)
     // Longer prompts are refused before tokenizing; 0 = the model's context x kPromptBytesPerToken (the Router
     // fills it in from the engine).
     std::size_t max_prompt_bytes = 0;
-    int retry_after_s = 1;                // Retry-After on 429 / 503
+    int retry_after_s = 1;  // Retry-After on 429 / 503
     std::string owned_by = "loradesk";
     // /metrics lists per-adapter series only for adapters active within this many seconds (or running,
     // waiting, on the GPU, pinned); 0 = every adapter, whatever the catalog holds.

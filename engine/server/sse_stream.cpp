@@ -14,7 +14,7 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 class SseWriter {
-public:
+  public:
     SseWriter(Job& job, StreamSink& sink) : m_job(job), m_out(job, sink) {}
 
     bool gone() const { return m_out.gone(); }
@@ -28,8 +28,10 @@ public:
     bool chunk(const Choice& c, ojson part, ojson logprobs, ojson finish_reason, ojson prompt_logprobs = nullptr) {
         ojson choice;
         choice["index"] = c.index;
-        if (m_job.chat()) choice["delta"] = std::move(part);
-        else choice["text"] = std::move(part);
+        if (m_job.chat())
+            choice["delta"] = std::move(part);
+        else
+            choice["text"] = std::move(part);
         choice["logprobs"] = std::move(logprobs);
         choice["finish_reason"] = std::move(finish_reason);
         if (!prompt_logprobs.is_null()) choice["prompt_logprobs"] = std::move(prompt_logprobs);
@@ -50,7 +52,7 @@ public:
         return body;
     }
 
-private:
+  private:
     Job& m_job;
     JobStreamWriter m_out;
 };

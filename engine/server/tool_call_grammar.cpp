@@ -14,7 +14,6 @@ namespace loradesk::server {
 
 using json = nlohmann::ordered_json;  // tool schemas keep the client's property order
 
-
 using grammar::gbnf_literal;
 
 namespace {
@@ -42,7 +41,8 @@ std::string schema_rules(const json& schema, const std::string& prefix, const st
 // be mistaken); other types are JSON text of their schema.
 std::string xml_call_rules(const json& schema, const std::string& prefix, const std::string& name, std::string& rules) {
     std::string body = gbnf_literal("<function=" + name + ">\n");
-    const json* props = schema.contains("properties") && schema["properties"].is_object() ? &schema["properties"] : nullptr;
+    const json* props =
+        schema.contains("properties") && schema["properties"].is_object() ? &schema["properties"] : nullptr;
     std::vector<std::string> required;
     if (schema.contains("required") && schema["required"].is_array())
         for (const json& r : schema["required"])
@@ -69,20 +69,23 @@ std::string xml_call_rules(const json& schema, const std::string& prefix, const 
             } else if (typed_string) {
                 for (const char* key : {"pattern", "format"})
                     if (pschema.contains(key))
-                        throw ApiError(400, "invalid_request_error",
-                                       fmt::format("tool '{}': parameter '{}' uses '{}', which the Qwen3-Coder call syntax "
-                                                   "(raw string values) cannot enforce",
-                                                   name, pname, key),
-                                       "tools", "unsupported");
+                        throw ApiError(
+                            400, "invalid_request_error",
+                            fmt::format("tool '{}': parameter '{}' uses '{}', which the Qwen3-Coder call syntax "
+                                        "(raw string values) cannot enforce",
+                                        name, pname, key),
+                            "tools", "unsupported");
                 // Code points other than '<', within the schema's length bounds.
-                const json& property = pschema;  // (structured bindings cannot be captured before C++20's P1091 in clang 14)
+                const json& property =
+                    pschema;  // (structured bindings cannot be captured before C++20's P1091 in clang 14)
                 const auto bound = [&property](const char* key) -> long long {
                     auto it = property.find(key);
                     return it != property.end() && it->is_number_unsigned() ? it->get<long long>() : -1;
                 };
                 const long long lo = std::max(0LL, bound("minLength")), hi = bound("maxLength");
-                const std::string reps = hi >= 0 ? fmt::format("{{{},{}}}", lo, std::max(lo, hi))
-                                         : lo > 0 ? fmt::format("{{{},}}", lo) : std::string("*");
+                const std::string reps = hi >= 0  ? fmt::format("{{{},{}}}", lo, std::max(lo, hi))
+                                         : lo > 0 ? fmt::format("{{{},}}", lo)
+                                                  : std::string("*");
                 rules += fmt::format("{}root ::= [^<]{}\n", value_rule, reps);
             } else {
                 rules += schema_rules(pschema, value_rule, name);
@@ -129,8 +132,8 @@ std::string tool_call_grammar(const ToolCallSyntax& syntax, const json& tools, c
         calls.push_back(fmt::format("call{} ::= {}\n", calls.size(), call));
     }
     if (calls.empty())
-        throw_invalid("tool_choice", fmt::format("tool_choice names the function '{}', which is not among the tools",
-                                                 choice.only));
+        throw_invalid("tool_choice",
+                      fmt::format("tool_choice names the function '{}', which is not among the tools", choice.only));
     std::string g;
     g += "call ::= ";
     for (std::size_t i = 0; i < calls.size(); ++i) g += fmt::format("{}call{}", i ? " | " : "", i);

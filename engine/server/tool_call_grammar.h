@@ -11,8 +11,8 @@
 namespace loradesk::server {
 
 struct ToolChoiceGrammar {
-    std::string only;           // a named function: only it, exactly once; "" = any of the tools
-    bool parallel = true;       // more than one call allowed (parallel_tool_calls); at most kMaxCalls
+    std::string only;      // a named function: only it, exactly once; "" = any of the tools
+    bool parallel = true;  // more than one call allowed (parallel_tool_calls); at most kMaxCalls
     static constexpr int kMaxCalls = 8;
 };
 

@@ -51,7 +51,8 @@ void embedding_gather(const uint16_t* table, const int32_t* ids, int n_tokens, i
     for (int t = 0; t < n_tokens; ++t) {
         int id = ids[t];
         for (int c = 0; c < hidden; ++c)
-            out[int64_t(t) * hidden + c] = (id >= 0 && id < vocab) ? bf16_to_f32(table[int64_t(id) * hidden + c]) : 0.0f;
+            out[int64_t(t) * hidden + c] =
+                (id >= 0 && id < vocab) ? bf16_to_f32(table[int64_t(id) * hidden + c]) : 0.0f;
     }
 }
 

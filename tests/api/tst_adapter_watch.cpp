@@ -35,7 +35,8 @@ class TstAdapterWatch : public QObject {
         api::EngineOptions o = test::cpu_options(m_model, {m_roots});
         o.named_adapters = std::move(named);
         o.adapter_watch_interval_ms = interval_ms;
-        if (with_catalog) o.data_dir = (fs::path(m_tmp.path().toStdString()) / ("data" + std::to_string(m_case))).string();
+        if (with_catalog)
+            o.data_dir = (fs::path(m_tmp.path().toStdString()) / ("data" + std::to_string(m_case))).string();
         return test::start_engine(o);  // folders read at start-up, as the watch tests expect
     }
 
@@ -137,7 +138,8 @@ class TstAdapterWatch : public QObject {
         for (int i = 0; i < 600 && !finished; ++i) {
             auto ev = submitted.value()->next(std::chrono::milliseconds(100));
             if (!ev) continue;
-            QVERIFY2(!std::holds_alternative<api::ErrorEvent>(*ev), "a running request failed after its folder vanished");
+            QVERIFY2(!std::holds_alternative<api::ErrorEvent>(*ev),
+                     "a running request failed after its folder vanished");
             if (auto* t = std::get_if<api::TokenEvent>(&*ev)) tokens += int(t->token_ids.size());
             if (std::holds_alternative<api::FinishEvent>(*ev)) finished = true;
         }

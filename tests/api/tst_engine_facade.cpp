@@ -97,13 +97,20 @@ class TstEngineFacade : public QObject {
     void model_name_forms_data() {
         QTest::addColumn<QString>("model");
         QTest::addColumn<QString>("adapter");  // SubmitInfo::adapter: the name as asked for, "" for the base
-        QTest::newRow("adapter name") << "de" << "de";
-        QTest::newRow("alias") << "german" << "german";
-        QTest::newRow("base:adapter") << "base:de" << "de";
-        QTest::newRow("<base id>:adapter") << "tiny-base:de" << "de";
-        QTest::newRow("base id") << "tiny-base" << "";
-        QTest::newRow("base") << "base" << "";
-        QTest::newRow("empty") << "" << "";
+        QTest::newRow("adapter name") << "de"
+                                      << "de";
+        QTest::newRow("alias") << "german"
+                               << "german";
+        QTest::newRow("base:adapter") << "base:de"
+                                      << "de";
+        QTest::newRow("<base id>:adapter") << "tiny-base:de"
+                                           << "de";
+        QTest::newRow("base id") << "tiny-base"
+                                 << "";
+        QTest::newRow("base") << "base"
+                              << "";
+        QTest::newRow("empty") << ""
+                               << "";
     }
 
     void model_name_forms() {
@@ -160,15 +167,33 @@ class TstEngineFacade : public QObject {
         QFETCH(int, code);
         api::GenerateRequest r = greedy("", 4);
         switch (which) {
-            case 0: r.model = "no-such-adapter"; break;
-            case 1: r.model = "other-model:de"; break;
-            case 2: r.model = "base:no-such-adapter"; break;
-            case 3: r.prompt_ids.clear(); break;
-            case 4: r.prompt = "hello"; break;
-            case 5: r.prompt_ids.clear(), r.prompt = ""; break;
-            case 6: r.prompt_ids = {1, 2, 1 << 30}; break;
-            case 7: r.prompt_logprobs = 21; break;
-            case 8: r.stop.strict_max_tokens = true, r.stop.max_tokens = m_engine->model().max_context; break;
+            case 0:
+                r.model = "no-such-adapter";
+                break;
+            case 1:
+                r.model = "other-model:de";
+                break;
+            case 2:
+                r.model = "base:no-such-adapter";
+                break;
+            case 3:
+                r.prompt_ids.clear();
+                break;
+            case 4:
+                r.prompt = "hello";
+                break;
+            case 5:
+                r.prompt_ids.clear(), r.prompt = "";
+                break;
+            case 6:
+                r.prompt_ids = {1, 2, 1 << 30};
+                break;
+            case 7:
+                r.prompt_logprobs = 21;
+                break;
+            case 8:
+                r.stop.strict_max_tokens = true, r.stop.max_tokens = m_engine->model().max_context;
+                break;
         }
         std::optional<Status> failed;
         std::string thrown;
@@ -288,10 +313,20 @@ class TstEngineFacade : public QObject {
 
     void failures_are_returned_not_thrown_data() {
         QTest::addColumn<int>("which");
-        const char* rows[] = {"load missing folder", "load bad name", "unload unknown", "pin unknown",
-                              "alias unknown", "alias bad name", "adapter unknown", "details unknown",
-                              "history without a catalog", "import missing folder", "remove unknown", "detokenize bad id",
-                              "render_chat bad messages", "chat messages not an array"};
+        const char* rows[] = {"load missing folder",
+                              "load bad name",
+                              "unload unknown",
+                              "pin unknown",
+                              "alias unknown",
+                              "alias bad name",
+                              "adapter unknown",
+                              "details unknown",
+                              "history without a catalog",
+                              "import missing folder",
+                              "remove unknown",
+                              "detokenize bad id",
+                              "render_chat bad messages",
+                              "chat messages not an array"};
         for (int i = 0; i < int(std::size(rows)); ++i) QTest::newRow(rows[i]) << i;
     }
 
@@ -303,24 +338,47 @@ class TstEngineFacade : public QObject {
         const bool clean = no_throw(
             [&] {
                 switch (which) {
-                    case 0: failed = !m_engine->load_adapter("fresh", missing).ok(); break;
-                    case 1: failed = !m_engine->load_adapter("bad name/..", missing).ok(); break;
-                    case 2: failed = !m_engine->unload_adapter("no-such-adapter").ok(); break;
-                    case 3: failed = !m_engine->pin_adapter("no-such-adapter", true).ok(); break;
-                    case 4: failed = !m_engine->set_alias("alias2", "no-such-adapter").ok(); break;
-                    case 5: failed = !m_engine->set_alias("bad alias\n", "de").ok(); break;
-                    case 6: failed = !m_engine->adapter("no-such-adapter").ok(); break;
-                    case 7: failed = !m_engine->adapter_details("no-such-adapter").ok(); break;
+                    case 0:
+                        failed = !m_engine->load_adapter("fresh", missing).ok();
+                        break;
+                    case 1:
+                        failed = !m_engine->load_adapter("bad name/..", missing).ok();
+                        break;
+                    case 2:
+                        failed = !m_engine->unload_adapter("no-such-adapter").ok();
+                        break;
+                    case 3:
+                        failed = !m_engine->pin_adapter("no-such-adapter", true).ok();
+                        break;
+                    case 4:
+                        failed = !m_engine->set_alias("alias2", "no-such-adapter").ok();
+                        break;
+                    case 5:
+                        failed = !m_engine->set_alias("bad alias\n", "de").ok();
+                        break;
+                    case 6:
+                        failed = !m_engine->adapter("no-such-adapter").ok();
+                        break;
+                    case 7:
+                        failed = !m_engine->adapter_details("no-such-adapter").ok();
+                        break;
                     case 8: {  // without a data dir there is no history: an empty answer, not a failure
                         auto h = m_engine->adapter_history("no-such-adapter", 5);
                         failed = !h.ok() || h.value().empty();
                         break;
                     }
-                    case 9: failed = !m_engine->import_adapters(missing).ok(); break;
-                    case 10: failed = !m_engine->remove_adapter("no-such-adapter").ok(); break;
-                    case 11: failed = !m_engine->detokenize({1 << 30}, false).ok(); break;
+                    case 9:
+                        failed = !m_engine->import_adapters(missing).ok();
+                        break;
+                    case 10:
+                        failed = !m_engine->remove_adapter("no-such-adapter").ok();
+                        break;
+                    case 11:
+                        failed = !m_engine->detokenize({1 << 30}, false).ok();
+                        break;
                     case 12:
-                        failed = !m_engine->render_chat(nlohmann::ordered_json("not a list"), nullptr, true, nullptr).ok();
+                        failed =
+                            !m_engine->render_chat(nlohmann::ordered_json("not a list"), nullptr, true, nullptr).ok();
                         break;
                     case 13: {
                         api::GenerateRequest r;

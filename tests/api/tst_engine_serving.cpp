@@ -118,8 +118,9 @@ class TstEngineServing : public QObject {
 
     void chat_template_file_supplies_one() {
         const fs::path file = fs::path(m_tmp.path().toStdString()) / "template.jinja";
-        const std::string text = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}"
-                                 "{% if add_generation_prompt %}<|assistant|>{% endif %}";
+        const std::string text =
+            "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}"
+            "{% if add_generation_prompt %}<|assistant|>{% endif %}";
         std::ofstream(file) << text;
         auto engine = make_engine(file.string());
         // The server reads the template's markers and the rendered prompt's tail to choose its reply parsers.

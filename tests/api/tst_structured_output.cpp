@@ -81,7 +81,8 @@ class TstStructuredOutput : public QObject {
         const std::string model_dir = (fs::path(m_tmp.path().toStdString()) / "tiny").string();
         const model::ModelConfig config = test::synth_tiny_model(model_dir);
         const fs::path adapters = fs::path(m_tmp.path().toStdString()) / "adapters";
-        for (int i = 0; i < 2; ++i) test::synth_adapter(config, adapters / ("a" + std::to_string(i)), uint64_t(20 + i), 4);
+        for (int i = 0; i < 2; ++i)
+            test::synth_adapter(config, adapters / ("a" + std::to_string(i)), uint64_t(20 + i), 4);
         auto o = test::cpu_options(model_dir, {adapters.string()});
         m_engine = test::start_engine(o);
     }
@@ -113,7 +114,8 @@ class TstStructuredOutput : public QObject {
                 Output o = run(*m_engine, request("a1", "JSON:", kObject, budget, t));
                 QVERIFY2(o.completion_tokens <= budget, o.text.c_str());
                 auto j = nlohmann::json::parse(o.text, nullptr, false);
-                const std::string what = "budget " + std::to_string(budget) + ", temperature " + std::to_string(t) + ": " + o.text;
+                const std::string what =
+                    "budget " + std::to_string(budget) + ", temperature " + std::to_string(t) + ": " + o.text;
                 QVERIFY2(!j.is_discarded() && j.contains("name") && j["tags"].is_array() && j["n"].is_number_integer(),
                          what.c_str());
                 QCOMPARE(o.reason, api::FinishReason::stop);
@@ -142,7 +144,8 @@ class TstStructuredOutput : public QObject {
             }
         std::vector<std::thread> threads;
         std::vector<Output> outs(reqs.size());
-        for (std::size_t i = 0; i < reqs.size(); ++i) threads.emplace_back([&, i] { outs[i] = run(*m_engine, reqs[i]); });
+        for (std::size_t i = 0; i < reqs.size(); ++i)
+            threads.emplace_back([&, i] { outs[i] = run(*m_engine, reqs[i]); });
         for (auto& t : threads) t.join();
         for (std::size_t i = 0; i < reqs.size(); ++i) {
             if (reqs[i].grammar.empty()) {
@@ -157,7 +160,8 @@ class TstStructuredOutput : public QObject {
         auto submitted = m_engine->submit(request("", "x", "root ::= undefined_rule\n", 5));
         QVERIFY(!submitted.ok());
         QCOMPARE(submitted.status().code, ErrorCode::invalid_argument);
-        QVERIFY2(submitted.status().message.find("undefined_rule") != std::string::npos, submitted.status().message.c_str());
+        QVERIFY2(submitted.status().message.find("undefined_rule") != std::string::npos,
+                 submitted.status().message.c_str());
     }
 };
 

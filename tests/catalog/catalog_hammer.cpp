@@ -38,9 +38,9 @@ int main(int argc, char** argv) {
             int64_t n = std::stoll(c.setting("hammer_counter").value_or("0")) + 1;
             c.set_setting("hammer_counter", std::to_string(n));
             c.add_event(EventKind::error, "", "hammer", "hammer");
-            c.db().exec(round % 2 ? "UPDATE adapters SET pinned = 1 - pinned WHERE digest = '" +
-                                        sha256_hex("extra") + "'"
-                                  : "SELECT 1");
+            c.db().exec(round % 2
+                            ? "UPDATE adapters SET pinned = 1 - pinned WHERE digest = '" + sha256_hex("extra") + "'"
+                            : "SELECT 1");
             tx.commit();
         }
     } catch (const std::exception& e) {

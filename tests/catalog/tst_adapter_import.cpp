@@ -43,7 +43,7 @@ lora::AdapterSummary fake_summarize(const std::string& dir) {
 class TstAdapterImport : public QObject {
     Q_OBJECT
 
-private slots:
+  private slots:
     void compatibility_data() {
         QTest::addColumn<QStringList>("targets");
         QTest::addColumn<int>("max_layer");
@@ -105,7 +105,8 @@ private slots:
             return fake_summarize(d);
         };
         BaseShapes base{"tiny", 8, {"q_proj", "v_proj"}, 0};
-        AdapterWatcher w(db, {root.string()}, counting, [&](const lora::AdapterSummary& s) { return check_against_base(s, base); });
+        AdapterWatcher w(db, {root.string()}, counting,
+                         [&](const lora::AdapterSummary& s) { return check_against_base(s, base); });
         QCOMPARE(w.poll_once().registered.size(), std::size_t(2));
         auto again = w.poll_once();
         QCOMPARE(again.registered.size(), std::size_t(0));
@@ -134,7 +135,7 @@ private slots:
 
         c.remove_adapter("a");
         QCOMPARE(w.poll_once().registered.size(), std::size_t(0));  // removed stays removed
-        QVERIFY(fs::exists(root / "a" / "adapter_config.json"));     // and its files stay
+        QVERIFY(fs::exists(root / "a" / "adapter_config.json"));    // and its files stay
         QVERIFY(!c.find("a"));
     }
     void watcher_thread_picks_up_new_folders() {

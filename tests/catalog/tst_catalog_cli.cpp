@@ -36,7 +36,7 @@ Run loradeskd(const QStringList& args) {
 class TstCatalogCli : public QObject {
     Q_OBJECT
 
-private slots:
+  private slots:
     void edit_and_query() {
         QTemporaryDir dir;
         std::string db = (dir.path() + "/catalog.sqlite3").toStdString();
@@ -62,7 +62,8 @@ private slots:
         QCOMPARE(by_alias["aliases"].toArray().size(), 1);
         auto pinned = QJsonDocument::fromJson(loradeskd(QStringList{"list", "--pinned"} + dd).out).array();
         QCOMPARE(pinned.size(), 1);
-        auto by_requests = QJsonDocument::fromJson(loradeskd(QStringList{"list", "--sort", "requests"} + dd).out).array();
+        auto by_requests =
+            QJsonDocument::fromJson(loradeskd(QStringList{"list", "--sort", "requests"} + dd).out).array();
         QCOMPARE(by_requests.at(0).toObject()["name"].toString(), QString("sql-lora"));
         auto stats = QJsonDocument::fromJson(loradeskd(QStringList{"stats", "db"} + dd).out).object();
         QCOMPARE(stats["total"].toObject()["requests"].toInt(), 7);

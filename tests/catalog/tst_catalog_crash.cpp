@@ -18,7 +18,7 @@ using catalog::test::make_summary;
 class TstCatalogCrash : public QObject {
     Q_OBJECT
 
-private slots:
+  private slots:
     void sigkill_during_heavy_writes() {
         QTemporaryDir dir;
         std::string db = (dir.path() + "/catalog.sqlite3").toStdString();

@@ -21,7 +21,7 @@ class TstCatalogStore : public QObject {
 
     std::string db_path(const QTemporaryDir& dir) { return (dir.path() + "/catalog.sqlite3").toStdString(); }
 
-private slots:
+  private slots:
     void schema_pragmas() {
         QTemporaryDir dir;
         Catalog c(db_path(dir));
@@ -35,7 +35,10 @@ private slots:
     }
     void newer_schema_is_refused() {
         QTemporaryDir dir;
-        { Catalog c(db_path(dir)); c.db().exec("PRAGMA user_version=99"); }
+        {
+            Catalog c(db_path(dir));
+            c.db().exec("PRAGMA user_version=99");
+        }
         try {
             Catalog c(db_path(dir));
             QFAIL("opened a database from a newer schema");
@@ -125,14 +128,30 @@ private slots:
         QTest::addColumn<QString>("tier");
         QTest::addColumn<QString>("sort");
         QTest::addColumn<QStringList>("expected");
-        QTest::newRow("all by name") << "" << "" << -1 << "" << "name" << QStringList{"alpha", "Beta", "gamma", "sql-big"};
-        QTest::newRow("substring, any case") << "A" << "" << -1 << "" << "name" << QStringList{"alpha", "Beta", "gamma"};
-        QTest::newRow("pinned") << "" << "" << 1 << "" << "name" << QStringList{"Beta", "sql-big"};
-        QTest::newRow("unpinned") << "" << "" << 0 << "" << "name" << QStringList{"alpha", "gamma"};
-        QTest::newRow("by size") << "" << "" << -1 << "" << "size" << QStringList{"sql-big", "gamma", "Beta", "alpha"};
-        QTest::newRow("tier gpu") << "" << "" << -1 << "gpu" << "name" << QStringList{"gamma"};
-        QTest::newRow("base") << "" << "llama" << -1 << "" << "name" << QStringList{"sql-big"};
-        QTest::newRow("last used") << "" << "" << -1 << "" << "last-used" << QStringList{"Beta", "alpha", "gamma", "sql-big"};
+        QTest::newRow("all by name") << ""
+                                     << "" << -1 << ""
+                                     << "name" << QStringList{"alpha", "Beta", "gamma", "sql-big"};
+        QTest::newRow("substring, any case") << "A"
+                                             << "" << -1 << ""
+                                             << "name" << QStringList{"alpha", "Beta", "gamma"};
+        QTest::newRow("pinned") << ""
+                                << "" << 1 << ""
+                                << "name" << QStringList{"Beta", "sql-big"};
+        QTest::newRow("unpinned") << ""
+                                  << "" << 0 << ""
+                                  << "name" << QStringList{"alpha", "gamma"};
+        QTest::newRow("by size") << ""
+                                 << "" << -1 << ""
+                                 << "size" << QStringList{"sql-big", "gamma", "Beta", "alpha"};
+        QTest::newRow("tier gpu") << ""
+                                  << "" << -1 << "gpu"
+                                  << "name" << QStringList{"gamma"};
+        QTest::newRow("base") << ""
+                              << "llama" << -1 << ""
+                              << "name" << QStringList{"sql-big"};
+        QTest::newRow("last used") << ""
+                                   << "" << -1 << ""
+                                   << "last-used" << QStringList{"Beta", "alpha", "gamma", "sql-big"};
     }
     void list_filters_and_sorting() {
         QFETCH(QString, name);
@@ -188,7 +207,8 @@ private slots:
         {
             Catalog c(db_path(dir));
             c.register_base_model("Qwen3-0.6B", "/models/qwen3", "Qwen3ForCausalLM");
-            c.register_adapter(make_summary("sql", "a"), {Compat::incompatible, "rank 512 > --max-lora-rank 64", "Qwen3-0.6B"});
+            c.register_adapter(make_summary("sql", "a"),
+                               {Compat::incompatible, "rank 512 > --max-lora-rank 64", "Qwen3-0.6B"});
             c.set_pinned("sql", true);
             c.set_alias("db", "sql");
             c.set_setting("theme", "dark");
@@ -270,7 +290,8 @@ private slots:
         } else {
             if (geteuid() == 0) QSKIP("root ignores directory permissions");
             std::filesystem::create_directories(root + "/ro");
-            std::filesystem::permissions(root + "/ro", std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+            std::filesystem::permissions(root + "/ro",
+                                         std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
             path = root + "/ro/catalog.sqlite3";
         }
         try {

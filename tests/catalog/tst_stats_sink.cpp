@@ -42,7 +42,7 @@ class TstStatsSink : public QObject {
 
     std::string db_path(const QTemporaryDir& dir) { return (dir.path() + "/catalog.sqlite3").toStdString(); }
 
-private slots:
+  private slots:
     void bucket_bounds_data() {
         QTest::addColumn<double>("ms");
         QTest::addColumn<int>("bucket");
@@ -192,7 +192,8 @@ private slots:
             o.flush_interval = std::chrono::hours(1);  // only the destructor's flush writes
             o.max_pending_events = 3;
             StatsSink sink(db_path(dir), o);
-            for (int i = 0; i < 5; ++i) sink.record_event(EventKind::load, sha256_hex("a"), "a", "slot " + std::to_string(i));
+            for (int i = 0; i < 5; ++i)
+                sink.record_event(EventKind::load, sha256_hex("a"), "a", "slot " + std::to_string(i));
             sink.record_tier(sha256_hex("a"), Tier::gpu);
             sink.record(request(sha256_hex("a"), 0, 1, 2));  // time 0 = now
         }
@@ -203,8 +204,9 @@ private slots:
         int loads = 0;
         for (auto& e : d.events) loads += e.kind == EventKind::load;
         QCOMPARE(loads, 3);
-        QCOMPARE(c.db().query_int("SELECT COUNT(*) FROM events WHERE kind = 'error' AND detail LIKE '2 lifecycle%'").value(),
-                 int64_t(1));
+        QCOMPARE(
+            c.db().query_int("SELECT COUNT(*) FROM events WHERE kind = 'error' AND detail LIKE '2 lifecycle%'").value(),
+            int64_t(1));
     }
 };
 

@@ -161,7 +161,8 @@ class TstServeCli : public QObject {
     void stop_signal_drains_then_cancels() {
         QTemporaryDir data;
         Served s;
-        QVERIFY2(s.start({"--data-dir", data.path(), "--shutdown-timeout", "1", "--threads", "1"}), s.output.constData());
+        QVERIFY2(s.start({"--data-dir", data.path(), "--shutdown-timeout", "1", "--threads", "1"}),
+                 s.output.constData());
         const int fd = connect_to(s.port, 30);
         const std::string body =
             R"({"prompt": "Once upon a time", "n": 32, "max_tokens": 1000, "ignore_eos": true, "stream": true})";
@@ -186,7 +187,8 @@ class TstServeCli : public QObject {
         QCOMPARE(s.process.exitCode(), 0);
         QVERIFY2(s.output.contains("unfinished request(s)"), "the drain was cut short");
         // The stream says why it ended, and ends properly.
-        QVERIFY2(stream.find("shutting down") != std::string::npos, stream.substr(stream.size() - std::min<std::size_t>(stream.size(), 600)).c_str());
+        QVERIFY2(stream.find("shutting down") != std::string::npos,
+                 stream.substr(stream.size() - std::min<std::size_t>(stream.size(), 600)).c_str());
         QVERIFY(stream.find("data: [DONE]") != std::string::npos);
     }
 #endif

@@ -18,16 +18,16 @@ using namespace loradesk;
 
 class TstCoreBasics : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void sha256_data() {
         QTest::addColumn<QByteArray>("input");
         QTest::addColumn<QString>("digest");
         QTest::newRow("empty") << QByteArray() << "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
         QTest::newRow("abc") << QByteArray("abc") << "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
-        QTest::newRow("448 bits")
-            << QByteArray("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")
-            << "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1";
-        QTest::newRow("million a") << QByteArray(1000000, 'a') << "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0";
+        QTest::newRow("448 bits") << QByteArray("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")
+                                  << "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1";
+        QTest::newRow("million a") << QByteArray(1000000, 'a')
+                                   << "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0";
     }
     void sha256() {
         QFETCH(QByteArray, input);
@@ -35,7 +35,8 @@ private slots:
         QCOMPARE(QString::fromStdString(sha256_hex(std::string_view(input.constData(), input.size()))), digest);
         // Incremental updates in odd pieces give the same digest.
         Sha256 h;
-        for (qsizetype i = 0; i < input.size(); i += 37) h.update(input.constData() + i, std::min<qsizetype>(37, input.size() - i));
+        for (qsizetype i = 0; i < input.size(); i += 37)
+            h.update(input.constData() + i, std::min<qsizetype>(37, input.size() - i));
         QCOMPARE(QString::fromStdString(h.finish_hex()), digest);
     }
     void bf16_round_trip() {

@@ -9,7 +9,7 @@ using loradesk::kv::PagePool;
 
 class TstPagePool : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void budget_data() {
         QTest::addColumn<qulonglong>("budget");
         QTest::addColumn<qulonglong>("page_bytes");

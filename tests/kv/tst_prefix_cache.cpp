@@ -57,7 +57,7 @@ void finish(PrefixCache& c, PagePool& pool, Req& r) {
 
 class TstPrefixCache : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void same_adapter_reuses_prefix() {
         PagePool pool(64, kPs);
         PrefixCache c(pool);
@@ -189,7 +189,7 @@ private slots:
         running.lock = c.extend(running.lock, running.tokens, running.pages);
         QCOMPARE(c.stats("A").pages_held, 4);
         c.evict_namespace("A");
-        QCOMPARE(c.stats("A").pages_held, 2);  // the idle prefix went at once, the locked one stays
+        QCOMPARE(c.stats("A").pages_held, 2);          // the idle prefix went at once, the locked one stays
         QCOMPARE(c.match_length("A", seq(10, 0)), 0);  // but it is no longer matchable
         // The running request keeps decoding: nothing more is cached for the dropped namespace.
         running.tokens = seq(13, 0);
@@ -371,8 +371,10 @@ void TstPrefixCache::randomized_against_naive_model() {
             auto& l = m.live[std::size_t(pick(int(m.live.size())))];
             std::size_t old = l.r.tokens.size();
             for (int k = 1 + pick(5); k > 0; --k) l.r.tokens.push_back(pick(3));
-            if (m.grow(l.r, l.r.tokens.size())) m.write(l.r, old);
-            else l.r.tokens.resize(old);
+            if (m.grow(l.r, l.r.tokens.size()))
+                m.write(l.r, old);
+            else
+                l.r.tokens.resize(old);
         } else if (op < 60 && !m.live.empty()) {
             m.extend(m.live[std::size_t(pick(int(m.live.size())))]);
         } else if (op < 78 && !m.live.empty()) {

@@ -11,7 +11,7 @@
 namespace loradesk::lora::testing {
 
 class RecordingRunner final : public runtime::ModelRunner {
-public:
+  public:
     model::ModelConfig m_config;
     std::vector<int> slot_marker;  // [n_slots + 1], -1 = empty
     std::vector<std::string> events;

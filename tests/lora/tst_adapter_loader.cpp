@@ -58,7 +58,7 @@ class TstAdapterLoader : public QObject {
     Q_OBJECT
     QTemporaryDir m_tmp;
 
-private slots:
+  private slots:
     void loads_weights_and_scales() {
         SynthAdapterSpec spec;
         spec.rank = 4;
@@ -135,7 +135,8 @@ private slots:
         part.layers = {1};
         part.dtype = DType::f16;
         part.seed = 6;
-        std::string dir_full = write_synth(m_tmp, "reuse_full", full), dir_part = write_synth(m_tmp, "reuse_part", part);
+        std::string dir_full = write_synth(m_tmp, "reuse_full", full),
+                    dir_part = write_synth(m_tmp, "reuse_part", part);
         auto same = [](const runtime::LoraWeights& x, const runtime::LoraWeights& y) {
             if (x.layers.size() != y.layers.size()) return false;
             for (std::size_t l = 0; l < x.layers.size(); ++l)
@@ -151,7 +152,7 @@ private slots:
         const float* kept = old.layers[1][int(LoraModule::q)].a.data();
         runtime::LoraWeights small = load_adapter(dir_part, tiny_base(), 16, nullptr, &old);
         QVERIFY(same(small, fresh_part));
-        QCOMPARE(small.layers[1][int(LoraModule::q)].a.data(), kept);  // overwritten in place
+        QCOMPARE(small.layers[1][int(LoraModule::q)].a.data(), kept);                // overwritten in place
         QCOMPARE(small.layers[0][int(LoraModule::k)].a.capacity(), std::size_t(0));  // emptied
         runtime::LoraWeights big = load_adapter(dir_full, tiny_base(), 16, nullptr, &small);
         QVERIFY(same(big, fresh_full));
@@ -194,22 +195,25 @@ private slots:
         QTest::addColumn<Mutation>("mutate");
         QTest::addColumn<int>("max_rank");
         QTest::addColumn<QString>("message");
-        QTest::newRow("missing lora_B") << drop_tensor("layers.1.self_attn.q_proj.lora_B") << 16
-                                        << "'base_model.model.model.layers.1.self_attn.q_proj.lora_A.weight' has no matching lora_B";
+        QTest::newRow("missing lora_B")
+            << drop_tensor("layers.1.self_attn.q_proj.lora_B") << 16
+            << "'base_model.model.model.layers.1.self_attn.q_proj.lora_A.weight' has no matching lora_B";
         QTest::newRow("missing lora_A") << drop_tensor("layers.2.mlp.up_proj.lora_A") << 16 << "has no matching lora_A";
         QTest::newRow("rank above limit") << Mutation([](const std::string&) {}) << 2 << "exceeds --max-lora-rank 2";
         QTest::newRow("dora magnitude") << add_tensor(kQ0 + ".lora_magnitude_vector", {24}) << 16 << "DoRA";
         QTest::newRow("lora bias") << add_tensor(kQ0 + ".lora_B.bias", {24}) << 16 << "lora_bias=true";
         QTest::newRow("modules_to_save copy") << add_tensor("base_model.model.lm_head.weight", {64, 16}) << 16
                                               << "'base_model.model.lm_head.weight' is a full module copy";
-        QTest::newRow("embedding lora") << add_tensor("base_model.model.model.embed_tokens.lora_embedding_A", {4, 64}) << 16
-                                        << "embedding/lm_head LoRA";
+        QTest::newRow("embedding lora") << add_tensor("base_model.model.model.embed_tokens.lora_embedding_A", {4, 64})
+                                        << 16 << "embedding/lm_head LoRA";
         QTest::newRow("lm_head lora") << add_tensor("base_model.model.lm_head.lora_A.weight", {4, 16}) << 16
                                       << "embedding/lm_head LoRA";
-        QTest::newRow("unknown key") << add_tensor("base_model.model.model.layers.0.self_attn.qkv_proj.lora_A.weight", {4, 16})
-                                     << 16 << "tensor 'base_model.model.model.layers.0.self_attn.qkv_proj.lora_A.weight' is not";
-        QTest::newRow("layer beyond base") << add_tensor("base_model.model.model.layers.7.mlp.up_proj.lora_A.weight", {4, 16})
-                                           << 16 << "has no matching lora_B";
+        QTest::newRow("unknown key")
+            << add_tensor("base_model.model.model.layers.0.self_attn.qkv_proj.lora_A.weight", {4, 16}) << 16
+            << "tensor 'base_model.model.model.layers.0.self_attn.qkv_proj.lora_A.weight' is not";
+        QTest::newRow("layer beyond base")
+            << add_tensor("base_model.model.model.layers.7.mlp.up_proj.lora_A.weight", {4, 16}) << 16
+            << "has no matching lora_B";
         QTest::newRow("wrong in_features") << Mutation([](const std::string& dir) {
             rewrite_tensors(dir, [&](model::SafetensorsWriter& w, const std::vector<model::TensorView>& ts) {
                 for (auto& t : ts)
@@ -252,9 +256,8 @@ private slots:
         QTest::newRow("no tensors file") << Mutation([](const std::string& dir) {
             fs::remove(dir + "/adapter_model.safetensors");
         }) << 16 << "no adapter_model.safetensors";
-        QTest::newRow("no config") << Mutation([](const std::string& dir) {
-            fs::remove(dir + "/adapter_config.json");
-        }) << 16 << "no adapter_config.json";
+        QTest::newRow("no config") << Mutation([](const std::string& dir) { fs::remove(dir + "/adapter_config.json"); })
+                                   << 16 << "no adapter_config.json";
         QTest::newRow("integer dtype") << Mutation([](const std::string& dir) {
             rewrite_tensors(dir, [&](model::SafetensorsWriter& w, const std::vector<model::TensorView>& ts) {
                 for (auto& t : ts)
@@ -313,7 +316,9 @@ private slots:
         try {
             load_adapter(dir, tiny_base(), 16);
         } catch (const ExpectedError& e) {
-            QVERIFY2(QString(e.what()).contains("is for layer 3 but the base model has 3 layers (is it for another base model?)"), e.what());
+            QVERIFY2(QString(e.what()).contains(
+                         "is for layer 3 but the base model has 3 layers (is it for another base model?)"),
+                     e.what());
         }
     }
 
@@ -337,14 +342,19 @@ private slots:
         });
         QCOMPARE(summarize_adapter(b).digest, s1.digest);
         // An equivalent scale spelled differently (alpha 16 == alpha_pattern 16 on every module) agrees.
-        edit_config(b, [](nlohmann::json& j) { j["lora_alpha"] = 3; j["alpha_pattern"] = {{"proj", 999}, {".*_proj", 16}}; });
+        edit_config(b, [](nlohmann::json& j) {
+            j["lora_alpha"] = 3;
+            j["alpha_pattern"] = {{"proj", 999}, {".*_proj", 16}};
+        });
         QCOMPARE(summarize_adapter(b).digest, s1.digest);
     }
 
     void digest_sensitivity_data() {
         QTest::addColumn<Mutation>("mutate");
-        QTest::newRow("alpha") << Mutation([](const std::string& d) { edit_config(d, [](nlohmann::json& j) { j["lora_alpha"] = 9; }); });
-        QTest::newRow("rslora") << Mutation([](const std::string& d) { edit_config(d, [](nlohmann::json& j) { j["use_rslora"] = true; }); });
+        QTest::newRow("alpha") << Mutation(
+            [](const std::string& d) { edit_config(d, [](nlohmann::json& j) { j["lora_alpha"] = 9; }); });
+        QTest::newRow("rslora") << Mutation(
+            [](const std::string& d) { edit_config(d, [](nlohmann::json& j) { j["use_rslora"] = true; }); });
         QTest::newRow("alpha pattern") << Mutation([](const std::string& d) {
             edit_config(d, [](nlohmann::json& j) { j["alpha_pattern"] = {{"layers.2.mlp.down_proj", 4}}; });
         });

@@ -34,7 +34,7 @@ QString error_of(const std::function<void()>& fn) {
 
 class TstAdapterRegistry : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void names_aliases_ids() {
         AdapterRegistry r;
         auto a = r.add("alpha", summary("d1"));
@@ -47,7 +47,9 @@ private slots:
         QCOMPARE(r.find("a")->name, std::string("alpha"));
         QCOMPARE(r.find("a")->summary.digest, std::string("d1"));
         QCOMPARE(r.find("alpha")->aliases, std::vector<std::string>{"a"});
-        QVERIFY(error_of([&] { r.add_alias("a", "beta"); }).startsWith("conflict: alias 'a' already points to adapter 'alpha'"));
+        QVERIFY(error_of([&] {
+                    r.add_alias("a", "beta");
+                }).startsWith("conflict: alias 'a' already points to adapter 'alpha'"));
         QVERIFY(error_of([&] { r.add_alias("beta", "alpha"); }).startsWith("conflict"));
         QVERIFY(error_of([&] { r.add("a", summary("d3")); }).startsWith("conflict: 'a' is already an alias"));
         QVERIFY(error_of([&] { r.add_alias("x", "nobody"); }).startsWith("not_found"));

@@ -89,7 +89,8 @@ void write_merged(const std::string& base, const std::string& adapter, const QSt
             for (int o = 0; o < out_f; ++o)
                 for (int i = 0; i < in_f; ++i) {
                     double acc = 0;
-                    for (int k = 0; k < r; ++k) acc += double(bf[std::size_t(o * r + k)]) * af[std::size_t(k * in_f + i)];
+                    for (int k = 0; k < r; ++k)
+                        acc += double(bf[std::size_t(o * r + k)]) * af[std::size_t(k * in_f + i)];
                     v[std::size_t(o) * in_f + i] += float(s * acc);
                 }
         }
@@ -107,7 +108,7 @@ class TstLoraModel : public QObject {
     QTemporaryDir m_tmp;
     std::string dir(const QString& name) const { return (m_tmp.path() + "/" + name).toStdString(); }
 
-private slots:
+  private slots:
     void initTestCase() {
         for (const char* p : kPresets) {
             model::SynthOptions o;
@@ -128,7 +129,8 @@ private slots:
             s.rank = 8, s.alpha = 16, s.rank_pattern = {{"v_proj", 2}, {"mlp.down_proj", 4}}, s.seed = 1;
             QTest::addRow("%s rank pattern", p) << p << s << "default=2 v_proj=8 down_proj=4";
             s = {};
-            s.rank = 4, s.alpha = 8, s.rslora = true, s.alpha_pattern = {{"o_proj", 2}}, s.seed = 2, s.dtype = DType::bf16;
+            s.rank = 4, s.alpha = 8, s.rslora = true, s.alpha_pattern = {{"o_proj", 2}}, s.seed = 2,
+            s.dtype = DType::bf16;
             QTest::addRow("%s rslora alpha pattern bf16", p) << p << s << "default=4 o_proj=1";
             s = {};
             s.rank = 4, s.alpha = 4, s.targets = {LoraModule::q, LoraModule::k, LoraModule::gate}, s.seed = 3;
@@ -155,10 +157,12 @@ private slots:
         r.load_lora_slot(1, load_adapter(adapter, r.config(), 8));
         CpuRunner m(merged, 2);
         const std::vector<int32_t> p = prompt(9, 3, r.config().vocab_size);
-        const std::vector<float> with_lora = prefill_all(r, p, 1), with_merged = prefill_all(m, p), base_logits = prefill_all(r, p);
+        const std::vector<float> with_lora = prefill_all(r, p, 1), with_merged = prefill_all(m, p),
+                                 base_logits = prefill_all(r, p);
         const float scale = max_abs(with_merged);
         QVERIFY2(max_abs_diff(with_lora, with_merged) <= 1e-4f * scale,
-                 qPrintable(QString("max |diff| %1 vs max |logit| %2").arg(max_abs_diff(with_lora, with_merged)).arg(scale)));
+                 qPrintable(
+                     QString("max |diff| %1 vs max |logit| %2").arg(max_abs_diff(with_lora, with_merged)).arg(scale)));
         QVERIFY2(max_abs_diff(with_lora, base_logits) > 1e-2f * scale, "the adapter had no visible effect");
     }
 
@@ -189,9 +193,15 @@ private slots:
         }
         const int V = r.config().vocab_size;
         // Requests: base, adapter 0 twice, adapter 1, adapter 2 — grouped by slot as the scheduler does.
-        struct Req { int slot; std::vector<int32_t> tokens; };
-        std::vector<Req> reqs = {{0, prompt(5, 1, V)}, {slot[0], prompt(7, 2, V)}, {slot[0], prompt(3, 3, V)},
-                                 {slot[1], prompt(6, 4, V)}, {slot[2], prompt(8, 5, V)}};
+        struct Req {
+            int slot;
+            std::vector<int32_t> tokens;
+        };
+        std::vector<Req> reqs = {{0, prompt(5, 1, V)},
+                                 {slot[0], prompt(7, 2, V)},
+                                 {slot[0], prompt(3, 3, V)},
+                                 {slot[1], prompt(6, 4, V)},
+                                 {slot[2], prompt(8, 5, V)}};
         std::sort(reqs.begin(), reqs.end(), [](const Req& a, const Req& b) { return a.slot < b.slot; });
         std::vector<float> expected;
         for (auto& q : reqs) {

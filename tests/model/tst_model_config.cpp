@@ -20,7 +20,8 @@ using json = nlohmann::json;
 namespace {
 
 json base_llama() {
-    return json::parse(R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","vocab_size":1000,"hidden_size":256,
+    return json::parse(
+        R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","vocab_size":1000,"hidden_size":256,
         "intermediate_size":512,"num_hidden_layers":2,"num_attention_heads":8,"rms_norm_eps":1e-5,"hidden_act":"silu"})");
 }
 
@@ -28,7 +29,7 @@ json base_llama() {
 
 class TstModelConfig : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void families() {
         json q3 = base_llama();
         q3["architectures"] = {"Qwen3ForCausalLM"};
@@ -77,15 +78,20 @@ private slots:
         QTest::addColumn<int>("type");
         QTest::addColumn<float>("factor");
         QTest::addColumn<float>("theta");
-        QTest::newRow("none") << R"({"rope_scaling":null,"rope_theta":500000})" << int(RopeType::default_) << 1.0f << 500000.0f;
-        QTest::newRow("linear") << R"({"rope_scaling":{"rope_type":"linear","factor":2.0}})" << int(RopeType::linear) << 2.0f << 10000.0f;
-        QTest::newRow("legacy type") << R"({"rope_scaling":{"type":"linear","factor":4.0}})" << int(RopeType::linear) << 4.0f << 10000.0f;
-        QTest::newRow("llama3") << R"({"rope_scaling":{"rope_type":"llama3","factor":8.0,"low_freq_factor":1.0,"high_freq_factor":4.0,"original_max_position_embeddings":8192}})"
-                                << int(RopeType::llama3) << 8.0f << 10000.0f;
+        QTest::newRow("none") << R"({"rope_scaling":null,"rope_theta":500000})" << int(RopeType::default_) << 1.0f
+                              << 500000.0f;
+        QTest::newRow("linear") << R"({"rope_scaling":{"rope_type":"linear","factor":2.0}})" << int(RopeType::linear)
+                                << 2.0f << 10000.0f;
+        QTest::newRow("legacy type") << R"({"rope_scaling":{"type":"linear","factor":4.0}})" << int(RopeType::linear)
+                                     << 4.0f << 10000.0f;
+        QTest::newRow("llama3")
+            << R"({"rope_scaling":{"rope_type":"llama3","factor":8.0,"low_freq_factor":1.0,"high_freq_factor":4.0,"original_max_position_embeddings":8192}})"
+            << int(RopeType::llama3) << 8.0f << 10000.0f;
         QTest::newRow("v5 rope_parameters") << R"({"rope_parameters":{"rope_type":"default","rope_theta":1000000.0}})"
                                             << int(RopeType::default_) << 1.0f << 1e6f;
-        QTest::newRow("v5 llama3") << R"({"rope_parameters":{"rope_type":"llama3","rope_theta":500000.0,"factor":32.0,"original_max_position_embeddings":8192}})"
-                                   << int(RopeType::llama3) << 32.0f << 500000.0f;
+        QTest::newRow("v5 llama3")
+            << R"({"rope_parameters":{"rope_type":"llama3","rope_theta":500000.0,"factor":32.0,"original_max_position_embeddings":8192}})"
+            << int(RopeType::llama3) << 32.0f << 500000.0f;
     }
     void rope_layouts() {
         QFETCH(QString, patch);
@@ -104,13 +110,17 @@ private slots:
         QTest::addColumn<int>("code");
         QTest::addColumn<QString>("message");
         const int unsup = int(ErrorCode::unsupported), bad = int(ErrorCode::corrupt_file);
-        QTest::newRow("architecture") << R"({"architectures":["GPT2LMHeadModel"]})" << unsup << "supported: LlamaForCausalLM";
+        QTest::newRow("architecture") << R"({"architectures":["GPT2LMHeadModel"]})" << unsup
+                                      << "supported: LlamaForCausalLM";
         QTest::newRow("no architectures") << R"({"architectures":null})" << bad << "architectures";
-        QTest::newRow("yarn") << R"({"rope_scaling":{"rope_type":"yarn","factor":4.0}})" << unsup << "supported: default, linear, llama3";
-        QTest::newRow("sliding window") << R"({"architectures":["MistralForCausalLM"],"sliding_window":4096,"max_position_embeddings":32768})"
-                                        << unsup << "sliding-window";
-        QTest::newRow("qwen2 sliding") << R"({"architectures":["Qwen2ForCausalLM"],"use_sliding_window":true,"sliding_window":128})"
-                                       << unsup << "sliding-window";
+        QTest::newRow("yarn") << R"({"rope_scaling":{"rope_type":"yarn","factor":4.0}})" << unsup
+                              << "supported: default, linear, llama3";
+        QTest::newRow("sliding window")
+            << R"({"architectures":["MistralForCausalLM"],"sliding_window":4096,"max_position_embeddings":32768})"
+            << unsup << "sliding-window";
+        QTest::newRow("qwen2 sliding")
+            << R"({"architectures":["Qwen2ForCausalLM"],"use_sliding_window":true,"sliding_window":128})" << unsup
+            << "sliding-window";
         QTest::newRow("gelu") << R"({"hidden_act":"gelu"})" << unsup << "silu";
         QTest::newRow("missing hidden") << R"({"hidden_size":null})" << bad << "hidden_size";
         QTest::newRow("negative layers") << R"({"num_hidden_layers":-1})" << bad << "num_hidden_layers";

@@ -48,13 +48,15 @@ std::string expect_error(const std::string& dir) {
 
 class TstModelWeights : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void presets_load_data() {
         QTest::addColumn<QString>("preset");
         QTest::addColumn<QString>("dtype");
         for (const char* p : {"tiny", "tiny-llama", "tiny-qwen2", "tiny-mistral"}) QTest::newRow(p) << p << "bf16";
-        QTest::newRow("tiny f32") << "tiny" << "f32";
-        QTest::newRow("tiny f16") << "tiny" << "f16";
+        QTest::newRow("tiny f32") << "tiny"
+                                  << "f32";
+        QTest::newRow("tiny f16") << "tiny"
+                                  << "f16";
     }
     void presets_load() {
         QFETCH(QString, preset);
@@ -93,7 +95,9 @@ private slots:
         o.out_dir = d.path().toStdString();
         o.seed = 7;
         synth_model(o);
-        auto bytes = [](const QTemporaryDir& t) { return read_text_file(t.path().toStdString() + "/model.safetensors"); };
+        auto bytes = [](const QTemporaryDir& t) {
+            return read_text_file(t.path().toStdString() + "/model.safetensors");
+        };
         QCOMPARE(bytes(a), bytes(b));
         QVERIFY(bytes(a) != bytes(d));
     }
@@ -110,8 +114,9 @@ private slots:
     }
     void tokenizer_sizes_vocab() {
         QTemporaryDir src, out;
-        nlohmann::json tok = {{"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}}}, {"merges", nlohmann::json::array()}}},
-                              {"added_tokens", {{{"id", 130}, {"content", "</s>"}}}}};
+        nlohmann::json tok = {
+            {"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}}}, {"merges", nlohmann::json::array()}}},
+            {"added_tokens", {{{"id", 130}, {"content", "</s>"}}}}};
         write_text_file(src.path().toStdString() + "/tokenizer.json", tok.dump());
         write_text_file(src.path().toStdString() + "/tokenizer_config.json", R"({"eos_token":"</s>"})");
         SynthOptions o;
@@ -131,7 +136,8 @@ private slots:
             return n != "model.layers.1.mlp.up_proj.weight";
         });
         std::string msg = expect_error(o.out_dir);
-        QVERIFY2(QString::fromStdString(msg).contains("has no tensor 'model.layers.1.mlp.up_proj.weight'"), msg.c_str());
+        QVERIFY2(QString::fromStdString(msg).contains("has no tensor 'model.layers.1.mlp.up_proj.weight'"),
+                 msg.c_str());
     }
     void wrong_shape() {
         QTemporaryDir tmp;
@@ -143,7 +149,9 @@ private slots:
             return true;
         });
         std::string msg = expect_error(o.out_dir);
-        QVERIFY2(QString::fromStdString(msg).contains("k_proj.weight") && QString::fromStdString(msg).contains("[128, 96]"), msg.c_str());
+        QVERIFY2(
+            QString::fromStdString(msg).contains("k_proj.weight") && QString::fromStdString(msg).contains("[128, 96]"),
+            msg.c_str());
     }
     void wrong_dtype() {
         QTemporaryDir tmp;
@@ -155,7 +163,9 @@ private slots:
             return true;
         });
         std::string msg = expect_error(o.out_dir);
-        QVERIFY2(QString::fromStdString(msg).contains("model.norm.weight") && QString::fromStdString(msg).contains("I16"), msg.c_str());
+        QVERIFY2(
+            QString::fromStdString(msg).contains("model.norm.weight") && QString::fromStdString(msg).contains("I16"),
+            msg.c_str());
     }
     void no_config() {
         QTemporaryDir tmp;

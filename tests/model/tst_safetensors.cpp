@@ -34,7 +34,7 @@ class TstSafetensors : public QObject {
         return p;
     }
 
-private slots:
+  private slots:
     void round_trip() {
         SafetensorsWriter w;
         w.add_f32_as("b", DType::bf16, {2, 3}, {1, 2, 3, 4, 5, 6});
@@ -64,7 +64,8 @@ private slots:
 
     void sharded_checkpoint() {
         SafetensorsWriter w;
-        for (int i = 0; i < 5; ++i) w.add_f32_as("t" + std::to_string(i), DType::f32, {100}, std::vector<float>(100, float(i)));
+        for (int i = 0; i < 5; ++i)
+            w.add_f32_as("t" + std::to_string(i), DType::f32, {100}, std::vector<float>(100, float(i)));
         std::string dir = (m_dir.path() + "/sharded").toStdString();
         w.write_checkpoint(dir, "model", 900);  // 400 bytes a tensor: two per shard
         QVERIFY(std::filesystem::exists(dir + "/model.safetensors.index.json"));
@@ -100,15 +101,21 @@ private slots:
         row("header over limit", raw_file("{}", 0, 200'000'000), "100 MB");
         row("not json", raw_file("{not json", 0), "not valid JSON");
         row("not an object", raw_file("[1,2]", 0), "does not start with '{'");
-        row("unknown dtype", raw_file(R"({"w":{"dtype":"Q4","shape":[1],"data_offsets":[0,1]}})", 1), "unknown dtype 'Q4'");
+        row("unknown dtype", raw_file(R"({"w":{"dtype":"Q4","shape":[1],"data_offsets":[0,1]}})", 1),
+            "unknown dtype 'Q4'");
         row("no shape", raw_file(R"({"w":{"dtype":"F32","data_offsets":[0,4]}})", 4), "no shape");
         row("negative dim", raw_file(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4), "negative");
         row("size mismatch", raw_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 4), "needs 8");
         row("truncated data", raw_file(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8), "truncated");
         row("begin after end", raw_file(R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[4,0]}})", 4), "begin > end");
-        row("overlap", raw_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8), "overlaps");
+        row("overlap",
+            raw_file(
+                R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                8),
+            "overlaps");
         row("gap", raw_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8), "gap");
-        row("trailing bytes", raw_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 12), "unreferenced");
+        row("trailing bytes", raw_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 12),
+            "unreferenced");
         row("metadata not strings", raw_file(R"({"__metadata__":{"a":1}})", 0), "not a string");
         row("bad offsets", raw_file(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", 4), "data_offsets");
         // 2^62 elements of 4 bytes: the byte count wrapped to 0 and the tensor passed as empty (found by
@@ -131,7 +138,11 @@ private slots:
     }
 
     void empty_tensor_and_scalar_are_valid() {
-        std::string p = write("ok.safetensors", raw_file(R"({"e":{"dtype":"F32","shape":[0,3],"data_offsets":[0,0]},"s":{"dtype":"F32","shape":[],"data_offsets":[0,4]}})", 4));
+        std::string p = write(
+            "ok.safetensors",
+            raw_file(
+                R"({"e":{"dtype":"F32","shape":[0,3],"data_offsets":[0,0]},"s":{"dtype":"F32","shape":[],"data_offsets":[0,4]}})",
+                4));
         SafetensorsFile f(p);
         QCOMPARE(f.find("e")->numel(), int64_t(0));
         QCOMPARE(f.find("s")->numel(), int64_t(1));

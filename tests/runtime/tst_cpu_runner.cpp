@@ -51,12 +51,17 @@ LoraWeights random_lora(const model::ModelConfig& c, int rank, float scale, uint
     w.layers.resize(std::size_t(c.n_layers));
     auto dims = [&](int m) -> std::pair<int, int> {
         switch (LoraModule(m)) {
-            case LoraModule::q: return {c.hidden_size, c.q_dim()};
+            case LoraModule::q:
+                return {c.hidden_size, c.q_dim()};
             case LoraModule::k:
-            case LoraModule::v: return {c.hidden_size, c.kv_dim()};
-            case LoraModule::o: return {c.q_dim(), c.hidden_size};
-            case LoraModule::down: return {c.intermediate_size, c.hidden_size};
-            default: return {c.hidden_size, c.intermediate_size};
+            case LoraModule::v:
+                return {c.hidden_size, c.kv_dim()};
+            case LoraModule::o:
+                return {c.q_dim(), c.hidden_size};
+            case LoraModule::down:
+                return {c.intermediate_size, c.hidden_size};
+            default:
+                return {c.hidden_size, c.intermediate_size};
         }
     };
     for (auto& layer : w.layers)
@@ -78,7 +83,7 @@ class TstCpuRunner : public QObject {
     QTemporaryDir m_tmp;
     std::string dir(const QString& preset) const { return (m_tmp.path() + "/" + preset).toStdString(); }
 
-private slots:
+  private slots:
     void initTestCase() {
         for (const char* p : {"tiny", "tiny-llama", "tiny-qwen2", "tiny-mistral"}) {
             model::SynthOptions o;
@@ -139,7 +144,8 @@ private slots:
                     {sc, std::vector<int32_t>(c.begin() + 1, c.end())}},
                    true, batched);
             auto rows = [&](const std::vector<float>& full, int from, int to) {
-                return std::vector<float>(full.begin() + std::ptrdiff_t(from) * V, full.begin() + std::ptrdiff_t(to) * V);
+                return std::vector<float>(full.begin() + std::ptrdiff_t(from) * V,
+                                          full.begin() + std::ptrdiff_t(to) * V);
             };
             const int na = 12, nb = 6, nc = 18;
             QVERIFY(max_abs_diff(rows(batched, 0, na), rows(full_a, 1, 13)) <= tol);
@@ -184,8 +190,8 @@ private slots:
         }
         const int v = a.config().vocab_size, words = (v + 31) / 32;
         std::vector<uint32_t> masks(std::size_t(2 * words), 0u);
-        for (int t = 5; t < v; t += 7) masks[std::size_t(t / 32)] |= 1u << (t % 32);           // mask 0
-        masks[std::size_t(words + 3 / 32)] |= 1u << 3;                                          // mask 1: token 3
+        for (int t = 5; t < v; t += 7) masks[std::size_t(t / 32)] |= 1u << (t % 32);  // mask 0
+        masks[std::size_t(words + 3 / 32)] |= 1u << 3;                                // mask 1: token 3
         const std::vector<int32_t> which{0, -1, 1, 0};
         bool ready = false;
         runtime::RowMasks rm{masks, which, words, [&] { ready = true; }};
@@ -222,7 +228,8 @@ private slots:
         LoraWeights full = random_lora(c, 4, 0.75f, 9, false);
         LoraWeights lora;
         lora.layers.resize(std::size_t(c.n_layers));
-        for (LoraModule m : {LoraModule::q, LoraModule::down}) lora.layers[1][std::size_t(m)] = full.layers[1][std::size_t(m)];
+        for (LoraModule m : {LoraModule::q, LoraModule::down})
+            lora.layers[1][std::size_t(m)] = full.layers[1][std::size_t(m)];
         model::SafetensorsWriter w;
         {
             model::SafetensorsFile f(base + "/model.safetensors");
@@ -238,7 +245,8 @@ private slots:
                     for (int o = 0; o < out; ++o)
                         for (int i = 0; i < in; ++i) {
                             double s = 0;
-                            for (int k = 0; k < lw.rank; ++k) s += double(lw.b[std::size_t(o * lw.rank + k)]) * lw.a[std::size_t(k * in + i)];
+                            for (int k = 0; k < lw.rank; ++k)
+                                s += double(lw.b[std::size_t(o * lw.rank + k)]) * lw.a[std::size_t(k * in + i)];
                             v[std::size_t(o * in + i)] += float(lw.scale * s);
                         }
                 }
@@ -250,7 +258,8 @@ private slots:
         r.load_lora_slot(1, lora);
         CpuRunner m(merged, 2);
         const std::vector<int32_t> p = prompt(11, 6, c.vocab_size);
-        const std::vector<float> with_lora = prefill_all(r, p, 1), with_merged = prefill_all(m, p), base_logits = prefill_all(r, p, 0);
+        const std::vector<float> with_lora = prefill_all(r, p, 1), with_merged = prefill_all(m, p),
+                                 base_logits = prefill_all(r, p, 0);
         float scale = 0;
         for (float v : with_merged) scale = std::max(scale, std::fabs(v));
         QVERIFY2(max_abs_diff(with_lora, with_merged) <= 1e-4f * scale, "LoRA differs from merged weights");
@@ -263,7 +272,8 @@ private slots:
         r.load_lora_slot(1, random_lora(c, 8, 0.5f, 21, false));
         r.load_lora_slot(2, random_lora(c, 3, 2.0f, 22, false));
         const int V = c.vocab_size;
-        const std::vector<int32_t> p0 = prompt(6, 7, V), p1 = prompt(9, 8, V), p2 = prompt(5, 9, V), p3 = prompt(8, 10, V);
+        const std::vector<int32_t> p0 = prompt(6, 7, V), p1 = prompt(9, 8, V), p2 = prompt(5, 9, V),
+                                   p3 = prompt(8, 10, V);
         std::vector<std::vector<float>> alone = {prefill_all(r, p0, 0), prefill_all(r, p1, 1), prefill_all(r, p2, 1),
                                                  prefill_all(r, p3, 2)};
         QVERIFY(max_abs_diff(alone[0], prefill_all(r, p0, 2)) > 1e-3f);

@@ -33,7 +33,7 @@ std::set<int> support(const SamplingParams& p) {
 
 class TstSampler : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void greedy() {
         SamplingParams p;
         p.temperature = 0;
@@ -52,7 +52,8 @@ private slots:
             const double expected = std::exp(kLogits[std::size_t(t)] / 0.7) / z;
             const double got = double(h[t]) / n;
             const double sigma = std::sqrt(expected * (1 - expected) / n);
-            QVERIFY2(std::fabs(got - expected) < 5 * sigma + 1e-4, qPrintable(QString("token %1: %2 vs %3").arg(t).arg(got).arg(expected)));
+            QVERIFY2(std::fabs(got - expected) < 5 * sigma + 1e-4,
+                     qPrintable(QString("token %1: %2 vs %3").arg(t).arg(got).arg(expected)));
         }
     }
     void supports_data() {

@@ -14,8 +14,8 @@
 #include "core/dtype.h"
 #include "model/synth_model.h"
 #include "runtime/cpu/cpu_runner.h"
-#include "runtime/sequence_driver.h"
 #include "runtime/cuda/cuda_runner.h"
+#include "runtime/sequence_driver.h"
 
 using namespace loradesk;
 using namespace loradesk::runtime;

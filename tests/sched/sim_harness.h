@@ -15,7 +15,7 @@ namespace loradesk::sched::test {
 
 // Adapters are ready unless scripted otherwise; "loading" ones turn ready after a number of calls.
 class ScriptedResidency final : public lora::AdapterResidency {
-public:
+  public:
     explicit ScriptedResidency(int n_slots) : m_n_slots(n_slots) {}
     int n_slots() const override { return m_n_slots; }
     void prefetch(const std::string& d) override { prefetched.insert(d); }
@@ -48,7 +48,7 @@ public:
     bool too_many = false;
     int calls = 0;
 
-private:
+  private:
     int m_n_slots;
 };
 
@@ -61,7 +61,10 @@ inline model::ModelConfig null_model(int vocab = 97, int ctx = 4096) {
 
 struct Sim {
     Sim(int n_pages, int page_size, SchedulerConfig cfg, int n_slots = 4)
-        : pool(n_pages, page_size), cache(pool), residency(n_slots), runner(null_model()),
+        : pool(n_pages, page_size),
+          cache(pool),
+          residency(n_slots),
+          runner(null_model()),
           sched(cfg, pool, cache, residency) {
         runner.allocate_kv(n_pages, page_size);
         runner.configure_lora_slots(n_slots, 8);

@@ -52,7 +52,7 @@ EngineLoopConfig loop_config() {
 
 class TstEngineLoop : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void concurrent_requests_stream_their_tokens() {
         NullRunner runner(null_model());
         ScriptedResidency residency(2);

@@ -58,7 +58,7 @@ class TstSchedCpuE2e : public QObject {
         return c;
     }
 
-private slots:
+  private slots:
     void initTestCase() {
         model::SynthOptions o;
         o.preset = "tiny";

@@ -37,7 +37,7 @@ int distinct_adapter_slots(const runtime::ForwardBatch& b) {
 
 class TstSchedulerSim : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void chunked_prefill_budget() {
         Sim sim(64, 4, config(2, 16));
         uint64_t d = sim.sched.submit(spec("", ramp(6, 1), 20));  // starts decoding first
@@ -53,12 +53,15 @@ private slots:
         }
         QVERIFY(sim.done.count(p));
         QCOMPARE(sim.done[p]->finish_reason, FinishReason::length);
-        QCOMPARE(std::vector<int32_t>(sim.done[p]->generated().begin(), sim.done[p]->generated().end()), sim.alone(ramp(40, 3), 2));
+        QCOMPARE(std::vector<int32_t>(sim.done[p]->generated().begin(), sim.done[p]->generated().end()),
+                 sim.alone(ramp(40, 3), 2));
     }
     void distinct_adapter_cap_per_step() {
         Sim sim(256, 4, config(2, 64), 2);
         int max_seen = 0;
-        sim.runner.on_forward = [&](const runtime::ForwardBatch& b) { max_seen = std::max(max_seen, distinct_adapter_slots(b)); };
+        sim.runner.on_forward = [&](const runtime::ForwardBatch& b) {
+            max_seen = std::max(max_seen, distinct_adapter_slots(b));
+        };
         for (int i = 0; i < 12; ++i) sim.sched.submit(spec("ad" + std::to_string(i % 4), ramp(5 + i, i), 3 + i % 3));
         sim.run_to_end();
         QCOMPARE(int(sim.done.size()), 12);
@@ -129,7 +132,8 @@ private slots:
         for (int i = 0; i < 24; ++i) {
             auto prompt = ramp(4 + int(rng() % 9), int32_t(i * 3));
             const int max_tokens = 8 + int(rng() % 17);
-            asked[sim.sched.submit(spec(i % 3 ? "ad" + std::to_string(i % 3) : "", prompt, max_tokens))] = {prompt, max_tokens};
+            asked[sim.sched.submit(spec(i % 3 ? "ad" + std::to_string(i % 3) : "", prompt, max_tokens))] = {prompt,
+                                                                                                            max_tokens};
             if (i % 4 == 3) sim.step();  // arrivals spread over steps
         }
         const int steps = sim.run_to_end(5000);
@@ -138,7 +142,8 @@ private slots:
         for (auto& [id, want] : asked) {
             const Sequence& s = *sim.done.at(id);
             QCOMPARE(s.finish_reason, FinishReason::length);
-            QCOMPARE(std::vector<int32_t>(s.generated().begin(), s.generated().end()), sim.alone(want.first, want.second));
+            QCOMPARE(std::vector<int32_t>(s.generated().begin(), s.generated().end()),
+                     sim.alone(want.first, want.second));
         }
         const int64_t preemptions = sim.sched.counters().preemptions;
         QVERIFY2(preemptions <= 24 * 4, qPrintable(QString("%1 preemptions").arg(preemptions)));
@@ -157,7 +162,9 @@ private slots:
         QCOMPARE(sim.done[a]->n_preemptions, 0);
         QCOMPARE(sim.sched.counters().preemptions, qint64(sim.done[b]->n_preemptions));
         // Recompute gives the same tokens as running alone, and its pages were cached in its own namespace.
-        auto gen = [&](uint64_t id) { return std::vector<int32_t>(sim.done[id]->generated().begin(), sim.done[id]->generated().end()); };
+        auto gen = [&](uint64_t id) {
+            return std::vector<int32_t>(sim.done[id]->generated().begin(), sim.done[id]->generated().end());
+        };
         QCOMPARE(gen(a), sim.alone(ramp(12, 1), 16));
         QCOMPARE(gen(b), sim.alone(ramp(12, 50), 16));
         QVERIFY(sim.cache.stats("x").hit_tokens > 0);
@@ -192,7 +199,8 @@ private slots:
             QCOMPARE(e.code(), ErrorCode::context_too_long);
             QCOMPARE(QString(e.what()),
                      QString("This model's maximum context length is 100 tokens. However, you requested 120 tokens "
-                             "(100 in the messages, 20 in the completion). Please reduce the length of the messages or completion."));
+                             "(100 in the messages, 20 in the completion). Please reduce the length of the messages or "
+                             "completion."));
         }
         // A prompt that fits is accepted and its completion clipped to the context.
         uint64_t id = sim.sched.submit(spec("", ramp(90, 0), 20));
@@ -240,7 +248,8 @@ private slots:
         sim.run_to_end();
         for (std::size_t i = 0; i < reqs.size(); ++i) {
             auto& s = sim.done[reqs[i].first];
-            QCOMPARE(std::vector<int32_t>(s->generated().begin(), s->generated().end()), sim.alone(reqs[i].second, max_tokens[i]));
+            QCOMPARE(std::vector<int32_t>(s->generated().begin(), s->generated().end()),
+                     sim.alone(reqs[i].second, max_tokens[i]));
         }
         QVERIFY(sim.cache.stats("").hit_tokens + sim.cache.stats("a").hit_tokens + sim.cache.stats("b").hit_tokens > 0);
         sim.cache.clear();

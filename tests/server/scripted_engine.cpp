@@ -18,11 +18,15 @@ struct Step {
 };
 
 class ScriptedStream : public api::RequestStream {
-public:
+  public:
     ScriptedStream(api::SubmitInfo info, std::vector<Step> steps, std::shared_ptr<std::atomic<int>> cancelled,
                    std::shared_ptr<std::atomic<int>> live, std::shared_ptr<std::atomic<int>> finished)
-        : m_info(std::move(info)), m_steps(std::move(steps)), m_cancelled_count(std::move(cancelled)),
-          m_live(std::move(live)), m_finished(std::move(finished)), m_last(steady_clock::now()) {
+        : m_info(std::move(info)),
+          m_steps(std::move(steps)),
+          m_cancelled_count(std::move(cancelled)),
+          m_live(std::move(live)),
+          m_finished(std::move(finished)),
+          m_last(steady_clock::now()) {
         ++*m_live;
     }
     ~ScriptedStream() override {
@@ -59,7 +63,7 @@ public:
         m_cv.notify_all();
     }
 
-private:
+  private:
     void end() {
         m_ended = true;
         --*m_live;
@@ -258,8 +262,9 @@ Result<std::shared_ptr<api::RequestStream>> ScriptedEngine::submit(api::Generate
         ++n;
         if (stopped) break;
         if (text.find("#fail") != std::string::npos && n == 2) {
-            steps.push_back({api::Event(api::ErrorEvent{Status::failure(ErrorCode::internal, "CUDA error: out of memory")}),
-                             delay});
+            steps.push_back(
+                {api::Event(api::ErrorEvent{Status::failure(ErrorCode::internal, "CUDA error: out of memory")}),
+                 delay});
             return std::shared_ptr<api::RequestStream>(
                 std::make_shared<ScriptedStream>(info, std::move(steps), m_cancelled, m_live, m_finished));
         }
@@ -372,7 +377,8 @@ Result<std::string> ScriptedEngine::detokenize(const std::vector<int32_t>& ids, 
 
 Status ScriptedEngine::import_adapters(const std::string& folder) {
     std::error_code ec;
-    if (!std::filesystem::is_directory(folder, ec)) return Status::failure(ErrorCode::not_found, "no folder '" + folder + "'");
+    if (!std::filesystem::is_directory(folder, ec))
+        return Status::failure(ErrorCode::not_found, "no folder '" + folder + "'");
     for (auto& entry : std::filesystem::directory_iterator(folder, ec)) {
         if (!entry.is_directory()) continue;
         Status s = load_adapter(entry.path().filename().string(), entry.path().string());
@@ -389,14 +395,16 @@ Result<api::AdapterDetails> ScriptedEngine::adapter_details(const std::string& n
     return d;
 }
 
-Result<std::string> ScriptedEngine::render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
-                                                bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const {
+Result<std::string> ScriptedEngine::render_chat(const nlohmann::ordered_json& messages,
+                                                const nlohmann::ordered_json& tools, bool add_generation_prompt,
+                                                const nlohmann::ordered_json& kwargs) const {
     std::string out;
     // Like a real tool-aware template, the tools are written into the prompt (Ollama's /api/show probes this).
     if (tools.is_array() && !tools.empty()) out += "<|tools|>" + tools.dump() + "\n";
     for (const auto& m : messages) {
         if (!m.is_object() || !m.contains("role")) return Status::failure(ErrorCode::invalid_argument, "bad message");
-        out += "<|" + m["role"].get<std::string>() + "|>" + (m["content"].is_string() ? m["content"].get<std::string>() : "") + "\n";
+        out += "<|" + m["role"].get<std::string>() + "|>" +
+               (m["content"].is_string() ? m["content"].get<std::string>() : "") + "\n";
     }
     if (add_generation_prompt) out += "<|assistant|>";
     // Qwen3's switch: thinking turned off writes an empty think block.

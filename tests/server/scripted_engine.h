@@ -18,7 +18,7 @@
 namespace loradesk::testing {
 
 class ScriptedEngine : public api::Engine {
-public:
+  public:
     ScriptedEngine();
 
     Result<std::shared_ptr<api::RequestStream>> submit(api::GenerateRequest request) override;
@@ -63,7 +63,7 @@ public:
 
     static constexpr int32_t kBos = 1;
 
-private:
+  private:
     const api::AdapterInfo* find(const std::string& name_or_alias) const;  // m_mutex held
 
     mutable std::mutex m_mutex;

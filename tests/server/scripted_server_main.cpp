@@ -15,10 +15,14 @@ int main(int argc, char** argv) {
     options.max_body_bytes = 1 << 20;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string name = argv[i], value = argv[i + 1];
-        if (name == "--port") options.port = std::stoi(value);
-        else if (name == "--api-key") options.api_key = value;
-        else if (name == "--adapters") options.adapter_roots.push_back(value);
-        else if (name == "--max-body") options.max_body_bytes = std::stoul(value);
+        if (name == "--port")
+            options.port = std::stoi(value);
+        else if (name == "--api-key")
+            options.api_key = value;
+        else if (name == "--adapters")
+            options.adapter_roots.push_back(value);
+        else if (name == "--max-body")
+            options.max_body_bytes = std::stoul(value);
         else {
             std::cerr << "unknown option " << name << "\n";
             return 2;

@@ -27,7 +27,7 @@ inline server::HttpRequest post_json(std::string path, const nlohmann::json& bod
 
 // Collects what a streaming producer writes; fails writes after `fail_after` successful ones (client gone).
 class CaptureSink : public server::StreamSink {
-public:
+  public:
     explicit CaptureSink(int fail_after = -1) : m_fail_after(fail_after) {}
     bool write(std::string_view data) override {
         if (m_fail_after >= 0 && m_writes >= m_fail_after) return false;
@@ -38,7 +38,7 @@ public:
     const std::string& data() const { return m_data; }
     int writes() const { return m_writes; }
 
-private:
+  private:
     int m_fail_after;
     int m_writes = 0;
     std::string m_data;

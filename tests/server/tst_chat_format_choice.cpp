@@ -8,11 +8,11 @@
 #include <sstream>
 
 #include "chunked_feed.h"
-#include "source_file.h"
 #include "server/reasoning_splitter.h"
 #include "server/tool_call_format.h"
 #include "server/tool_call_parser.h"
 #include "server/tool_call_syntax.h"
+#include "source_file.h"
 #include "tokenizer/jinja/chat_template.h"
 
 using namespace loradesk;
@@ -22,7 +22,6 @@ using test::read_file;
 using test::source;
 
 namespace {
-
 
 // Qwen3 thinking releases (Qwen3-*-Thinking-2507) open the block in the generation prompt; otherwise their
 // template is the hybrid one.

@@ -27,7 +27,7 @@ class TstHttpServer : public QObject {
     std::unique_ptr<HttpServer> m_server;
     int m_port = 0;
 
-private slots:
+  private slots:
     void initTestCase() {
         ServerOptions o;
         o.port = 0;
@@ -74,10 +74,11 @@ private slots:
         QCOMPARE(status_of(round_trip(m_port, request_text("GET", "/health"))), 200);  // the first still serves
     }
     void cors_preflight() {
-        const std::string r = round_trip(m_port, request_text("OPTIONS", "/v1/chat/completions", {},
-                                                            "Origin: http://localhost:5173\r\n"
-                                                            "Access-Control-Request-Method: POST\r\n"
-                                                            "Access-Control-Request-Headers: authorization, x-stainless-os\r\n"));
+        const std::string r =
+            round_trip(m_port, request_text("OPTIONS", "/v1/chat/completions", {},
+                                            "Origin: http://localhost:5173\r\n"
+                                            "Access-Control-Request-Method: POST\r\n"
+                                            "Access-Control-Request-Headers: authorization, x-stainless-os\r\n"));
         QCOMPARE(status_of(r), 204);
         QVERIFY(has_header(r, "Access-Control-Allow-Origin: http://localhost:5173"));
         QVERIFY(has_header(r, "Access-Control-Allow-Headers: authorization, x-stainless-os"));
@@ -85,14 +86,16 @@ private slots:
     }
     void body_limit_is_413_json() {
         const std::string big(8000, ' ');
-        const std::string r = round_trip(m_port, request_text("POST", "/v1/completions", big, "Authorization: Bearer sekret\r\n"));
+        const std::string r =
+            round_trip(m_port, request_text("POST", "/v1/completions", big, "Authorization: Bearer sekret\r\n"));
         QCOMPARE(status_of(r), 413);
         QVERIFY2(r.find("request_too_large") != std::string::npos, r.c_str());
     }
     void sse_is_chunked_and_complete() {
         const std::string body = R"({"model":"sql-lora","stream":true,"messages":[{"role":"user","content":"hi"}]})";
-        const std::string r = round_trip(m_port, request_text("POST", "/v1/chat/completions", body,
-                                                            "Authorization: Bearer sekret\r\nOrigin: http://127.0.0.1:3000\r\n"));
+        const std::string r =
+            round_trip(m_port, request_text("POST", "/v1/chat/completions", body,
+                                            "Authorization: Bearer sekret\r\nOrigin: http://127.0.0.1:3000\r\n"));
         QCOMPARE(status_of(r), 200);
         QVERIFY(has_header(r, "Content-Type: text/event-stream"));
         QVERIFY(has_header(r, "Transfer-Encoding: chunked"));

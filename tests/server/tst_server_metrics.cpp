@@ -40,7 +40,8 @@ std::vector<Sample> parse_exposition(const std::string& text, QString* error) {
             std::istringstream t(line.substr(7));
             std::string name, type;
             t >> name >> type;
-            if (!std::regex_match(name, kName)) return *error = QString("bad family name: %1").arg(name.c_str()), samples;
+            if (!std::regex_match(name, kName))
+                return *error = QString("bad family name: %1").arg(name.c_str()), samples;
             if (types.count(name)) return *error = QString("second TYPE for %1").arg(name.c_str()), samples;
             if (!std::set<std::string>{"counter", "gauge", "histogram", "summary", "untyped"}.count(type))
                 return *error = QString("bad type %1").arg(type.c_str()), samples;
@@ -50,7 +51,8 @@ std::vector<Sample> parse_exposition(const std::string& text, QString* error) {
         Sample s;
         const std::size_t brace = line.find('{'), space = line.rfind(' ');
         s.name = line.substr(0, std::min(brace, line.find(' ')));
-        if (!std::regex_match(s.name, kName)) return *error = QString("bad sample name in: %1").arg(line.c_str()), samples;
+        if (!std::regex_match(s.name, kName))
+            return *error = QString("bad sample name in: %1").arg(line.c_str()), samples;
         if (brace != std::string::npos) {
             const std::size_t close = line.rfind('}');
             std::string labels = line.substr(brace + 1, close - brace - 1);
@@ -87,21 +89,25 @@ std::vector<Sample> parse_exposition(const std::string& text, QString* error) {
         std::string key;
         for (auto& [k, v] : labels) key += k + "=" + v + ",";
         if (s.name.size() > 7 && s.name.substr(s.name.size() - 7) == "_bucket")
-            buckets[s.name.substr(0, s.name.size() - 7) + "|" + key].push_back({le == "+Inf" ? INFINITY : std::stod(le), s.value});
-        if (s.name.size() > 6 && s.name.substr(s.name.size() - 6) == "_count") counts[s.name.substr(0, s.name.size() - 6) + "|" + key] = s.value;
+            buckets[s.name.substr(0, s.name.size() - 7) + "|" + key].push_back(
+                {le == "+Inf" ? INFINITY : std::stod(le), s.value});
+        if (s.name.size() > 6 && s.name.substr(s.name.size() - 6) == "_count")
+            counts[s.name.substr(0, s.name.size() - 6) + "|" + key] = s.value;
     }
     for (auto& [key, list] : buckets) {
         for (std::size_t i = 1; i < list.size(); ++i)
             if (list[i].first <= list[i - 1].first || list[i].second < list[i - 1].second)
                 return *error = QString("buckets not monotonic: %1").arg(key.c_str()), samples;
-        if (list.empty() || !std::isinf(list.back().first)) return *error = QString("no +Inf bucket: %1").arg(key.c_str()), samples;
+        if (list.empty() || !std::isinf(list.back().first))
+            return *error = QString("no +Inf bucket: %1").arg(key.c_str()), samples;
         if (!counts.count(key) || counts[key] != list.back().second)
             return *error = QString("+Inf bucket != _count: %1").arg(key.c_str()), samples;
     }
     return samples;
 }
 
-double value_of(const std::vector<Sample>& samples, const std::string& name, std::map<std::string, std::string> labels) {
+double value_of(const std::vector<Sample>& samples, const std::string& name,
+                std::map<std::string, std::string> labels) {
     for (const Sample& s : samples)
         if (s.name == name && s.labels == labels) return s.value;
     return -1;
@@ -111,7 +117,7 @@ double value_of(const std::vector<Sample>& samples, const std::string& name, std
 
 class TstServerMetrics : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void parser_catches_violations_data() {
         QTest::addColumn<QString>("text");
         QTest::newRow("no newline") << "# TYPE a counter\na 1";
@@ -119,8 +125,10 @@ private slots:
         QTest::newRow("bad name") << "# TYPE 1a counter\n1a 1\n";
         QTest::newRow("unescaped quote") << "# TYPE a counter\na{x=\"q\"q\"} 1\n";
         QTest::newRow("not contiguous") << "# TYPE a counter\n# TYPE b counter\na 1\nb 1\na{x=\"1\"} 2\n";
-        QTest::newRow("inf != count") << "# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_sum 1\nh_count 3\n";
-        QTest::newRow("not monotonic") << "# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"2\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_sum 1\nh_count 2\n";
+        QTest::newRow("inf != count")
+            << "# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_sum 1\nh_count 3\n";
+        QTest::newRow("not monotonic") << "# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"2\"} "
+                                          "1\nh_bucket{le=\"+Inf\"} 2\nh_sum 1\nh_count 2\n";
     }
     void parser_catches_violations() {
         QFETCH(QString, text);
@@ -134,14 +142,16 @@ private slots:
         QVERIFY(engine.load_adapter("we\"ird\\name\nx", "/").ok());
         Router router(engine, ServerOptions{});
         auto chat = [&](const std::string& model, const std::string& text) {
-            return router.handle(post_json("/v1/chat/completions", {{"model", model}, {"messages", {{{"role", "user"}, {"content", text}}}}}));
+            return router.handle(post_json("/v1/chat/completions",
+                                           {{"model", model}, {"messages", {{{"role", "user"}, {"content", text}}}}}));
         };
         QCOMPARE(chat("sql-lora", "a b").status, 200);
         QCOMPARE(chat("sql", "a b c").status, 200);
         QCOMPARE(chat("", "x").status, 200);
         QCOMPARE(chat("", "#busy").status, 429);
         QCOMPARE(chat("we\"ird\\name\nx", "y").status, 200);
-        HttpResponse r = router.handle(post_json("/v1/completions", {{"model", "sql-lora"}, {"prompt", "z"}, {"stream", true}}));
+        HttpResponse r =
+            router.handle(post_json("/v1/completions", {{"model", "sql-lora"}, {"prompt", "z"}, {"stream", true}}));
         run_stream(r);
 
         HttpResponse m = router.handle(make_request("GET", "/metrics"));
@@ -150,10 +160,18 @@ private slots:
         QString error;
         const std::vector<Sample> samples = parse_exposition(m.body, &error);
         QVERIFY2(error.isEmpty(), qPrintable(error + "\n" + QString::fromStdString(m.body)));
-        QCOMPARE(value_of(samples, "loradesk_requests_total", {{"adapter", "sql-lora"}, {"endpoint", "chat"}, {"code", "200"}}), 2.0);
-        QCOMPARE(value_of(samples, "loradesk_requests_total", {{"adapter", "sql-lora"}, {"endpoint", "completions"}, {"code", "200"}}), 1.0);
-        QCOMPARE(value_of(samples, "loradesk_requests_total", {{"adapter", "base"}, {"endpoint", "chat"}, {"code", "200"}}), 1.0);
-        QCOMPARE(value_of(samples, "loradesk_requests_total", {{"adapter", "base"}, {"endpoint", "chat"}, {"code", "429"}}), 1.0);
+        QCOMPARE(value_of(samples, "loradesk_requests_total",
+                          {{"adapter", "sql-lora"}, {"endpoint", "chat"}, {"code", "200"}}),
+                 2.0);
+        QCOMPARE(value_of(samples, "loradesk_requests_total",
+                          {{"adapter", "sql-lora"}, {"endpoint", "completions"}, {"code", "200"}}),
+                 1.0);
+        QCOMPARE(
+            value_of(samples, "loradesk_requests_total", {{"adapter", "base"}, {"endpoint", "chat"}, {"code", "200"}}),
+            1.0);
+        QCOMPARE(
+            value_of(samples, "loradesk_requests_total", {{"adapter", "base"}, {"endpoint", "chat"}, {"code", "429"}}),
+            1.0);
         QCOMPARE(value_of(samples, "loradesk_prompt_tokens_total", {{"adapter", "sql-lora"}}), 6.0);
         QCOMPARE(value_of(samples, "loradesk_generation_tokens_total", {{"adapter", "sql-lora"}}), 12.0);
         QCOMPARE(value_of(samples, "loradesk_time_to_first_token_seconds_count", {{"adapter", "sql-lora"}}), 3.0);

@@ -14,7 +14,7 @@ using nlohmann::json;
 
 class TstServerParse : public QObject {
     Q_OBJECT
-private slots:
+  private slots:
     void rejects_bad_values_data() {
         QTest::addColumn<bool>("chat");
         QTest::addColumn<QString>("body");
@@ -23,13 +23,17 @@ private slots:
         auto chat = [&](const char* name, const QString& extra, const char* param) {
             QTest::newRow(name) << true << "{" + m + (extra.isEmpty() ? "" : "," + extra) + "}" << param;
         };
-        QTest::newRow("messages missing") << true << R"({"model":"x"})" << "messages";
-        QTest::newRow("messages empty") << true << R"({"messages":[]})" << "messages";
-        QTest::newRow("bad role") << true << R"({"messages":[{"role":"robot","content":"x"}]})" << "messages";
-        QTest::newRow("image part") << true
-                                    << R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})"
-                                    << "messages";
-        QTest::newRow("content number") << true << R"({"messages":[{"role":"user","content":5}]})" << "messages";
+        QTest::newRow("messages missing") << true << R"({"model":"x"})"
+                                          << "messages";
+        QTest::newRow("messages empty") << true << R"({"messages":[]})"
+                                        << "messages";
+        QTest::newRow("bad role") << true << R"({"messages":[{"role":"robot","content":"x"}]})"
+                                  << "messages";
+        QTest::newRow("image part")
+            << true << R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})"
+            << "messages";
+        QTest::newRow("content number") << true << R"({"messages":[{"role":"user","content":5}]})"
+                                        << "messages";
         chat("model number", R"("model":5)", "model");
         chat("temperature high", R"("temperature":2.5)", "temperature");
         chat("temperature string", R"("temperature":"hot")", "temperature");
@@ -65,8 +69,10 @@ private slots:
         chat("tool_choice", R"("tool_choice":"sometimes")", "tool_choice");
         chat("template kwargs", R"("chat_template_kwargs":[1])", "chat_template_kwargs");
         chat("response_format type", R"("response_format":{"type":"structural_tag"})", "response_format");
-        chat("json_schema keyword", R"("response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","patternProperties":{}}}})",
-             "response_format.json_schema.schema");
+        chat(
+            "json_schema keyword",
+            R"("response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","patternProperties":{}}}})",
+            "response_format.json_schema.schema");
         chat("json_schema not object", R"("response_format":{"type":"json_schema"})", "response_format");
         chat("guided_choice empty", R"("guided_choice":[])", "guided_choice");
         chat("guided_regex lookahead", R"("guided_regex":"(?=a)b")", "guided_regex");
@@ -78,16 +84,26 @@ private slots:
         chat("ignore_eos", R"("ignore_eos":"no")", "ignore_eos");
         chat("echo", R"("echo":1)", "echo");
         chat("lora_path outside", R"("lora_path":"/etc")", "lora_path");
-        QTest::newRow("prompt missing") << false << R"({"model":"x"})" << "prompt";
-        QTest::newRow("prompt object") << false << R"({"prompt":{}})" << "prompt";
-        QTest::newRow("prompt empty list") << false << R"({"prompt":[]})" << "prompt";
-        QTest::newRow("prompt mixed") << false << R"({"prompt":["a",{}]})" << "prompt";
-        QTest::newRow("prompt negative id") << false << R"({"prompt":[1,-2]})" << "prompt";
-        QTest::newRow("prompt empty ids") << false << R"({"prompt":[[]]})" << "prompt";
-        QTest::newRow("completion logprobs 6") << false << R"({"prompt":"a","logprobs":6})" << "logprobs";
-        QTest::newRow("completion logprobs bool") << false << R"({"prompt":"a","logprobs":true})" << "logprobs";
-        QTest::newRow("suffix") << false << R"({"prompt":"a","suffix":"b"})" << "suffix";
-        QTest::newRow("prompts x n") << false << R"({"prompt":["a","b","c"],"n":30})" << "prompt";
+        QTest::newRow("prompt missing") << false << R"({"model":"x"})"
+                                        << "prompt";
+        QTest::newRow("prompt object") << false << R"({"prompt":{}})"
+                                       << "prompt";
+        QTest::newRow("prompt empty list") << false << R"({"prompt":[]})"
+                                           << "prompt";
+        QTest::newRow("prompt mixed") << false << R"({"prompt":["a",{}]})"
+                                      << "prompt";
+        QTest::newRow("prompt negative id") << false << R"({"prompt":[1,-2]})"
+                                            << "prompt";
+        QTest::newRow("prompt empty ids") << false << R"({"prompt":[[]]})"
+                                          << "prompt";
+        QTest::newRow("completion logprobs 6") << false << R"({"prompt":"a","logprobs":6})"
+                                               << "logprobs";
+        QTest::newRow("completion logprobs bool") << false << R"({"prompt":"a","logprobs":true})"
+                                                  << "logprobs";
+        QTest::newRow("suffix") << false << R"({"prompt":"a","suffix":"b"})"
+                                << "suffix";
+        QTest::newRow("prompts x n") << false << R"({"prompt":["a","b","c"],"n":30})"
+                                     << "prompt";
         // Integers out of range never wrap (2^64-1 used to read as -1) and never truncate (1e20).
         const QString u64 = "18446744073709551615", i63 = "9223372036854775808";
         chat("top_k 2^64-1", R"("top_k":)" + u64, "top_k");
@@ -154,8 +170,8 @@ private slots:
         QCOMPARE(r.model, std::string("sql-lora"));
         QCOMPARE((*r.messages)[0]["role"].get<std::string>(), std::string("system"));
         QCOMPARE((*r.messages)[1]["content"].get<std::string>(), std::string("a\nb"));  // parts join with "\n"
-        QCOMPARE((*r.messages)[2]["content"].get<std::string>(), std::string());  // null + tool_calls -> ""
-        QCOMPARE(r.stop.max_tokens, 20);  // max_completion_tokens wins
+        QCOMPARE((*r.messages)[2]["content"].get<std::string>(), std::string());        // null + tool_calls -> ""
+        QCOMPARE(r.stop.max_tokens, 20);                                                // max_completion_tokens wins
         QVERIFY(r.stop.strict_max_tokens);  // asked for: beyond the context it is an error, not clipped
         QCOMPARE(r.sampling.temperature, 0.0f);
         QCOMPARE(r.sampling.top_p, 0.9f);
@@ -195,7 +211,7 @@ private slots:
         QCOMPARE(r.sampling.temperature, 1.0f);
         QVERIFY(r.stop.stop.empty());
         QCOMPARE(r.logprobs, -1);
-        QVERIFY(!p.include_usage);  // only meaningful with stream:true
+        QVERIFY(!p.include_usage);   // only meaningful with stream:true
         QVERIFY(r.tools.is_null());  // tool_choice none: the model is not told about tools
         QVERIFY(!p.parse_tool_calls);
         QVERIFY(r.add_generation_prompt);

@@ -29,7 +29,7 @@ class TstServerRoutes : public QObject {
     ScriptedEngine m_engine;
     Router m_router{m_engine, ServerOptions{}};
 
-private slots:
+  private slots:
     void models_list_base_and_servable_adapters() {
         HttpResponse r = m_router.handle(make_request("GET", "/v1/models"));
         QCOMPARE(r.status, 200);
@@ -82,9 +82,9 @@ private slots:
     }
 
     void chat_non_streamed_body() {
-        HttpResponse r = m_router.handle(post_json("/v1/chat/completions",
-                                                   {{"model", "sql-lora"},
-                                                    {"messages", {{{"role", "user"}, {"content", "hi there"}}}}}));
+        HttpResponse r = m_router.handle(
+            post_json("/v1/chat/completions",
+                      {{"model", "sql-lora"}, {"messages", {{{"role", "user"}, {"content", "hi there"}}}}}));
         QCOMPARE(r.status, 200);
         const json b = body_of(r);
         QVERIFY(b["id"].get<std::string>().rfind("chatcmpl-", 0) == 0);
@@ -102,15 +102,20 @@ private slots:
         QCOMPARE(r.header("x-prefix-hit-tokens"), std::string("0"));
     }
     void chat_without_v1_prefix_and_base_model() {
-        HttpResponse r = m_router.handle(post_json("/chat/completions", {{"messages", {{{"role", "user"}, {"content", "x"}}}}}));
+        HttpResponse r =
+            m_router.handle(post_json("/chat/completions", {{"messages", {{{"role", "user"}, {"content", "x"}}}}}));
         QCOMPARE(r.status, 200);
         QCOMPARE(body_of(r)["model"], json("tiny-base"));
         QCOMPARE(r.header("x-adapter-tier"), std::string("base"));
     }
     void chat_length_logprobs_and_n() {
-        HttpResponse r = m_router.handle(post_json(
-            "/v1/chat/completions", {{"model", "tiny-base:sql-lora"}, {"n", 2}, {"max_tokens", 2}, {"logprobs", true},
-                                     {"top_logprobs", 2}, {"messages", {{{"role", "user"}, {"content", "a b c"}}}}}));
+        HttpResponse r = m_router.handle(
+            post_json("/v1/chat/completions", {{"model", "tiny-base:sql-lora"},
+                                               {"n", 2},
+                                               {"max_tokens", 2},
+                                               {"logprobs", true},
+                                               {"top_logprobs", 2},
+                                               {"messages", {{{"role", "user"}, {"content", "a b c"}}}}}));
         QCOMPARE(r.status, 200);
         const json b = body_of(r);
         QCOMPARE(b["choices"].size(), std::size_t(2));
@@ -158,21 +163,23 @@ private slots:
         QCOMPARE(b["choices"][0]["finish_reason"], json("stop"));
         QVERIFY(!b["choices"][0]["message"].contains("tool_calls"));
         QVERIFY(b["choices"][0]["message"]["content"].get<std::string>().find("<tool_call>") != std::string::npos);
-        b = body_of(m_router.handle(post_json("/v1/chat/completions",
-                                              {{"messages", {{{"role", "user"}, {"content", "#think"}}}}})));
+        b = body_of(m_router.handle(
+            post_json("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "#think"}}}}})));
         QCOMPARE(b["choices"][0]["message"]["reasoning_content"], json("Pondering."));
         QCOMPARE(b["choices"][0]["message"]["content"], json("Answer."));
     }
     void stop_strings_reach_the_engine() {
-        json b = body_of(m_router.handle(post_json(
-            "/v1/chat/completions", {{"stop", {"world", "x", "y", "z", "w"}}, {"messages", {{{"role", "user"}, {"content", "q"}}}}})));
+        json b = body_of(
+            m_router.handle(post_json("/v1/chat/completions", {{"stop", {"world", "x", "y", "z", "w"}},
+                                                               {"messages", {{{"role", "user"}, {"content", "q"}}}}})));
         QCOMPARE(b["choices"][0]["message"]["content"], json("Hello, "));
         QCOMPARE(b["choices"][0]["finish_reason"], json("stop"));
         QCOMPARE(m_engine.requests().back().stop.stop.size(), std::size_t(5));
     }
     void completions_forms_echo_and_logprobs() {
-        HttpResponse r = m_router.handle(post_json("/v1/completions", {{"model", "sql"}, {"prompt", "Say"}, {"echo", true},
-                                                                       {"logprobs", 1}, {"max_tokens", 2}}));
+        HttpResponse r = m_router.handle(
+            post_json("/v1/completions",
+                      {{"model", "sql"}, {"prompt", "Say"}, {"echo", true}, {"logprobs", 1}, {"max_tokens", 2}}));
         QCOMPARE(r.status, 200);
         const json b = body_of(r);
         QVERIFY(b["id"].get<std::string>().rfind("cmpl-", 0) == 0);
@@ -188,7 +195,8 @@ private slots:
         const std::string choices_key = R"(,"choices")", choices_head = ",\"choices\":[{\"index\":0,\"text\":";
         QCOMPARE(r.body.substr(r.body.find(choices_key)).substr(0, 30), choices_head);
         // Token-id prompts are echoed through detokenize; a batch of prompts gives prompts x n choices.
-        const json batch = body_of(m_router.handle(post_json("/completions", {{"prompt", {{74, 75}, {76}}}, {"n", 2}, {"echo", true}})));
+        const json batch = body_of(
+            m_router.handle(post_json("/completions", {{"prompt", {{74, 75}, {76}}}, {"n", 2}, {"echo", true}})));
         QCOMPARE(batch["choices"].size(), std::size_t(4));
         QCOMPARE(batch["choices"][0]["text"], json("HIHello, world!"));
         QCOMPARE(batch["choices"][3]["index"], json(3));
@@ -313,18 +321,44 @@ private slots:
         auto msg = [](const char* model, const char* text) {
             return QString(R"({"model":"%1","messages":[{"role":"user","content":"%2"}]})").arg(model, text);
         };
-        QTest::newRow("bad json") << chat << "{oops" << 400 << "invalid_request_error" << "400" << "";
-        QTest::newRow("unknown model") << chat << msg("gpt-99", "x") << 404 << "invalid_request_error" << "model_not_found" << "model";
-        QTest::newRow("incompatible adapter") << chat << msg("dora-lora", "x") << 400 << "invalid_request_error" << "unsupported" << "messages";
-        QTest::newRow("queue full") << chat << msg("", "#busy") << 429 << "rate_limit_error" << "rate_limit_exceeded" << "";
-        QTest::newRow("loading") << chat << msg("", "#unavailable") << 503 << "unavailable_error" << "503" << "";
-        QTest::newRow("overflow") << chat << msg("", "#overflow") << 400 << "invalid_request_error" << "context_length_exceeded" << "messages";
-        QTest::newRow("overflow completions") << "/v1/completions" << R"({"prompt":"#overflow"})" << 400 << "invalid_request_error" << "context_length_exceeded" << "prompt";
-        QTest::newRow("engine error") << chat << msg("", "#fail") << 500 << "server_error" << "500" << "";
-        QTest::newRow("engine cancel") << chat << msg("", "#engine-cancel") << 503 << "unavailable_error" << "503" << "";
-        QTest::newRow("unknown route") << "/v2/nothing" << "{}" << 404 << "not_found_error" << "not_found" << "";
-        QTest::newRow("response_format") << chat << R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","not":{}}}}})"
-                                         << 400 << "invalid_request_error" << "unsupported" << "response_format.json_schema.schema";
+        QTest::newRow("bad json") << chat << "{oops" << 400 << "invalid_request_error"
+                                  << "400"
+                                  << "";
+        QTest::newRow("unknown model") << chat << msg("gpt-99", "x") << 404 << "invalid_request_error"
+                                       << "model_not_found"
+                                       << "model";
+        QTest::newRow("incompatible adapter") << chat << msg("dora-lora", "x") << 400 << "invalid_request_error"
+                                              << "unsupported"
+                                              << "messages";
+        QTest::newRow("queue full") << chat << msg("", "#busy") << 429 << "rate_limit_error"
+                                    << "rate_limit_exceeded"
+                                    << "";
+        QTest::newRow("loading") << chat << msg("", "#unavailable") << 503 << "unavailable_error"
+                                 << "503"
+                                 << "";
+        QTest::newRow("overflow") << chat << msg("", "#overflow") << 400 << "invalid_request_error"
+                                  << "context_length_exceeded"
+                                  << "messages";
+        QTest::newRow("overflow completions") << "/v1/completions"
+                                              << R"({"prompt":"#overflow"})" << 400 << "invalid_request_error"
+                                              << "context_length_exceeded"
+                                              << "prompt";
+        QTest::newRow("engine error") << chat << msg("", "#fail") << 500 << "server_error"
+                                      << "500"
+                                      << "";
+        QTest::newRow("engine cancel") << chat << msg("", "#engine-cancel") << 503 << "unavailable_error"
+                                       << "503"
+                                       << "";
+        QTest::newRow("unknown route") << "/v2/nothing"
+                                       << "{}" << 404 << "not_found_error"
+                                       << "not_found"
+                                       << "";
+        QTest::newRow("response_format")
+            << chat
+            << R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","not":{}}}}})"
+            << 400 << "invalid_request_error"
+            << "unsupported"
+            << "response_format.json_schema.schema";
     }
     void error_classes() {
         QFETCH(QString, path);
@@ -346,7 +380,8 @@ private slots:
         Q_UNUSED(cancelled_before);
     }
     void overflow_uses_openai_wording() {
-        HttpResponse r = m_router.handle(post_json("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "#overflow"}}}}}));
+        HttpResponse r = m_router.handle(
+            post_json("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "#overflow"}}}}}));
         QCOMPARE(body_of(r)["error"]["message"].get<std::string>(),
                  std::string("This model's maximum context length is 4096 tokens. However, you requested 5000 tokens "
                              "(4000 in the messages, 1000 in the completion). Please reduce the length of the messages "
@@ -367,19 +402,22 @@ private slots:
         QCOMPARE(error_code(r), std::string("invalid_api_key"));
         QCOMPARE(body_of(r)["error"]["type"], json("authentication_error"));
         QCOMPARE(router.handle(make_request("GET", "/v1/models", {}, {{"Authorization", "Bearer wrong"}})).status, 401);
-        QCOMPARE(router.handle(make_request("GET", "/v1/models", {}, {{"Authorization", "Bearer sekret"}})).status, 200);
+        QCOMPARE(router.handle(make_request("GET", "/v1/models", {}, {{"Authorization", "Bearer sekret"}})).status,
+                 200);
         QCOMPARE(router.handle(make_request("GET", "/v1/models", {}, {{"x-api-key", "sekret"}})).status, 200);
         QCOMPARE(router.handle(make_request("GET", "/v1/models", {}, {{"api-key", "sekret"}})).status, 200);
-        QCOMPARE(router.handle(make_request("GET", "/v1/models", {}, {{"Authorization", "Bearer sekretX"}})).status, 401);
+        QCOMPARE(router.handle(make_request("GET", "/v1/models", {}, {{"Authorization", "Bearer sekretX"}})).status,
+                 401);
         QCOMPARE(router.handle(make_request("GET", "/health")).status, 200);  // public
         // Without a configured key any key (or none) is accepted.
-        QCOMPARE(m_router.handle(make_request("GET", "/v1/models", {}, {{"Authorization", "Bearer sk-no-key"}})).status, 200);
+        QCOMPARE(m_router.handle(make_request("GET", "/v1/models", {}, {{"Authorization", "Bearer sk-no-key"}})).status,
+                 200);
     }
     void cors_preflight_and_origins() {
-        HttpResponse r = m_router.handle(make_request(
-            "OPTIONS", "/v1/chat/completions", {},
-            {{"Origin", "http://localhost:3000"},
-             {"Access-Control-Request-Headers", "authorization,content-type,x-stainless-os"}}));
+        HttpResponse r = m_router.handle(
+            make_request("OPTIONS", "/v1/chat/completions", {},
+                         {{"Origin", "http://localhost:3000"},
+                          {"Access-Control-Request-Headers", "authorization,content-type,x-stainless-os"}}));
         QCOMPARE(r.status, 204);
         QCOMPARE(r.header("Access-Control-Allow-Origin"), std::string("http://localhost:3000"));
         QCOMPARE(r.header("Access-Control-Allow-Headers"), std::string("authorization,content-type,x-stainless-os"));
@@ -389,24 +427,30 @@ private slots:
         QCOMPARE(r.status, 200);
         QCOMPARE(r.header("Access-Control-Allow-Origin"), std::string("http://127.0.0.1:8080"));
         for (const char* evil : {"http://evil.example", "http://localhost.evil.example:80", "http://localhost:80x"}) {
-            r = m_router.handle(make_request("POST", "/v1/unload_lora_adapter", R"({"lora_name":"sql-lora"})",
-                                             {{"Origin", evil}}));
+            r = m_router.handle(
+                make_request("POST", "/v1/unload_lora_adapter", R"({"lora_name":"sql-lora"})", {{"Origin", evil}}));
             QCOMPARE(r.status, 403);
             QVERIFY(r.header("Access-Control-Allow-Origin").empty());
         }
         QVERIFY(m_engine.adapter("sql-lora").ok());
         // Same-origin / non-browser requests (no Origin) are unaffected.
-        QCOMPARE(m_router.handle(make_request("GET", "/v1/models")).header("Access-Control-Allow-Origin"), std::string());
+        QCOMPARE(m_router.handle(make_request("GET", "/v1/models")).header("Access-Control-Allow-Origin"),
+                 std::string());
     }
     void host_header_checked_on_keyless_loopback_data() {
         QTest::addColumn<QString>("host");
         QTest::addColumn<QString>("api_key");
         QTest::addColumn<int>("status");
-        QTest::newRow("127.0.0.1:port") << "127.0.0.1:8080" << "" << 200;
-        QTest::newRow("localhost") << "LocalHost" << "" << 200;
-        QTest::newRow("ipv6") << "[::1]:8080" << "" << 200;
-        QTest::newRow("rebinding name") << "attacker.example:8080" << "" << 403;
-        QTest::newRow("with a key any host") << "attacker.example" << "k" << 200;
+        QTest::newRow("127.0.0.1:port") << "127.0.0.1:8080"
+                                        << "" << 200;
+        QTest::newRow("localhost") << "LocalHost"
+                                   << "" << 200;
+        QTest::newRow("ipv6") << "[::1]:8080"
+                              << "" << 200;
+        QTest::newRow("rebinding name") << "attacker.example:8080"
+                                        << "" << 403;
+        QTest::newRow("with a key any host") << "attacker.example"
+                                             << "k" << 200;
     }
     void host_header_checked_on_keyless_loopback() {
         QFETCH(QString, host);
@@ -415,7 +459,8 @@ private slots:
         ServerOptions o;
         o.api_key = api_key.toStdString();
         Router router(m_engine, o);
-        HttpResponse r = router.handle(make_request("GET", "/v1/models", {}, {{"Host", host.toStdString()}, {"x-api-key", "k"}}));
+        HttpResponse r =
+            router.handle(make_request("GET", "/v1/models", {}, {{"Host", host.toStdString()}, {"x-api-key", "k"}}));
         QCOMPARE(r.status, status);
         if (status == 403) QCOMPARE(error_code(r), std::string("host_not_allowed"));
     }
@@ -452,11 +497,13 @@ private slots:
         ServerOptions o;
         o.adapter_roots = {root};
         Router router(m_engine, o);
-        HttpResponse r = router.handle(post_json("/v1/load_lora_adapter", {{"lora_name", "new"}, {"lora_path", root + "/new-lora"}}));
+        HttpResponse r = router.handle(
+            post_json("/v1/load_lora_adapter", {{"lora_name", "new"}, {"lora_path", root + "/new-lora"}}));
         QCOMPARE(r.status, 200);
         QCOMPARE(r.body, std::string("Success: LoRA adapter 'new' added successfully"));
         QVERIFY(r.content_type.rfind("text/plain", 0) == 0);
-        r = router.handle(post_json("/v1/load_lora_adapter", {{"lora_name", "new"}, {"lora_path", root + "/new-lora"}}));
+        r = router.handle(
+            post_json("/v1/load_lora_adapter", {{"lora_name", "new"}, {"lora_path", root + "/new-lora"}}));
         QCOMPARE(r.status, 409);
         QCOMPARE(body_of(r)["error"]["param"], json("lora_name"));
         r = router.handle(post_json("/v1/load_lora_adapter", {{"lora_name", "x"}, {"lora_path", root + "/../"}}));
@@ -494,7 +541,8 @@ private slots:
         ServerOptions o;
         o.adapter_roots = {root};
         Router router(m_engine, o);
-        HttpResponse r = router.handle(post_json("/v1/completions", {{"prompt", "x"}, {"lora_path", root + "/path-lora"}}));
+        HttpResponse r =
+            router.handle(post_json("/v1/completions", {{"prompt", "x"}, {"lora_path", root + "/path-lora"}}));
         QCOMPARE(r.status, 200);
         QCOMPARE(m_engine.requests().back().model, std::string("path-lora"));
         QCOMPARE(body_of(r)["model"], json("path-lora"));

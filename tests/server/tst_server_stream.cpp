@@ -42,28 +42,42 @@ class TstServerStream : public QObject {
     ServerOptions m_options;
     std::unique_ptr<Router> m_router;
 
-private slots:
+  private slots:
     void init() {
         m_options.keep_alive_ms = 100;
         m_router = std::make_unique<Router>(m_engine, m_options);
     }
 
     void chat_stream_exact_bytes_with_usage() {
-        HttpResponse r = m_router->handle(post_json("/v1/chat/completions",
-                                                    chat_request("hi", {{"stream_options", {{"include_usage", true}}}})));
+        HttpResponse r = m_router->handle(
+            post_json("/v1/chat/completions", chat_request("hi", {{"stream_options", {{"include_usage", true}}}})));
         QCOMPARE(r.status, 200);
         QCOMPARE(r.content_type, std::string("text/event-stream"));
         QCOMPARE(r.header("Cache-Control"), std::string("no-cache"));
         QCOMPARE(r.header("x-adapter-tier"), std::string("gpu"));
-        const std::string h = R"(data: {"id":"ID","object":"chat.completion.chunk","created":T,"model":"sql-lora","choices":[{"index":0,"delta":)";
+        const std::string h =
+            R"(data: {"id":"ID","object":"chat.completion.chunk","created":T,"model":"sql-lora","choices":[{"index":0,"delta":)";
         const std::string expected =
-            h + R"({"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":null})" "\n\n" +
-            h + R"({"content":"Hello"},"logprobs":null,"finish_reason":null}],"usage":null})" "\n\n" +
-            h + R"({"content":","},"logprobs":null,"finish_reason":null}],"usage":null})" "\n\n" +
-            h + R"({"content":" world"},"logprobs":null,"finish_reason":null}],"usage":null})" "\n\n" +
-            h + R"({"content":"!"},"logprobs":null,"finish_reason":null}],"usage":null})" "\n\n" +
-            h + R"({},"logprobs":null,"finish_reason":"stop"}],"usage":null})" "\n\n"
-            R"(data: {"id":"ID","object":"chat.completion.chunk","created":T,"model":"sql-lora","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":4,"total_tokens":5,"prompt_tokens_details":{"cached_tokens":0}}})" "\n\n"
+            h +
+            R"({"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":null})"
+            "\n\n" +
+            h +
+            R"({"content":"Hello"},"logprobs":null,"finish_reason":null}],"usage":null})"
+            "\n\n" +
+            h +
+            R"({"content":","},"logprobs":null,"finish_reason":null}],"usage":null})"
+            "\n\n" +
+            h +
+            R"({"content":" world"},"logprobs":null,"finish_reason":null}],"usage":null})"
+            "\n\n" +
+            h +
+            R"({"content":"!"},"logprobs":null,"finish_reason":null}],"usage":null})"
+            "\n\n" +
+            h +
+            R"({},"logprobs":null,"finish_reason":"stop"}],"usage":null})"
+            "\n\n"
+            R"(data: {"id":"ID","object":"chat.completion.chunk","created":T,"model":"sql-lora","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":4,"total_tokens":5,"prompt_tokens_details":{"cached_tokens":0}}})"
+            "\n\n"
             "data: [DONE]\n\n";
         QCOMPARE(normalize_stream(run_stream(r)), expected);
     }
@@ -75,14 +89,23 @@ private slots:
         QCOMPARE(events.back(), std::string("[DONE]"));
     }
     void completions_stream() {
-        HttpResponse r = m_router->handle(post_json("/v1/completions", {{"prompt", "x"}, {"stream", true}, {"max_tokens", 2},
-                                                                        {"stream_options", {{"include_usage", true}}}}));
-        const std::string h = R"(data: {"id":"ID","object":"text_completion","created":T,"model":"tiny-base","choices":[{"index":0,"text":)";
+        HttpResponse r = m_router->handle(post_json(
+            "/v1/completions",
+            {{"prompt", "x"}, {"stream", true}, {"max_tokens", 2}, {"stream_options", {{"include_usage", true}}}}));
+        const std::string h =
+            R"(data: {"id":"ID","object":"text_completion","created":T,"model":"tiny-base","choices":[{"index":0,"text":)";
         const std::string expected =
-            h + R"("Hello","logprobs":null,"finish_reason":null}],"usage":null})" "\n\n" +
-            h + R"(",","logprobs":null,"finish_reason":null}],"usage":null})" "\n\n" +
-            h + R"("","logprobs":null,"finish_reason":"length"}],"usage":null})" "\n\n"
-            R"(data: {"id":"ID","object":"text_completion","created":T,"model":"tiny-base","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3,"prompt_tokens_details":{"cached_tokens":0}}})" "\n\n"
+            h +
+            R"("Hello","logprobs":null,"finish_reason":null}],"usage":null})"
+            "\n\n" +
+            h +
+            R"(",","logprobs":null,"finish_reason":null}],"usage":null})"
+            "\n\n" +
+            h +
+            R"("","logprobs":null,"finish_reason":"length"}],"usage":null})"
+            "\n\n"
+            R"(data: {"id":"ID","object":"text_completion","created":T,"model":"tiny-base","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3,"prompt_tokens_details":{"cached_tokens":0}}})"
+            "\n\n"
             "data: [DONE]\n\n";
         QCOMPARE(normalize_stream(run_stream(r)), expected);
     }
@@ -134,7 +157,8 @@ private slots:
         QCOMPARE(r.status, 200);
         const std::vector<std::string> events = sse_events(run_stream(r));
         QCOMPARE(events.size(), std::size_t(5));  // role, 2 deltas, error, [DONE]
-        const std::string error = R"({"error":{"message":"CUDA error: out of memory","type":"server_error","param":null,"code":500}})";
+        const std::string error =
+            R"({"error":{"message":"CUDA error: out of memory","type":"server_error","param":null,"code":500}})";
         QCOMPARE(events[3], error);
         QCOMPARE(events[4], std::string("[DONE]"));
     }
@@ -187,9 +211,12 @@ private slots:
         for (const std::string& e : sse_events(run_stream(r))) {
             if (e == "[DONE]") continue;
             const json c = json::parse(e)["choices"][0];
-            QVERIFY2(!c["delta"].contains("content") || c["delta"]["content"].get<std::string>().find('<') == std::string::npos, e.c_str());
+            QVERIFY2(!c["delta"].contains("content") ||
+                         c["delta"]["content"].get<std::string>().find('<') == std::string::npos,
+                     e.c_str());
             if (c["delta"].contains("content")) content += c["delta"]["content"].get<std::string>();
-            if (c["delta"].contains("tool_calls")) calls.insert(calls.end(), c["delta"]["tool_calls"].begin(), c["delta"]["tool_calls"].end());
+            if (c["delta"].contains("tool_calls"))
+                calls.insert(calls.end(), c["delta"]["tool_calls"].begin(), c["delta"]["tool_calls"].end());
             if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
         }
         QCOMPARE(finish, std::string("tool_calls"));
@@ -213,8 +240,8 @@ private slots:
         QCOMPARE(content, std::string("Answer."));
     }
     void logprobs_in_chunks() {
-        HttpResponse r = m_router->handle(post_json("/v1/chat/completions",
-                                                    chat_request("hi", {{"logprobs", true}, {"max_tokens", 1}})));
+        HttpResponse r = m_router->handle(
+            post_json("/v1/chat/completions", chat_request("hi", {{"logprobs", true}, {"max_tokens", 1}})));
         const std::vector<std::string> events = sse_events(run_stream(r));
         const json lp = json::parse(events[1])["choices"][0]["logprobs"];
         QCOMPARE(lp["content"][0]["token"], json("Hello"));

@@ -93,11 +93,13 @@ class TstToolCallGrammar : public QObject {
                             QVERIFY2(c.name == "weather" || c.name == "now", what.c_str());
                             const ojson args = ojson::parse(c.arguments);
                             if (c.name != "weather") continue;
-                            QVERIFY2(args["city"].is_string() && QString::fromStdString(args["city"].get<std::string>()).toUcs4().size() <= 12,
+                            QVERIFY2(args["city"].is_string() &&
+                                         QString::fromStdString(args["city"].get<std::string>()).toUcs4().size() <= 12,
                                      what.c_str());
                             QVERIFY2(args["days"].is_number_integer() && args["days"] >= 1 && args["days"] <= 7,
                                      what.c_str());
-                            if (args.contains("unit")) QVERIFY2(args["unit"] == "c" || args["unit"] == "f", what.c_str());
+                            if (args.contains("unit"))
+                                QVERIFY2(args["unit"] == "c" || args["unit"] == "f", what.c_str());
                         }
                     }
                 }

@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "chunked_feed.h"
-#include "source_file.h"
 #include "server/chat_delta_parser.h"
+#include "source_file.h"
 #include "tokenizer/jinja/chat_template.h"
 
 using namespace loradesk;
@@ -20,7 +20,6 @@ using ojson = nlohmann::ordered_json;
 using test::read_file;
 
 namespace {
-
 
 // The assistant turn that `messages` ends with, as the template renders it, between `open` and `close`.
 std::string rendered_reply(const std::string& template_path, const ojson& messages, const ojson& tools,
@@ -229,11 +228,38 @@ class TstToolCallParser : public QObject {
     // Texts stitched from markers and fragments of every syntax: whatever the model writes, every format gives
     // the same answer streamed as whole, and never throws.
     void random_marker_soup_streams_as_whole() {
-        const std::vector<std::string> parts = {
-            "<tool_call>", "</tool_call>", "\n", " ", "{", "}", "[", "]", "\"name\": ", "\"get_time\"", ", ",
-            "\"arguments\": ", "\"parameters\": ", "{}", "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "get_time",
-            "<function=get_time>", "</function>", "<parameter=tz>", "</parameter>", "<|python_tag|>", ";", "x",
-            "<think>", "</think>", "\"", "\\", "brave_search.call(query=\"q\")", "<tool_", "[TOOL"};
+        const std::vector<std::string> parts = {"<tool_call>",
+                                                "</tool_call>",
+                                                "\n",
+                                                " ",
+                                                "{",
+                                                "}",
+                                                "[",
+                                                "]",
+                                                "\"name\": ",
+                                                "\"get_time\"",
+                                                ", ",
+                                                "\"arguments\": ",
+                                                "\"parameters\": ",
+                                                "{}",
+                                                "[TOOL_CALLS]",
+                                                "[ARGS]",
+                                                "[CALL_ID]",
+                                                "get_time",
+                                                "<function=get_time>",
+                                                "</function>",
+                                                "<parameter=tz>",
+                                                "</parameter>",
+                                                "<|python_tag|>",
+                                                ";",
+                                                "x",
+                                                "<think>",
+                                                "</think>",
+                                                "\"",
+                                                "\\",
+                                                "brave_search.call(query=\"q\")",
+                                                "<tool_",
+                                                "[TOOL"};
         std::mt19937 rng(7);
         std::uniform_int_distribution<std::size_t> pick(0, parts.size() - 1), len(0, 24), cut(1, 5);
         for (int n = 0; n < 400; ++n) {

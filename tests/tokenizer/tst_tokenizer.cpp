@@ -58,12 +58,12 @@ QList<int> ids(const std::vector<int32_t>& v) { return QList<int>(v.begin(), v.e
 
 // Llama 2's decoder: the Metaspace mark back to a space, byte fallback, fuse, and the first space stripped.
 json llama_decoder() {
-    return {{"type", "Sequence"},
-            {"decoders",
-             json::array({{{"type", "Replace"}, {"pattern", {{"String", "\xE2\x96\x81"}}}, {"content", " "}},
-                          {{"type", "ByteFallback"}},
-                          {{"type", "Fuse"}},
-                          {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
+    return {
+        {"type", "Sequence"},
+        {"decoders", json::array({{{"type", "Replace"}, {"pattern", {{"String", "\xE2\x96\x81"}}}, {"content", " "}},
+                                  {{"type", "ByteFallback"}},
+                                  {{"type", "Fuse"}},
+                                  {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
 }
 
 json added(int id, const std::string& content, json flags = json::object()) {

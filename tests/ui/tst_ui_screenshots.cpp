@@ -89,7 +89,8 @@ void TestUiScreenshots::everyView() {
     window.setServerConfig({"127.0.0.1", 8080, ""});
     window.show();
     // Traffic in waves between polls gives the dashboard's live chart and the counters a shape.
-    for (const auto& wave : std::vector<std::vector<std::string>>{{"de", "es"}, {"de", "it", "bofh"}, {"de"}, {"es", "fortune-6m"}}) {
+    for (const auto& wave :
+         std::vector<std::vector<std::string>>{{"de", "es"}, {"de", "it", "bofh"}, {"de"}, {"es", "fortune-6m"}}) {
         sendTraffic(engine, wave);
         QSignalSpy updated(window.poller(), &EnginePoller::updated);
         QTRY_VERIFY(updated.count() >= 1);

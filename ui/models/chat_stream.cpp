@@ -72,7 +72,8 @@ void ChatStream::run(std::shared_ptr<api::Engine> engine, api::GenerateRequest r
     std::shared_ptr<api::RequestStream> stream = accepted.value();
     const api::SubmitInfo info = stream->info();
     post([this, info] {
-        emit submitted(QString::fromStdString(info.adapter), QString::fromUtf8(api::tier_name(info.tier).data()), info.prompt_tokens);
+        emit submitted(QString::fromStdString(info.adapter), QString::fromUtf8(api::tier_name(info.tier).data()),
+                       info.prompt_tokens);
     });
     bool cancelSent = false;
     int quietAfterCancel = 0;

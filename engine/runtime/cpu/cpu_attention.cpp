@@ -25,8 +25,8 @@ void write_kv(const PagedKvLayer& kv, const ForwardBatch& b, const float* k, con
     }
 }
 
-void paged_attention(const PagedKvLayer& kv, const ForwardBatch& b, const float* q, int n_heads, float scale, float* out,
-                     ThreadPool& pool) {
+void paged_attention(const PagedKvLayer& kv, const ForwardBatch& b, const float* q, int n_heads, float scale,
+                     float* out, ThreadPool& pool) {
     const int n_tokens = b.n_tokens();
     const int hd = kv.head_dim;
     const int group = n_heads / kv.n_kv_heads;

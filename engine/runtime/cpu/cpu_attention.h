@@ -31,7 +31,7 @@ void write_kv(const PagedKvLayer& kv, const ForwardBatch& b, const float* k, con
 
 // out[t, h, :] = softmax(q[t, h] . K[s, 0..p_t] * scale) V[s, 0..p_t] with p_t the token's own slot
 // (causal) and K/V heads shared by n_heads / n_kv_heads query heads (GQA).
-void paged_attention(const PagedKvLayer& kv, const ForwardBatch& b, const float* q, int n_heads, float scale, float* out,
-                     ThreadPool& pool);
+void paged_attention(const PagedKvLayer& kv, const ForwardBatch& b, const float* q, int n_heads, float scale,
+                     float* out, ThreadPool& pool);
 
 }  // namespace loradesk::runtime::cpu

@@ -16,7 +16,8 @@ float dot(const float* a, const float* b, int n) {
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
 }
 
-void linear(const model::TensorView& w, const model::TensorView* bias, const float* x, int n, float* y, ThreadPool& pool) {
+void linear(const model::TensorView& w, const model::TensorView* bias, const float* x, int n, float* y,
+            ThreadPool& pool) {
     const int out = int(w.shape[0]), in = int(w.shape[1]);
     const std::size_t row_bytes = std::size_t(in) * dtype_size(w.dtype);
     std::vector<float> b;
@@ -28,7 +29,8 @@ void linear(const model::TensorView& w, const model::TensorView* bias, const flo
             for (std::size_t o = begin; o < end; ++o) {
                 convert_to_f32(w.data + o * row_bytes, w.dtype, std::size_t(in), row.data());
                 const float add = bias ? b[o] : 0.0f;
-                for (int t = 0; t < n; ++t) y[std::size_t(t) * out + o] = dot(row.data(), x + std::size_t(t) * in, in) + add;
+                for (int t = 0; t < n; ++t)
+                    y[std::size_t(t) * out + o] = dot(row.data(), x + std::size_t(t) * in, in) + add;
             }
         },
         16);
@@ -37,7 +39,8 @@ void linear(const model::TensorView& w, const model::TensorView* bias, const flo
 void embedding_rows(const model::TensorView& table, const int32_t* ids, int n, float* out) {
     const std::size_t dim = std::size_t(table.shape[1]);
     const std::size_t row_bytes = dim * dtype_size(table.dtype);
-    for (int t = 0; t < n; ++t) convert_to_f32(table.data + std::size_t(ids[t]) * row_bytes, table.dtype, dim, out + t * dim);
+    for (int t = 0; t < n; ++t)
+        convert_to_f32(table.data + std::size_t(ids[t]) * row_bytes, table.dtype, dim, out + t * dim);
 }
 
 void rms_norm(const float* x, const float* weight, int n, int dim, float eps, float* out) {

@@ -12,7 +12,8 @@
 namespace loradesk::runtime::cpu {
 
 // y[t, o] = sum_i W[o, i] x[t, i] (+ bias[o]).  W: [out, in] any float dtype; x: [n, in]; y: [n, out].
-void linear(const model::TensorView& w, const model::TensorView* bias, const float* x, int n, float* y, ThreadPool& pool);
+void linear(const model::TensorView& w, const model::TensorView* bias, const float* x, int n, float* y,
+            ThreadPool& pool);
 
 // Copies rows ids[t] of a [rows, dim] table into out [n, dim] as f32.
 void embedding_rows(const model::TensorView& table, const int32_t* ids, int n, float* out);

@@ -42,7 +42,8 @@ std::size_t CpuRunner::kv_page_bytes(int page_size) const {
 
 void CpuRunner::allocate_kv(int n_pages, int page_size) {
     if (n_pages <= 0 || page_size <= 0)
-        throw_expected(ErrorCode::invalid_argument, fmt::format("KV pool needs n_pages > 0 and page_size > 0 (got {}, {})", n_pages, page_size));
+        throw_expected(ErrorCode::invalid_argument,
+                       fmt::format("KV pool needs n_pages > 0 and page_size > 0 (got {}, {})", n_pages, page_size));
     const std::size_t per_layer = std::size_t(n_pages) * std::size_t(page_size) * std::size_t(config().kv_dim());
     m_k_cache.assign(std::size_t(config().n_layers), std::vector<float>(per_layer, 0.0f));
     m_v_cache.assign(std::size_t(config().n_layers), std::vector<float>(per_layer, 0.0f));
@@ -61,23 +62,32 @@ void CpuRunner::configure_lora_slots(int n_slots, int max_rank) {
 std::pair<int, int> CpuRunner::module_dims(LoraModule m) const {
     const auto& c = config();
     switch (m) {
-        case LoraModule::q: return {c.hidden_size, c.q_dim()};
+        case LoraModule::q:
+            return {c.hidden_size, c.q_dim()};
         case LoraModule::k:
-        case LoraModule::v: return {c.hidden_size, c.kv_dim()};
-        case LoraModule::o: return {c.q_dim(), c.hidden_size};
+        case LoraModule::v:
+            return {c.hidden_size, c.kv_dim()};
+        case LoraModule::o:
+            return {c.q_dim(), c.hidden_size};
         case LoraModule::gate:
-        case LoraModule::up: return {c.hidden_size, c.intermediate_size};
-        case LoraModule::down: return {c.intermediate_size, c.hidden_size};
+        case LoraModule::up:
+            return {c.hidden_size, c.intermediate_size};
+        case LoraModule::down:
+            return {c.intermediate_size, c.hidden_size};
     }
     return {0, 0};
 }
 
 void CpuRunner::load_lora_slot(int slot, const LoraWeights& w) {
     if (slot < 1 || slot >= int(m_slots.size()))
-        throw_error(ErrorCode::invalid_argument, fmt::format("LoRA slot {} outside 1..{}", slot, int(m_slots.size()) - 1));
+        throw_error(ErrorCode::invalid_argument,
+                    fmt::format("LoRA slot {} outside 1..{}", slot, int(m_slots.size()) - 1));
     if (int(w.layers.size()) != config().n_layers)
-        throw_expected(ErrorCode::invalid_argument, fmt::format("LoRA weights have {} layers but the base model has {} (is the adapter for another base model?)",
-                                                                w.layers.size(), config().n_layers));
+        throw_expected(
+            ErrorCode::invalid_argument,
+            fmt::format(
+                "LoRA weights have {} layers but the base model has {} (is the adapter for another base model?)",
+                w.layers.size(), config().n_layers));
     for (std::size_t l = 0; l < w.layers.size(); ++l) {
         for (int mi = 0; mi < kNumLoraModules; ++mi) {
             const LoraModuleWeights& m = w.layers[l][std::size_t(mi)];
@@ -85,12 +95,17 @@ void CpuRunner::load_lora_slot(int slot, const LoraWeights& w) {
             auto [in, out] = module_dims(LoraModule(mi));
             const std::string where = fmt::format("layer {} {}", l, lora_module_name(LoraModule(mi)));
             if (m.rank < 0 || m.rank > m_max_rank)
-                throw_expected(ErrorCode::invalid_argument, fmt::format("LoRA {} has rank {} but slots hold at most rank {} (raise --max-lora-rank)", where, m.rank, m_max_rank));
-            if (m.a.size() != std::size_t(m.rank) * std::size_t(in) || m.b.size() != std::size_t(out) * std::size_t(m.rank))
                 throw_expected(ErrorCode::invalid_argument,
-                               fmt::format("LoRA {} expects A [{}, {}] and B [{}, {}] for this base model but got {} and {} values "
-                                           "(is the adapter for another base model?)",
-                                           where, m.rank, in, out, m.rank, m.a.size(), m.b.size()));
+                               fmt::format("LoRA {} has rank {} but slots hold at most rank {} (raise --max-lora-rank)",
+                                           where, m.rank, m_max_rank));
+            if (m.a.size() != std::size_t(m.rank) * std::size_t(in) ||
+                m.b.size() != std::size_t(out) * std::size_t(m.rank))
+                throw_expected(
+                    ErrorCode::invalid_argument,
+                    fmt::format(
+                        "LoRA {} expects A [{}, {}] and B [{}, {}] for this base model but got {} and {} values "
+                        "(is the adapter for another base model?)",
+                        where, m.rank, in, out, m.rank, m.a.size(), m.b.size()));
         }
     }
     m_slots[std::size_t(slot)] = std::make_unique<LoraWeights>(w);
@@ -98,7 +113,8 @@ void CpuRunner::load_lora_slot(int slot, const LoraWeights& w) {
 
 void CpuRunner::clear_lora_slot(int slot) {
     if (slot < 1 || slot >= int(m_slots.size()))
-        throw_error(ErrorCode::invalid_argument, fmt::format("LoRA slot {} outside 1..{}", slot, int(m_slots.size()) - 1));
+        throw_error(ErrorCode::invalid_argument,
+                    fmt::format("LoRA slot {} outside 1..{}", slot, int(m_slots.size()) - 1));
     m_slots[std::size_t(slot)].reset();
 }
 
@@ -112,9 +128,11 @@ void CpuRunner::apply_lora(LoraModule m, int layer, const float* x, int in, int 
             const LoraModuleWeights& w = m_slots[std::size_t(slot)]->layers[std::size_t(layer)][std::size_t(int(m))];
             if (w.rank == 0) continue;
             ax.assign(std::size_t(w.rank), 0.0f);
-            for (int r = 0; r < w.rank; ++r) ax[std::size_t(r)] = dot(w.a.data() + std::size_t(r) * in, x + t * std::size_t(in), in);
+            for (int r = 0; r < w.rank; ++r)
+                ax[std::size_t(r)] = dot(w.a.data() + std::size_t(r) * in, x + t * std::size_t(in), in);
             float* yt = y + t * std::size_t(out);
-            for (int o = 0; o < out; ++o) yt[o] += w.scale * dot(w.b.data() + std::size_t(o) * w.rank, ax.data(), w.rank);
+            for (int o = 0; o < out; ++o)
+                yt[o] += w.scale * dot(w.b.data() + std::size_t(o) * w.rank, ax.data(), w.rank);
         }
     });
 }
@@ -136,9 +154,11 @@ void CpuRunner::attention_block(int layer, const ForwardBatch& b, const std::vec
     }
     for (int t = 0; t < n; ++t) {
         apply_rope(s.q.data() + std::size_t(t) * qd, c.n_heads, c.head_dim, b.positions[std::size_t(t)], m_inv_freq);
-        apply_rope(s.k.data() + std::size_t(t) * kvd, c.n_kv_heads, c.head_dim, b.positions[std::size_t(t)], m_inv_freq);
+        apply_rope(s.k.data() + std::size_t(t) * kvd, c.n_kv_heads, c.head_dim, b.positions[std::size_t(t)],
+                   m_inv_freq);
     }
-    PagedKvLayer kv{m_k_cache[std::size_t(layer)].data(), m_v_cache[std::size_t(layer)].data(), m_page_size, c.n_kv_heads, c.head_dim};
+    PagedKvLayer kv{m_k_cache[std::size_t(layer)].data(), m_v_cache[std::size_t(layer)].data(), m_page_size,
+                    c.n_kv_heads, c.head_dim};
     write_kv(kv, b, s.k.data(), s.v.data());
     paged_attention(kv, b, s.q.data(), c.n_heads, 1.0f / std::sqrt(float(c.head_dim)), s.attn.data(), m_pool);
     linear(*w.o, w.o_bias, s.attn.data(), n, s.o.data(), m_pool);
@@ -165,16 +185,19 @@ void CpuRunner::forward(const ForwardBatch& b, std::vector<float>& logits) {
     const auto& c = config();
     if (m_page_size == 0) throw_error(ErrorCode::internal, "CpuRunner::forward before allocate_kv");
     if (b.page_size != m_page_size)
-        throw_error(ErrorCode::internal, fmt::format("batch page_size {} differs from the pool's {}", b.page_size, m_page_size));
+        throw_error(ErrorCode::internal,
+                    fmt::format("batch page_size {} differs from the pool's {}", b.page_size, m_page_size));
     b.validate(m_n_pages, c.vocab_size);
     const int n = b.n_tokens();
     std::vector<int> token_slot(std::size_t(n), 0);
     for (int s = 0; s < b.n_seqs(); ++s) {
         const int slot = b.seq_lora_slot[std::size_t(s)];
         if (slot < 0 || slot >= int(m_slots.size()))
-            throw_error(ErrorCode::internal, fmt::format("sequence {} uses LoRA slot {} but only 0..{} exist", s, slot, int(m_slots.size()) - 1));
+            throw_error(ErrorCode::internal, fmt::format("sequence {} uses LoRA slot {} but only 0..{} exist", s, slot,
+                                                         int(m_slots.size()) - 1));
         if (slot > 0 && !m_slots[std::size_t(slot)])
-            throw_error(ErrorCode::internal, fmt::format("sequence {} uses LoRA slot {} which holds no adapter", s, slot));
+            throw_error(ErrorCode::internal,
+                        fmt::format("sequence {} uses LoRA slot {} which holds no adapter", s, slot));
         for (int t = b.qo_indptr[s]; t < b.qo_indptr[s + 1]; ++t) token_slot[std::size_t(t)] = slot;
     }
     Scratch s;

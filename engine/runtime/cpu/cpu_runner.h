@@ -15,7 +15,7 @@
 namespace loradesk::runtime::cpu {
 
 class CpuRunner final : public ModelRunner {
-public:
+  public:
     // threads: 0 = hardware concurrency. Throws Error for an unreadable or invalid model directory.
     CpuRunner(const std::string& model_dir, int threads);
     ~CpuRunner() override;
@@ -36,7 +36,7 @@ public:
     const model::ModelWeights& weights() const { return m_weights; }
     int n_kv_pages() const { return m_n_pages; }
 
-private:
+  private:
     struct Scratch;
     void attention_block(int layer, const ForwardBatch& b, const std::vector<int>& token_slot, Scratch& s);
     void mlp_block(int layer, int n, const std::vector<int>& token_slot, Scratch& s);

@@ -305,15 +305,16 @@ void CudaRunner::forward_sampled(const ForwardBatch& batch, std::span<const uint
             m->masks.allocate(std::max<std::size_t>(mask_bytes + index_bytes, std::size_t(1) << 20), "grammar masks");
         }
         std::memcpy(m->h_masks.data(), masks.words.data(), mask_bytes);
-        std::memcpy(m->h_masks.data() + mask_bytes, masks.row_mask.data(), std::min(index_bytes, masks.row_mask.size() * 4));
+        std::memcpy(m->h_masks.data() + mask_bytes, masks.row_mask.data(),
+                    std::min(index_bytes, masks.row_mask.size() * 4));
         cuda_check(cudaMemcpyAsync(m->masks.data(), m->h_masks.data(), mask_bytes + index_bytes, cudaMemcpyHostToDevice,
                                    m->stream),
                    "mask upload");
-        launch_check(kernels::masked_argmax(m->logits, n, m->cfg.vocab_size,
-                                            reinterpret_cast<const uint32_t*>(m->masks.data()),
-                                            reinterpret_cast<const int32_t*>(m->masks.data() + mask_bytes),
-                                            masks.words_per_row, m->greedy, m->stream),
-                     "masked argmax");
+        launch_check(
+            kernels::masked_argmax(m->logits, n, m->cfg.vocab_size, reinterpret_cast<const uint32_t*>(m->masks.data()),
+                                   reinterpret_cast<const int32_t*>(m->masks.data() + mask_bytes), masks.words_per_row,
+                                   m->greedy, m->stream),
+            "masked argmax");
     } else {
         launch_check(kernels::argmax(m->logits, n, m->cfg.vocab_size, m->greedy, m->stream), "argmax");
     }

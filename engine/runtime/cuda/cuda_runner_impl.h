@@ -132,7 +132,7 @@ struct CudaRunner::Impl {
     uint16_t* logit_rows = nullptr;
     float *xa = nullptr, *logits = nullptr, *att_ws = nullptr;
     int32_t *meta = nullptr, *greedy = nullptr;
-    int32_t* gemv_sync = nullptr;  // [n_layers][4 LoRA sites][2]: fused-LoRA counters, zeroed at each step's start
+    int32_t* gemv_sync = nullptr;       // [n_layers][4 LoRA sites][2]: fused-LoRA counters, zeroed at each step's start
     PinnedBuffer h_meta, h_out, h_ids;  // h_ids: forward_sampled's argmax ids
     PinnedBuffer h_masks;               // grammar masks, then their row index (forward_sampled)
     DeviceArena masks;                  // the same on the device; grows on need (never inside a graph)

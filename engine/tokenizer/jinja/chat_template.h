@@ -16,7 +16,7 @@
 namespace loradesk::jinja {
 
 class ChatTemplate {
-public:
+  public:
     // Reads DIR/chat_template.jinja if present (it wins, as in transformers), else tokenizer_config.json's
     // chat_template (string or [{name, template}]), else chat_template.json. Special tokens come from
     // tokenizer_config.json. Throws ExpectedError when there is no template or it does not parse.
@@ -51,7 +51,7 @@ public:
     // reads its markers to choose the tool-call and reasoning parsers.
     const std::string& source() const { return m_source; }
 
-private:
+  private:
     std::shared_ptr<const Template> m_default;
     std::shared_ptr<const Template> m_tool_use;  // optional named "tool_use" template
     std::vector<std::pair<std::string, Value>> m_special_tokens;

@@ -40,7 +40,8 @@ Value attr_path(Interpreter& in, const Value& item, const Value& attribute) {
     while (true) {
         std::size_t dot = path.find('.', start);
         std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-        bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+        bool digits =
+            !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
         v = digits ? in.get_item(v, Value::integer(std::stoll(part))) : in.get_item(v, Value::string(part));
         if (dot == std::string::npos) return v;
         start = dot + 1;
@@ -62,9 +63,8 @@ ValueList sorted_values(Interpreter& in, ValueList items, bool reverse, bool cas
         if (x.is_undefined() || y.is_undefined()) return false;  // Python sorts Undefined keys without failing
         return value_less(x, y);
     };
-    std::stable_sort(keyed.begin(), keyed.end(), [&](auto& a, auto& b) {
-        return reverse ? less(b.first, a.first) : less(a.first, b.first);
-    });
+    std::stable_sort(keyed.begin(), keyed.end(),
+                     [&](auto& a, auto& b) { return reverse ? less(b.first, a.first) : less(a.first, b.first); });
     ValueList out;
     for (auto& kv : keyed) out.push_back(std::move(kv.second));
     return out;
@@ -84,8 +84,10 @@ Value f_tojson(Interpreter&, const Value& v, CallArgs& a) {
     Value indent = opt(b, 1, Value::none());
     if (indent.is_int())
         o.indent = std::string(checked_width(indent.as_int(), "tojson indent"), ' ');
-    else if (indent.is_string()) o.indent = indent.str();
-    else if (!indent.is_none()) fail("tojson: indent must be an int, a string or None");
+    else if (indent.is_string())
+        o.indent = indent.str();
+    else if (!indent.is_none())
+        fail("tojson: indent must be an int, a string or None");
     if (o.indent) o.item_separator = ",";  // json.dumps drops the space after ',' when indenting
     Value seps = opt(b, 2, Value::none());
     if (!seps.is_none()) {
@@ -167,8 +169,10 @@ Value f_map(Interpreter& in, const Value& v, CallArgs& a) {
     if (a.positional.empty() && attr_it != a.keyword.end()) {
         Value dflt;
         for (auto& [k, val] : a.keyword)
-            if (k == "default") dflt = val;
-            else if (k != "attribute") fail("map() got an unexpected keyword argument '" + k + "'");
+            if (k == "default")
+                dflt = val;
+            else if (k != "attribute")
+                fail("map() got an unexpected keyword argument '" + k + "'");
         for (auto& item : iterate(v)) {
             Value r = attr_path(in, item, attr_it->second);
             out.push_back(r.is_undefined() && !dflt.is_undefined() ? dflt : r);
@@ -197,7 +201,8 @@ Value select_impl(Interpreter& in, const Value& v, CallArgs& a, bool by_attr, bo
     }
     std::string test = k < a.positional.size() ? a.positional[k++].to_str() : std::string();
     CallArgs rest;
-    rest.positional.assign(a.positional.begin() + static_cast<std::ptrdiff_t>(std::min(k, a.positional.size())), a.positional.end());
+    rest.positional.assign(a.positional.begin() + static_cast<std::ptrdiff_t>(std::min(k, a.positional.size())),
+                           a.positional.end());
     rest.keyword = a.keyword;
     for (auto& item : iterate(v)) {
         Value subject = by_attr ? attr_path(in, item, attribute) : item;
@@ -263,7 +268,8 @@ Value f_int(Interpreter&, const Value& v, CallArgs& a) {
     Value dflt = opt(b, 0, Value::integer(0));
     int base = static_cast<int>(opt(b, 1, Value::integer(10)).as_int());
     if (v.is_int() || v.is_bool()) return Value::integer(v.as_int());
-    if (v.is_float()) return std::isfinite(v.as_double()) ? Value::integer(static_cast<std::int64_t>(v.as_double())) : dflt;
+    if (v.is_float())
+        return std::isfinite(v.as_double()) ? Value::integer(static_cast<std::int64_t>(v.as_double())) : dflt;
     if (v.is_string()) {
         std::string s = strip_chars(v.str(), Value::none(), true, true);
         s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
@@ -339,7 +345,8 @@ Value f_reverse(Interpreter&, const Value& v, CallArgs&) {
     ValueList items = iterate(v);
     std::reverse(items.begin(), items.end());
     // reversed() gives an iterator for sequences; a generator is not reversible and becomes a list.
-    if (v.is_list()) return Value::generator(std::move(items), v.kind() == Kind::tuple ? "reversed" : "list_reverseiterator");
+    if (v.is_list())
+        return Value::generator(std::move(items), v.kind() == Kind::tuple ? "reversed" : "list_reverseiterator");
     return Value::list(std::move(items));
 }
 
@@ -347,7 +354,8 @@ Value min_max(Interpreter& in, const Value& v, CallArgs& a, bool want_max) {
     auto b = bind_args(a, want_max ? "max" : "min", {"case_sensitive", "attribute"});
     ValueList items = iterate(v);
     if (items.empty()) return Value::undefined(std::string("No aggregated item, sequence was empty."));
-    items = sorted_values(in, std::move(items), false, opt(b, 0, Value::boolean(false)).truthy(), opt(b, 1, Value::none()));
+    items =
+        sorted_values(in, std::move(items), false, opt(b, 0, Value::boolean(false)).truthy(), opt(b, 1, Value::none()));
     return want_max ? items.back() : items.front();
 }
 Value f_min(Interpreter& in, const Value& v, CallArgs& a) { return min_max(in, v, a, false); }
@@ -359,7 +367,8 @@ Value f_sum(Interpreter& in, const Value& v, CallArgs& a) {
     Value total = opt(b, 1, Value::integer(0));
     for (auto& item : iterate(v)) {
         Value x = attribute.is_none() ? item : attr_path(in, item, attribute);
-        if (!total.is_number() || !x.is_number()) fail("unsupported operand type(s) for +: '" + total.type_name() + "' and '" + x.type_name() + "'");
+        if (!total.is_number() || !x.is_number())
+            fail("unsupported operand type(s) for +: '" + total.type_name() + "' and '" + x.type_name() + "'");
         total = (total.is_float() || x.is_float()) ? Value::floating(total.as_double() + x.as_double())
                                                    : Value::integer(total.as_int() + x.as_int());
     }
@@ -467,12 +476,23 @@ Value f_escape(Interpreter&, const Value& v, CallArgs&) {
     std::string out;
     for (char c : v.to_str()) {
         switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&#34;"; break;
-            case '\'': out += "&#39;"; break;
-            default: out += c;
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += "&#34;";
+                break;
+            case '\'':
+                out += "&#39;";
+                break;
+            default:
+                out += c;
         }
     }
     return Value::string(std::move(out));
@@ -491,7 +511,8 @@ Value f_center(Interpreter&, const Value& v, CallArgs& a) {
     if (width <= len) return Value::string(s);
     std::int64_t marg = width - len;
     std::int64_t left = marg / 2 + (marg & width & 1);  // CPython's pad() split
-    return Value::string(std::string(static_cast<std::size_t>(left), ' ') + s + std::string(static_cast<std::size_t>(marg - left), ' '));
+    return Value::string(std::string(static_cast<std::size_t>(left), ' ') + s +
+                         std::string(static_cast<std::size_t>(marg - left), ' '));
 }
 
 Value f_truncate(Interpreter&, const Value& v, CallArgs& a) {
@@ -502,7 +523,8 @@ Value f_truncate(Interpreter&, const Value& v, CallArgs& a) {
     std::int64_t leeway = opt(b, 3, Value::integer(5)).as_int();
     std::u32string s = utf8_decode(v.to_str());
     auto n = static_cast<std::int64_t>(s.size());
-    if (length < static_cast<std::int64_t>(end.size())) fail("expected length >= " + std::to_string(end.size()) + ", got " + std::to_string(length));
+    if (length < static_cast<std::int64_t>(end.size()))
+        fail("expected length >= " + std::to_string(end.size()) + ", got " + std::to_string(length));
     if (n <= length + leeway) return Value::string(utf8_encode(s));
     std::u32string head = s.substr(0, static_cast<std::size_t>(length - static_cast<std::int64_t>(end.size())));
     if (!killwords) {
@@ -528,8 +550,12 @@ bool t_number(Interpreter&, const Value& v, CallArgs&) { return v.is_number(); }
 bool t_integer(Interpreter&, const Value& v, CallArgs&) { return v.is_int(); }
 bool t_float(Interpreter&, const Value& v, CallArgs&) { return v.is_float(); }
 bool t_mapping(Interpreter&, const Value& v, CallArgs&) { return v.is_dict(); }
-bool t_iterable(Interpreter&, const Value& v, CallArgs&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined() || v.is_generator(); }
-bool t_sequence(Interpreter&, const Value& v, CallArgs&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined(); }
+bool t_iterable(Interpreter&, const Value& v, CallArgs&) {
+    return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined() || v.is_generator();
+}
+bool t_sequence(Interpreter&, const Value& v, CallArgs&) {
+    return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
+}
 bool t_boolean(Interpreter&, const Value& v, CallArgs&) { return v.is_bool(); }
 bool t_true(Interpreter&, const Value& v, CallArgs&) { return v.is_bool() && v.as_bool(); }
 bool t_false(Interpreter&, const Value& v, CallArgs&) { return v.is_bool() && !v.as_bool(); }
@@ -575,8 +601,12 @@ bool t_sameas(Interpreter&, const Value& v, CallArgs& a) {
     if (v.kind() != o.kind()) return false;
     return (v.is_none() || v.is_bool()) ? values_equal(v, o) : (v.is_ns() || v.is_callable()) && values_equal(v, o);
 }
-bool t_lower(Interpreter&, const Value& v, CallArgs&) { return v.is_string() && str_lower(v.str()) == v.str() && str_upper(v.str()) != v.str(); }
-bool t_upper(Interpreter&, const Value& v, CallArgs&) { return v.is_string() && str_upper(v.str()) == v.str() && str_lower(v.str()) != v.str(); }
+bool t_lower(Interpreter&, const Value& v, CallArgs&) {
+    return v.is_string() && str_lower(v.str()) == v.str() && str_upper(v.str()) != v.str();
+}
+bool t_upper(Interpreter&, const Value& v, CallArgs&) {
+    return v.is_string() && str_upper(v.str()) == v.str() && str_lower(v.str()) != v.str();
+}
 bool t_filter(Interpreter&, const Value& v, CallArgs&) { return v.is_string() && find_filter(v.str()) != nullptr; }
 bool t_test(Interpreter&, const Value& v, CallArgs&) { return v.is_string() && find_test(v.str()) != nullptr; }
 
@@ -584,18 +614,51 @@ bool t_test(Interpreter&, const Value& v, CallArgs&) { return v.is_string() && f
 
 FilterFn find_filter(std::string_view name) {
     static const std::map<std::string_view, FilterFn> filters = {
-        {"length", f_length},         {"count", f_length},       {"trim", f_trim},           {"tojson", f_tojson},
-        {"upper", f_upper},           {"lower", f_lower},        {"title", f_title},         {"capitalize", f_capitalize},
-        {"default", f_default},       {"d", f_default},          {"join", f_join},           {"first", f_first},
-        {"last", f_last},             {"items", f_items},        {"map", f_map},             {"select", f_select},
-        {"reject", f_reject},         {"selectattr", f_selectattr}, {"rejectattr", f_rejectattr},
-        {"replace", f_replace},       {"list", f_list},          {"string", f_string},       {"int", f_int},
-        {"float", f_float},           {"abs", f_abs},            {"round", f_round},         {"sort", f_sort},
-        {"unique", f_unique},         {"reverse", f_reverse},    {"min", f_min},             {"max", f_max},
-        {"sum", f_sum},               {"dictsort", f_dictsort},  {"indent", f_indent},       {"wordcount", f_wordcount},
-        {"batch", f_batch},           {"safe", f_safe},          {"e", f_escape},            {"escape", f_escape},
-        {"forceescape", f_escape},    {"format", f_format},      {"center", f_center},       {"truncate", f_truncate},
-        {"attr", f_attr},             {"slice", f_slice},
+        {"length", f_length},
+        {"count", f_length},
+        {"trim", f_trim},
+        {"tojson", f_tojson},
+        {"upper", f_upper},
+        {"lower", f_lower},
+        {"title", f_title},
+        {"capitalize", f_capitalize},
+        {"default", f_default},
+        {"d", f_default},
+        {"join", f_join},
+        {"first", f_first},
+        {"last", f_last},
+        {"items", f_items},
+        {"map", f_map},
+        {"select", f_select},
+        {"reject", f_reject},
+        {"selectattr", f_selectattr},
+        {"rejectattr", f_rejectattr},
+        {"replace", f_replace},
+        {"list", f_list},
+        {"string", f_string},
+        {"int", f_int},
+        {"float", f_float},
+        {"abs", f_abs},
+        {"round", f_round},
+        {"sort", f_sort},
+        {"unique", f_unique},
+        {"reverse", f_reverse},
+        {"min", f_min},
+        {"max", f_max},
+        {"sum", f_sum},
+        {"dictsort", f_dictsort},
+        {"indent", f_indent},
+        {"wordcount", f_wordcount},
+        {"batch", f_batch},
+        {"safe", f_safe},
+        {"e", f_escape},
+        {"escape", f_escape},
+        {"forceescape", f_escape},
+        {"format", f_format},
+        {"center", f_center},
+        {"truncate", f_truncate},
+        {"attr", f_attr},
+        {"slice", f_slice},
     };
     auto it = filters.find(name);
     return it == filters.end() ? nullptr : it->second;
@@ -603,16 +666,45 @@ FilterFn find_filter(std::string_view name) {
 
 TestFn find_test(std::string_view name) {
     static const std::map<std::string_view, TestFn> tests = {
-        {"defined", t_defined},   {"undefined", t_undefined}, {"none", t_none},         {"string", t_string},
-        {"number", t_number},     {"integer", t_integer},     {"float", t_float},       {"mapping", t_mapping},
-        {"iterable", t_iterable}, {"sequence", t_sequence},   {"boolean", t_boolean},   {"true", t_true},
-        {"false", t_false},       {"odd", t_odd},             {"even", t_even},         {"divisibleby", t_divisibleby},
-        {"eq", t_eq},             {"equalto", t_eq},          {"==", t_eq},             {"ne", t_ne},
-        {"!=", t_ne},             {"lt", t_lt},               {"lessthan", t_lt},       {"<", t_lt},
-        {"gt", t_gt},             {"greaterthan", t_gt},      {">", t_gt},              {"le", t_le},
-        {"<=", t_le},             {"ge", t_ge},               {">=", t_ge},             {"in", t_in},
-        {"callable", t_callable}, {"sameas", t_sameas},       {"escaped", t_escaped},   {"lower", t_lower},
-        {"upper", t_upper},       {"filter", t_filter},       {"test", t_test},
+        {"defined", t_defined},
+        {"undefined", t_undefined},
+        {"none", t_none},
+        {"string", t_string},
+        {"number", t_number},
+        {"integer", t_integer},
+        {"float", t_float},
+        {"mapping", t_mapping},
+        {"iterable", t_iterable},
+        {"sequence", t_sequence},
+        {"boolean", t_boolean},
+        {"true", t_true},
+        {"false", t_false},
+        {"odd", t_odd},
+        {"even", t_even},
+        {"divisibleby", t_divisibleby},
+        {"eq", t_eq},
+        {"equalto", t_eq},
+        {"==", t_eq},
+        {"ne", t_ne},
+        {"!=", t_ne},
+        {"lt", t_lt},
+        {"lessthan", t_lt},
+        {"<", t_lt},
+        {"gt", t_gt},
+        {"greaterthan", t_gt},
+        {">", t_gt},
+        {"le", t_le},
+        {"<=", t_le},
+        {"ge", t_ge},
+        {">=", t_ge},
+        {"in", t_in},
+        {"callable", t_callable},
+        {"sameas", t_sameas},
+        {"escaped", t_escaped},
+        {"lower", t_lower},
+        {"upper", t_upper},
+        {"filter", t_filter},
+        {"test", t_test},
     };
     auto it = tests.find(name);
     return it == tests.end() ? nullptr : it->second;

@@ -19,7 +19,8 @@ namespace {
 [[noreturn]] void operand_error(const char* op, const Value& a, const Value& b) {
     if (a.is_undefined()) undefined_error(a);
     if (b.is_undefined()) undefined_error(b);
-    fail(std::string("unsupported operand type(s) for ") + op + ": '" + a.type_name() + "' and '" + b.type_name() + "'");
+    fail(std::string("unsupported operand type(s) for ") + op + ": '" + a.type_name() + "' and '" + b.type_name() +
+         "'");
 }
 
 // Evaluates `op` (one of the __builtin_*_overflow intrinsics) before reading the result.
@@ -126,7 +127,8 @@ Value arithmetic(BinaryOp op, const Value& a, const Value& b) {
                 return Value::integer(result);
             }
             return Value::floating(std::pow(a.as_double(), b.as_double()));
-        default: break;
+        default:
+            break;
     }
     fail("internal: bad arithmetic operator");
 }
@@ -142,9 +144,12 @@ bool contains(const Value& container, const Value& item) {
             for (auto& v : container.items())
                 if (values_equal(v, item)) return true;
             return false;
-        case Kind::dict: return container.dict_ref().find(item) != nullptr;
-        case Kind::undefined: return false;
-        default: fail("argument of type '" + container.type_name() + "' is not iterable");
+        case Kind::dict:
+            return container.dict_ref().find(item) != nullptr;
+        case Kind::undefined:
+            return false;
+        default:
+            fail("argument of type '" + container.type_name() + "' is not iterable");
     }
 }
 
@@ -196,7 +201,8 @@ Value Interpreter::lookup(std::string_view name) const {
 
 Value Interpreter::get_attr(const Value& obj, const std::string& name) {
     switch (obj.kind()) {
-        case Kind::undefined: undefined_error(obj);
+        case Kind::undefined:
+            undefined_error(obj);
         case Kind::ns:
             if (const Value* v = obj.ns_ref().find(name)) return *v;
             break;
@@ -213,14 +219,16 @@ Value Interpreter::get_attr(const Value& obj, const std::string& name) {
             if (!m.is_undefined() || !m.str().empty()) return m;
             break;
         }
-        default: break;
+        default:
+            break;
     }
     return Value::undefined("'" + obj.type_name() + " object' has no attribute '" + name + "'");
 }
 
 Value Interpreter::get_item(const Value& obj, const Value& key) {
     switch (obj.kind()) {
-        case Kind::undefined: undefined_error(obj);
+        case Kind::undefined:
+            undefined_error(obj);
         case Kind::dict:
             if (const Value* v = obj.dict_ref().find(key)) return *v;
             break;
@@ -239,10 +247,12 @@ Value Interpreter::get_item(const Value& obj, const Value& key) {
                     if (i < 0) i += n;
                     if (i >= 0 && i < n) return obj.items()[static_cast<std::size_t>(i)];
                 }
-                return Value::undefined("'" + obj.type_name() + " object' has no element " + std::to_string(key.as_int()));
+                return Value::undefined("'" + obj.type_name() + " object' has no element " +
+                                        std::to_string(key.as_int()));
             }
             break;
-        default: break;
+        default:
+            break;
     }
     if (key.is_string()) return get_attr(obj, key.str());
     return Value::undefined("'" + obj.type_name() + " object' has no element " + key.repr());
@@ -328,9 +338,12 @@ Value SliceExpr::eval(Interpreter& in) const {
         Value obj = object->eval(in);
         if (obj.is_undefined()) undefined_error(obj);
         std::optional<std::int64_t> a, b, c;
-        if (start) if (Value v = start->eval(in); !v.is_none()) a = slice_index(v, "indices");
-        if (stop) if (Value v = stop->eval(in); !v.is_none()) b = slice_index(v, "indices");
-        if (step) if (Value v = step->eval(in); !v.is_none()) c = slice_index(v, "indices");
+        if (start)
+            if (Value v = start->eval(in); !v.is_none()) a = slice_index(v, "indices");
+        if (stop)
+            if (Value v = stop->eval(in); !v.is_none()) b = slice_index(v, "indices");
+        if (step)
+            if (Value v = step->eval(in); !v.is_none()) c = slice_index(v, "indices");
         std::int64_t st = c.value_or(1);
         if (st == 0) fail("slice step cannot be zero");
         std::u32string chars;
@@ -360,8 +373,10 @@ Value SliceExpr::eval(Interpreter& in) const {
         std::u32string s_out;
         ValueList l_out;
         for (std::int64_t i = lo; st > 0 ? i < hi : i > hi; i += st) {
-            if (obj.is_string()) s_out += chars[static_cast<std::size_t>(i)];
-            else l_out.push_back(obj.items()[static_cast<std::size_t>(i)]);
+            if (obj.is_string())
+                s_out += chars[static_cast<std::size_t>(i)];
+            else
+                l_out.push_back(obj.items()[static_cast<std::size_t>(i)]);
         }
         if (obj.is_string()) return Value::string(utf8_encode(s_out));
         return obj.kind() == Kind::tuple ? Value::tuple(std::move(l_out)) : Value::list(std::move(l_out));
@@ -396,7 +411,8 @@ Value UnaryExpr::eval(Interpreter& in) const {
     return at_line(line, [&]() -> Value {
         Value v = operand->eval(in);
         switch (op) {
-            case UnaryOp::not_: return Value::boolean(!v.truthy());
+            case UnaryOp::not_:
+                return Value::boolean(!v.truthy());
             case UnaryOp::neg:
                 if (v.is_int() || v.is_bool()) return Value::integer(-v.as_int());
                 if (v.is_float()) return Value::floating(-v.as_double());
@@ -434,14 +450,30 @@ Value CompareExpr::eval(Interpreter& in) const {
             Value b = e->eval(in);
             bool r = false;
             switch (op) {
-                case CompareOp::eq: r = values_equal(a, b); break;
-                case CompareOp::ne: r = !values_equal(a, b); break;
-                case CompareOp::lt: r = value_less(a, b); break;
-                case CompareOp::le: r = !value_less(b, a); break;
-                case CompareOp::gt: r = value_less(b, a); break;
-                case CompareOp::ge: r = !value_less(a, b); break;
-                case CompareOp::in: r = contains(b, a); break;
-                case CompareOp::not_in: r = !contains(b, a); break;
+                case CompareOp::eq:
+                    r = values_equal(a, b);
+                    break;
+                case CompareOp::ne:
+                    r = !values_equal(a, b);
+                    break;
+                case CompareOp::lt:
+                    r = value_less(a, b);
+                    break;
+                case CompareOp::le:
+                    r = !value_less(b, a);
+                    break;
+                case CompareOp::gt:
+                    r = value_less(b, a);
+                    break;
+                case CompareOp::ge:
+                    r = !value_less(a, b);
+                    break;
+                case CompareOp::in:
+                    r = contains(b, a);
+                    break;
+                case CompareOp::not_in:
+                    r = !contains(b, a);
+                    break;
             }
             if (!r) return Value::boolean(false);
             a = std::move(b);

@@ -29,37 +29,37 @@ std::vector<std::optional<Value>> bind_args(const CallArgs& args, std::string_vi
 class Frame;
 using FramePtr = std::shared_ptr<Frame>;
 class Frame {
-public:
+  public:
     explicit Frame(FramePtr parent = nullptr) : m_parent(std::move(parent)) { m_vars.reserve(4); }
     const Value* find(std::string_view name) const;
     void set(const std::string& name, Value value);
 
-private:
+  private:
     FramePtr m_parent;
     std::vector<std::pair<std::string, Value>> m_vars;
 };
 
 class Interpreter {
-public:
+  public:
     explicit Interpreter(FramePtr root) : m_frame(std::move(root)) {}
 
     const FramePtr& frame() const { return m_frame; }
     // Makes `f` the current frame for the lifetime of the guard.
     class FrameGuard {
-    public:
+      public:
         FrameGuard(Interpreter& in, FramePtr f) : m_in(in), m_prev(std::move(in.m_frame)) { in.m_frame = std::move(f); }
         ~FrameGuard() { m_in.m_frame = std::move(m_prev); }
         FrameGuard(const FrameGuard&) = delete;
         FrameGuard& operator=(const FrameGuard&) = delete;
 
-    private:
+      private:
         Interpreter& m_in;
         FramePtr m_prev;
     };
 
     Value lookup(std::string_view name) const;
-    Value get_attr(const Value& obj, const std::string& name);   // obj.name: attribute first, then item
-    Value get_item(const Value& obj, const Value& key);          // obj[key]: item first, then attribute
+    Value get_attr(const Value& obj, const std::string& name);  // obj.name: attribute first, then item
+    Value get_item(const Value& obj, const Value& key);         // obj[key]: item first, then attribute
     Value call(const Value& callee, CallArgs& args);
     Value filter(const std::string& name, const Value& operand, CallArgs& args);
     bool test(const std::string& name, const Value& operand, CallArgs& args);
@@ -71,7 +71,7 @@ public:
 
     int depth = 0;  // macro recursion guard
 
-private:
+  private:
     FramePtr m_frame;
     std::int64_t m_steps = 0;
 };

@@ -17,11 +17,11 @@ bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c
 bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool is_ident(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
-const char* const kOperators[] = {"//", "**", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "~", "[", "]", "(", ")",
-                                  "{",  "}",  "<",  ">",  "=",  ".",  ":", ",", "|", ";"};
+const char* const kOperators[] = {"//", "**", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "~", "[",
+                                  "]",  "(",  ")",  "{",  "}",  "<",  ">", "=", ".", ":", ",", "|", ";"};
 
 class Lexer {
-public:
+  public:
     explicit Lexer(std::string_view source) {
         // Jinja2 normalises every line ending to \n and, with keep_trailing_newline=False, drops one final \n.
         m_src.reserve(source.size());
@@ -68,7 +68,7 @@ public:
         return std::move(m_tokens);
     }
 
-private:
+  private:
     std::size_t find_tag(std::size_t from) const {
         for (std::size_t i = m_src.find('{', from); i != std::string::npos; i = m_src.find('{', i + 1))
             if (i + 1 < m_src.size() && (m_src[i + 1] == '{' || m_src[i + 1] == '%' || m_src[i + 1] == '#')) return i;
@@ -143,8 +143,10 @@ private:
         const std::size_t n = m_src.size();
         while (true) {
             while (p < n && is_ws(m_src[p])) ++p;
-            if (p >= n) error(block ? "unexpected end of template: '{%' has no matching '%}'"
-                                    : "unexpected end of template: '{{' has no matching '}}'", tag);
+            if (p >= n)
+                error(block ? "unexpected end of template: '{%' has no matching '%}'"
+                            : "unexpected end of template: '{{' has no matching '}}'",
+                      tag);
             if (depth == 0) {
                 char mod = (m_src[p] == '-' || m_src[p] == '+') ? m_src[p] : 0;
                 if (m_src.compare(p + (mod ? 1 : 0), 2, close) == 0 && !(mod == '+' && !block)) {
@@ -186,7 +188,8 @@ private:
         bool is_float = false;
         // A float cannot follow '.', so `xs.0.1` stays two integer subscripts (Jinja2's (?<!\.) rule).
         bool after_dot = !m_tokens.empty() && m_tokens.back().type == TokenType::op && m_tokens.back().text == ".";
-        if (!after_dot && p + 1 < m_src.size() && m_src[p] == '.' && std::isdigit(static_cast<unsigned char>(m_src[p + 1]))) {
+        if (!after_dot && p + 1 < m_src.size() && m_src[p] == '.' &&
+            std::isdigit(static_cast<unsigned char>(m_src[p + 1]))) {
             is_float = true;
             ++p;
             digits();
@@ -204,8 +207,10 @@ private:
         text.erase(std::remove(text.begin(), text.end(), '_'), text.end());
         Token t = make(is_float ? TokenType::floating : TokenType::integer, text, s);
         try {
-            if (is_float) t.float_value = std::stod(text);
-            else t.int_value = std::stoll(text);
+            if (is_float)
+                t.float_value = std::stod(text);
+            else
+                t.int_value = std::stoll(text);
         } catch (const std::exception&) {
             error("number literal '" + text + "' is out of range", s);
         }
@@ -230,7 +235,8 @@ private:
             // Exactly `count` hex digits, as Python requires: std::stoul threw std::invalid_argument on '\xzz' (found
             // by fuzz_jinja) and accepted '\x 1' or '\x1z'.
             auto hex = [&](int count) {
-                if (p + static_cast<std::size_t>(count) > m_src.size()) error("truncated \\x/\\u escape in string literal", p);
+                if (p + static_cast<std::size_t>(count) > m_src.size())
+                    error("truncated \\x/\\u escape in string literal", p);
                 char32_t v = 0;
                 for (int i = 0; i < count; ++i) {
                     char h = m_src[p + static_cast<std::size_t>(i)];
@@ -246,24 +252,52 @@ private:
                 out += utf8_encode(std::u32string(1, v));
             };
             switch (e) {
-                case 'n': out += '\n'; break;
-                case 't': out += '\t'; break;
-                case 'r': out += '\r'; break;
-                case '\\': out += '\\'; break;
-                case '\'': out += '\''; break;
-                case '"': out += '"'; break;
-                case 'a': out += '\a'; break;
-                case 'b': out += '\b'; break;
-                case 'f': out += '\f'; break;
-                case 'v': out += '\v'; break;
-                case '\n': break;
-                case 'x': hex(2); break;
-                case 'u': hex(4); break;
-                case 'U': hex(8); break;
+                case 'n':
+                    out += '\n';
+                    break;
+                case 't':
+                    out += '\t';
+                    break;
+                case 'r':
+                    out += '\r';
+                    break;
+                case '\\':
+                    out += '\\';
+                    break;
+                case '\'':
+                    out += '\'';
+                    break;
+                case '"':
+                    out += '"';
+                    break;
+                case 'a':
+                    out += '\a';
+                    break;
+                case 'b':
+                    out += '\b';
+                    break;
+                case 'f':
+                    out += '\f';
+                    break;
+                case 'v':
+                    out += '\v';
+                    break;
+                case '\n':
+                    break;
+                case 'x':
+                    hex(2);
+                    break;
+                case 'u':
+                    hex(4);
+                    break;
+                case 'U':
+                    hex(8);
+                    break;
                 default:
                     if (e >= '0' && e <= '7') {
                         int v = e - '0';
-                        for (int k = 0; k < 2 && p < m_src.size() && m_src[p] >= '0' && m_src[p] <= '7'; ++k) v = v * 8 + (m_src[p++] - '0');
+                        for (int k = 0; k < 2 && p < m_src.size() && m_src[p] >= '0' && m_src[p] <= '7'; ++k)
+                            v = v * 8 + (m_src[p++] - '0');
                         out += utf8_encode(std::u32string(1, static_cast<char32_t>(v)));
                     } else {
                         out += '\\';

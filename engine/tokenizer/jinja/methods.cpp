@@ -112,7 +112,9 @@ Value split(const std::string& s, CallArgs& a, bool from_right) {
 
 bool affix(const std::string& s, const Value& arg, bool prefix) {
     auto one = [&](const Value& p) {
-        if (!p.is_string()) fail(std::string(prefix ? "startswith" : "endswith") + " first arg must be str or a tuple of str, not " + p.type_name());
+        if (!p.is_string())
+            fail(std::string(prefix ? "startswith" : "endswith") + " first arg must be str or a tuple of str, not " +
+                 p.type_name());
         const std::string& x = p.str();
         if (x.size() > s.size()) return false;
         return prefix ? s.compare(0, x.size(), x) == 0 : s.compare(s.size() - x.size(), x.size(), x) == 0;
@@ -156,9 +158,11 @@ std::string str_format(const std::string& fmt, CallArgs& a) {
     std::size_t auto_index = 0;
     for (std::size_t i = 0; i < fmt.size(); ++i) {
         char c = fmt[i];
-        if (c == '}' ) {
-            if (i + 1 < fmt.size() && fmt[i + 1] == '}') ++i;
-            else fail("Single '}' encountered in format string");
+        if (c == '}') {
+            if (i + 1 < fmt.size() && fmt[i + 1] == '}')
+                ++i;
+            else
+                fail("Single '}' encountered in format string");
             out += '}';
             continue;
         }
@@ -186,11 +190,13 @@ std::string str_format(const std::string& fmt, CallArgs& a) {
         }
         Value arg;
         if (field.empty()) {
-            if (auto_index >= a.positional.size()) fail("Replacement index " + std::to_string(auto_index) + " out of range for positional args tuple");
+            if (auto_index >= a.positional.size())
+                fail("Replacement index " + std::to_string(auto_index) + " out of range for positional args tuple");
             arg = a.positional[auto_index++];
         } else if (std::isdigit(static_cast<unsigned char>(field[0]))) {
             std::size_t k = std::stoul(field);
-            if (k >= a.positional.size()) fail("Replacement index " + field + " out of range for positional args tuple");
+            if (k >= a.positional.size())
+                fail("Replacement index " + field + " out of range for positional args tuple");
             arg = a.positional[k];
         } else {
             auto it = std::find_if(a.keyword.begin(), a.keyword.end(), [&](auto& kv) { return kv.first == field; });
@@ -198,8 +204,10 @@ std::string str_format(const std::string& fmt, CallArgs& a) {
             arg = it->second;
         }
         std::string text;
-        if (conv == "r") text = arg.repr();
-        else text = arg.to_str();
+        if (conv == "r")
+            text = arg.repr();
+        else
+            text = arg.to_str();
         if (spec.empty()) {
             out += text;
             continue;
@@ -216,10 +224,13 @@ std::string str_format(const std::string& fmt, CallArgs& a) {
             k = 1;
         }
         std::int64_t width = 0;
-        while (k < spec.size() && std::isdigit(static_cast<unsigned char>(spec[k]))) width = width * 10 + (spec[k++] - '0');
+        while (k < spec.size() && std::isdigit(static_cast<unsigned char>(spec[k])))
+            width = width * 10 + (spec[k++] - '0');
         std::string rest = spec.substr(k);
-        if (!rest.empty() && arg.is_number()) text = percent_format("%" + rest, arg);
-        else if (!rest.empty() && rest[0] == '.') text = percent_format("%" + rest + (rest.back() == 's' ? "" : "s"), Value::string(text));
+        if (!rest.empty() && arg.is_number())
+            text = percent_format("%" + rest, arg);
+        else if (!rest.empty() && rest[0] == '.')
+            text = percent_format("%" + rest + (rest.back() == 's' ? "" : "s"), Value::string(text));
         out += pad(text, width, fill, align);
     }
     return out;
@@ -340,13 +351,17 @@ Value string_method(Interpreter& in, const Value& self, const std::string& name,
     if (name == "ljust" || name == "rjust" || name == "center") {
         auto b = bind_args(a, name, {"width", "fillchar"});
         std::int64_t w = b[0] ? b[0]->as_int() : 0;
-        return Value::string(pad(s, w, b[1] ? b[1]->to_str() : " ", name == "ljust" ? '<' : name == "rjust" ? '>' : '^'));
+        return Value::string(pad(s, w, b[1] ? b[1]->to_str() : " ",
+                                 name == "ljust"   ? '<'
+                                 : name == "rjust" ? '>'
+                                                   : '^'));
     }
     if (name == "removeprefix" || name == "removesuffix") {
         auto b = bind_args(a, name, {"affix"});
         std::string x = b[0] ? b[0]->to_str() : "";
         if (name == "removeprefix" && s.compare(0, x.size(), x) == 0) return Value::string(s.substr(x.size()));
-        if (name == "removesuffix" && !x.empty() && x.size() <= s.size() && s.compare(s.size() - x.size(), x.size(), x) == 0)
+        if (name == "removesuffix" && !x.empty() && x.size() <= s.size() &&
+            s.compare(s.size() - x.size(), x.size(), x) == 0)
             return Value::string(s.substr(0, s.size() - x.size()));
         return self;
     }
@@ -358,17 +373,19 @@ Value string_method(Interpreter& in, const Value& self, const std::string& name,
         if (p == std::string::npos)
             return name == "partition" ? Value::tuple({self, Value::string(""), Value::string("")})
                                        : Value::tuple({Value::string(""), Value::string(""), self});
-        return Value::tuple({Value::string(s.substr(0, p)), Value::string(sep), Value::string(s.substr(p + sep.size()))});
+        return Value::tuple(
+            {Value::string(s.substr(0, p)), Value::string(sep), Value::string(s.substr(p + sep.size()))});
     }
     fail("internal: unhandled str method " + name);
 }
 
 const std::set<std::string>& string_methods() {
     static const std::set<std::string> names = {
-        "startswith", "endswith", "split", "rsplit", "strip", "lstrip", "rstrip", "upper", "lower", "casefold",
-        "title", "capitalize", "swapcase", "replace", "find", "rfind", "index", "rindex", "count", "join",
-        "format", "splitlines", "isdigit", "isnumeric", "isdecimal", "isalpha", "isalnum", "isspace", "isupper", "istitle",
-        "islower", "zfill", "ljust", "rjust", "center", "removeprefix", "removesuffix", "partition", "rpartition"};
+        "startswith", "endswith", "split",   "rsplit",       "strip",        "lstrip",     "rstrip",    "upper",
+        "lower",      "casefold", "title",   "capitalize",   "swapcase",     "replace",    "find",      "rfind",
+        "index",      "rindex",   "count",   "join",         "format",       "splitlines", "isdigit",   "isnumeric",
+        "isdecimal",  "isalpha",  "isalnum", "isspace",      "isupper",      "istitle",    "islower",   "zfill",
+        "ljust",      "rjust",    "center",  "removeprefix", "removesuffix", "partition",  "rpartition"};
     return names;
 }
 
@@ -384,8 +401,10 @@ Value dict_method(Interpreter&, const Value& self, const std::string& name, Call
     ValueList out;
     if (name == "copy") return self;
     for (auto& [k, v] : d.items) {
-        if (name == "items") out.push_back(Value::tuple({k, v}));
-        else out.push_back(name == "keys" ? k : v);
+        if (name == "items")
+            out.push_back(Value::tuple({k, v}));
+        else
+            out.push_back(name == "keys" ? k : v);
     }
     return Value::list(std::move(out));
 }
@@ -429,7 +448,8 @@ std::string strftime_now(const std::string& fmt) {
 Dict kwargs_dict(CallArgs& a, const char* fn) {
     Dict d;
     if (!a.positional.empty()) {
-        if (a.positional.size() > 1 || !a.positional[0].is_dict()) fail(std::string(fn) + "() takes at most one mapping argument");
+        if (a.positional.size() > 1 || !a.positional[0].is_dict())
+            fail(std::string(fn) + "() takes at most one mapping argument");
         d = a.positional[0].dict_ref();
     }
     for (auto& [k, v] : a.keyword) d.set(Value::string(k), v);
@@ -442,14 +462,20 @@ enum class MethodKind { none, str, dict, list, list_only, tuple_ok_list, unsafe_
 
 MethodKind classify(const Value& self, const std::string& name) {
     static const std::unordered_map<std::string_view, MethodKind> dict_methods = {
-        {"get", MethodKind::dict},           {"items", MethodKind::dict},          {"keys", MethodKind::dict},
-        {"values", MethodKind::dict},        {"copy", MethodKind::dict},           {"pop", MethodKind::unsafe_dict},
-        {"popitem", MethodKind::unsafe_dict}, {"setdefault", MethodKind::unsafe_dict}, {"update", MethodKind::unsafe_dict},
+        {"get", MethodKind::dict},
+        {"items", MethodKind::dict},
+        {"keys", MethodKind::dict},
+        {"values", MethodKind::dict},
+        {"copy", MethodKind::dict},
+        {"pop", MethodKind::unsafe_dict},
+        {"popitem", MethodKind::unsafe_dict},
+        {"setdefault", MethodKind::unsafe_dict},
+        {"update", MethodKind::unsafe_dict},
         {"clear", MethodKind::unsafe_dict}};
     static const std::unordered_map<std::string_view, MethodKind> list_methods = {
-        {"index", MethodKind::list},         {"count", MethodKind::list},          {"copy", MethodKind::list_only},
-        {"append", MethodKind::unsafe_list}, {"extend", MethodKind::unsafe_list},  {"insert", MethodKind::unsafe_list},
-        {"pop", MethodKind::unsafe_list},    {"remove", MethodKind::unsafe_list},  {"reverse", MethodKind::unsafe_list},
+        {"index", MethodKind::list},         {"count", MethodKind::list},         {"copy", MethodKind::list_only},
+        {"append", MethodKind::unsafe_list}, {"extend", MethodKind::unsafe_list}, {"insert", MethodKind::unsafe_list},
+        {"pop", MethodKind::unsafe_list},    {"remove", MethodKind::unsafe_list}, {"reverse", MethodKind::unsafe_list},
         {"sort", MethodKind::unsafe_list},   {"clear", MethodKind::unsafe_list}};
     static const std::unordered_map<std::string_view, MethodKind> str_methods = [] {
         std::unordered_map<std::string_view, MethodKind> m;
@@ -457,7 +483,10 @@ MethodKind classify(const Value& self, const std::string& name) {
         for (const char* n : {"encode", "translate", "format_map"}) m.emplace(n, MethodKind::unsafe_str);
         return m;
     }();
-    const auto* table = self.is_string() ? &str_methods : self.is_dict() ? &dict_methods : self.is_list() ? &list_methods : nullptr;
+    const auto* table = self.is_string() ? &str_methods
+                        : self.is_dict() ? &dict_methods
+                        : self.is_list() ? &list_methods
+                                         : nullptr;
     if (!table) return MethodKind::none;
     auto it = table->find(name);
     return it == table->end() ? MethodKind::none : it->second;
@@ -467,58 +496,68 @@ MethodKind classify(const Value& self, const std::string& name) {
 
 Value find_method(const Value& self, const std::string& name) {
     switch (classify(self, name)) {
-        case MethodKind::str: return bound(self, name, string_method);
-        case MethodKind::dict: return bound(self, name, dict_method);
-        case MethodKind::list: return bound(self, name, list_method);
+        case MethodKind::str:
+            return bound(self, name, string_method);
+        case MethodKind::dict:
+            return bound(self, name, dict_method);
+        case MethodKind::list:
+            return bound(self, name, list_method);
         case MethodKind::list_only:
             return self.kind() == Kind::list ? bound(self, name, list_method) : Value();
         case MethodKind::unsafe_list:
             return self.kind() == Kind::list ? unsafe(self, name) : Value();
         case MethodKind::unsafe_str:
-        case MethodKind::unsafe_dict: return unsafe(self, name);
-        default: return Value();
+        case MethodKind::unsafe_dict:
+            return unsafe(self, name);
+        default:
+            return Value();
     }
 }
 
 void install_globals(Frame& g) {
     g.set("raise_exception", Value::callable("raise_exception", [](Interpreter&, CallArgs& a) -> Value {
-        std::string msg = a.positional.empty() ? std::string() : a.positional[0].to_str();
-        throw TemplateError(msg, 0, 0, true);
-    }));
+              std::string msg = a.positional.empty() ? std::string() : a.positional[0].to_str();
+              throw TemplateError(msg, 0, 0, true);
+          }));
     g.set("strftime_now", Value::callable("strftime_now", [](Interpreter&, CallArgs& a) {
-        auto b = bind_args(a, "strftime_now", {"format"});
-        if (!b[0]) fail("strftime_now() needs a format string");
-        return Value::string(strftime_now(b[0]->to_str()));
-    }));
+              auto b = bind_args(a, "strftime_now", {"format"});
+              if (!b[0]) fail("strftime_now() needs a format string");
+              return Value::string(strftime_now(b[0]->to_str()));
+          }));
     g.set("range", Value::callable("range", [](Interpreter&, CallArgs& a) {
-        if (!a.keyword.empty() || a.positional.empty() || a.positional.size() > 3) fail("range expected 1 to 3 integer arguments");
-        for (auto& v : a.positional)
-            if (!v.is_int() && !v.is_bool()) fail("'" + v.type_name() + "' object cannot be interpreted as an integer");
-        std::int64_t start = a.positional.size() > 1 ? a.positional[0].as_int() : 0;
-        std::int64_t stop = a.positional.size() > 1 ? a.positional[1].as_int() : a.positional[0].as_int();
-        std::int64_t step = a.positional.size() > 2 ? a.positional[2].as_int() : 1;
-        if (step == 0) fail("range() arg 3 must not be zero");
-        ValueList out;
-        for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-            out.push_back(Value::integer(i));
-            if (out.size() > 100000) fail("range too big (the sandbox allows at most 100000 items)");
-        }
-        return Value::list(std::move(out));
-    }));
-    g.set("dict", Value::callable("dict", [](Interpreter&, CallArgs& a) { return Value::dict(kwargs_dict(a, "dict")); }));
-    g.set("namespace", Value::callable("namespace", [](Interpreter&, CallArgs& a) { return Value::ns(kwargs_dict(a, "namespace")); }));
+              if (!a.keyword.empty() || a.positional.empty() || a.positional.size() > 3)
+                  fail("range expected 1 to 3 integer arguments");
+              for (auto& v : a.positional)
+                  if (!v.is_int() && !v.is_bool())
+                      fail("'" + v.type_name() + "' object cannot be interpreted as an integer");
+              std::int64_t start = a.positional.size() > 1 ? a.positional[0].as_int() : 0;
+              std::int64_t stop = a.positional.size() > 1 ? a.positional[1].as_int() : a.positional[0].as_int();
+              std::int64_t step = a.positional.size() > 2 ? a.positional[2].as_int() : 1;
+              if (step == 0) fail("range() arg 3 must not be zero");
+              ValueList out;
+              for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+                  out.push_back(Value::integer(i));
+                  if (out.size() > 100000) fail("range too big (the sandbox allows at most 100000 items)");
+              }
+              return Value::list(std::move(out));
+          }));
+    g.set("dict",
+          Value::callable("dict", [](Interpreter&, CallArgs& a) { return Value::dict(kwargs_dict(a, "dict")); }));
+    g.set("namespace", Value::callable("namespace", [](Interpreter&, CallArgs& a) {
+              return Value::ns(kwargs_dict(a, "namespace"));
+          }));
     g.set("joiner", Value::callable("joiner", [](Interpreter&, CallArgs& a) {
-        auto b = bind_args(a, "joiner", {"sep"});
-        std::string sep = b[0] ? b[0]->to_str() : ", ";
-        auto used = std::make_shared<bool>(false);
-        return Value::callable("joiner", [sep, used](Interpreter&, CallArgs&) {
-            if (!*used) {
-                *used = true;
-                return Value::string("");
-            }
-            return Value::string(sep);
-        });
-    }));
+              auto b = bind_args(a, "joiner", {"sep"});
+              std::string sep = b[0] ? b[0]->to_str() : ", ";
+              auto used = std::make_shared<bool>(false);
+              return Value::callable("joiner", [sep, used](Interpreter&, CallArgs&) {
+                  if (!*used) {
+                      *used = true;
+                      return Value::string("");
+                  }
+                  return Value::string(sep);
+              });
+          }));
 }
 
 }  // namespace loradesk::jinja

@@ -20,7 +20,7 @@ std::unique_ptr<T> node(int line) {
 }
 
 class Parser {
-public:
+  public:
     explicit Parser(std::vector<Token> tokens) : m_tokens(std::move(tokens)) {}
 
     Body parse_all() {
@@ -29,7 +29,7 @@ public:
         return body;
     }
 
-private:
+  private:
     const Token& cur() const { return m_tokens[m_pos]; }
     const Token& peek(std::size_t k = 1) const { return m_tokens[std::min(m_pos + k, m_tokens.size() - 1)]; }
     void advance() {
@@ -50,22 +50,34 @@ private:
 
     static std::string describe(const Token& t) {
         switch (t.type) {
-            case TokenType::text: return "template text";
-            case TokenType::var_begin: return "'{{'";
-            case TokenType::var_end: return "'}}'";
-            case TokenType::block_begin: return "'{%'";
-            case TokenType::block_end: return "'%}'";
-            case TokenType::name: return "'" + t.text + "'";
-            case TokenType::string: return "string literal";
+            case TokenType::text:
+                return "template text";
+            case TokenType::var_begin:
+                return "'{{'";
+            case TokenType::var_end:
+                return "'}}'";
+            case TokenType::block_begin:
+                return "'{%'";
+            case TokenType::block_end:
+                return "'%}'";
+            case TokenType::name:
+                return "'" + t.text + "'";
+            case TokenType::string:
+                return "string literal";
             case TokenType::integer:
-            case TokenType::floating: return "number '" + t.text + "'";
-            case TokenType::op: return "'" + t.text + "'";
-            case TokenType::eof: return "end of template";
+            case TokenType::floating:
+                return "number '" + t.text + "'";
+            case TokenType::op:
+                return "'" + t.text + "'";
+            case TokenType::eof:
+                return "end of template";
         }
         return "token";
     }
 
-    [[noreturn]] void error(const std::string& message) const { throw TemplateError(message, cur().line, cur().column); }
+    [[noreturn]] void error(const std::string& message) const {
+        throw TemplateError(message, cur().line, cur().column);
+    }
 
     // Every recursive descent (nested expression, block, unary operator) holds one for its extent.
     class NestingGuard {
@@ -118,7 +130,8 @@ private:
                 auto s = node<PrintStmt>(t.line);
                 advance();
                 s->expr = parse_tuple(true);
-                if (cur().type != TokenType::var_end) error("expected end of print statement '}}', found " + describe(cur()));
+                if (cur().type != TokenType::var_end)
+                    error("expected end of print statement '}}', found " + describe(cur()));
                 advance();
                 body.push_back(std::move(s));
             } else if (t.type == TokenType::block_begin) {
@@ -186,8 +199,10 @@ private:
         }
         if (tag.rfind("end", 0) == 0 || tag == "else" || tag == "elif")
             throw TemplateError("unexpected '" + tag + "' (no open block it could close here)", line);
-        throw TemplateError("unknown tag '" + tag + "' (supported: if, for, set, macro, call, filter, with, raw, break, "
-                            "continue, generation)", line);
+        throw TemplateError("unknown tag '" + tag +
+                                "' (supported: if, for, set, macro, call, filter, with, raw, break, "
+                                "continue, generation)",
+                            line);
     }
 
     StmtPtr parse_if(int line) {
@@ -385,13 +400,20 @@ private:
         std::unique_ptr<CompareExpr> cmp;
         while (true) {
             CompareOp op;
-            if (skip_op("==")) op = CompareOp::eq;
-            else if (skip_op("!=")) op = CompareOp::ne;
-            else if (skip_op("<")) op = CompareOp::lt;
-            else if (skip_op("<=")) op = CompareOp::le;
-            else if (skip_op(">")) op = CompareOp::gt;
-            else if (skip_op(">=")) op = CompareOp::ge;
-            else if (skip_name("in")) op = CompareOp::in;
+            if (skip_op("=="))
+                op = CompareOp::eq;
+            else if (skip_op("!="))
+                op = CompareOp::ne;
+            else if (skip_op("<"))
+                op = CompareOp::lt;
+            else if (skip_op("<="))
+                op = CompareOp::le;
+            else if (skip_op(">"))
+                op = CompareOp::gt;
+            else if (skip_op(">="))
+                op = CompareOp::ge;
+            else if (skip_name("in"))
+                op = CompareOp::in;
             else if (is_name("not") && peek().type == TokenType::name && peek().text == "in") {
                 advance();
                 advance();
@@ -430,7 +452,10 @@ private:
     ExprPtr parse_math2() {
         ExprPtr e = parse_pow();
         while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
-            BinaryOp op = is_op("*") ? BinaryOp::mul : is_op("/") ? BinaryOp::div : is_op("//") ? BinaryOp::floordiv : BinaryOp::mod;
+            BinaryOp op = is_op("*")    ? BinaryOp::mul
+                          : is_op("/")  ? BinaryOp::div
+                          : is_op("//") ? BinaryOp::floordiv
+                                        : BinaryOp::mod;
             int line = cur().line;
             advance();
             e = binary(op, std::move(e), parse_pow(), line);
@@ -468,9 +493,12 @@ private:
         int line = t.line;
         if (t.type == TokenType::name) {
             auto c = node<ConstExpr>(line);
-            if (t.text == "true" || t.text == "True") c->value = Value::boolean(true);
-            else if (t.text == "false" || t.text == "False") c->value = Value::boolean(false);
-            else if (t.text == "none" || t.text == "None") c->value = Value::none();
+            if (t.text == "true" || t.text == "True")
+                c->value = Value::boolean(true);
+            else if (t.text == "false" || t.text == "False")
+                c->value = Value::boolean(false);
+            else if (t.text == "none" || t.text == "None")
+                c->value = Value::none();
             else {
                 auto n = node<NameExpr>(line);
                 n->name = t.text;

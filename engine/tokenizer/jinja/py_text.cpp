@@ -4,13 +4,13 @@
 // such as 'ß'.upper() == 'SS'.
 #include "tokenizer/jinja/py_text.h"
 
+#include <locale.h>
+#include <wctype.h>
+#include <algorithm>
+#include <charconv>
 #include <clocale>
 #include <cmath>
 #include <cstdio>
-#include <charconv>
-#include <algorithm>
-#include <locale.h>
-#include <wctype.h>
 
 #include "tokenizer/jinja/template_limits.h"
 #include "tokenizer/jinja/value.h"
@@ -119,7 +119,8 @@ std::string float_repr(double d) {
         } else if (static_cast<int>(digits.size()) <= exp + 1) {
             out = digits + std::string(static_cast<std::size_t>(exp + 1 - static_cast<int>(digits.size())), '0') + ".0";
         } else {
-            out = digits.substr(0, static_cast<std::size_t>(exp + 1)) + "." + digits.substr(static_cast<std::size_t>(exp + 1));
+            out = digits.substr(0, static_cast<std::size_t>(exp + 1)) + "." +
+                  digits.substr(static_cast<std::size_t>(exp + 1));
         }
         return sign + out;
     }
@@ -155,11 +156,12 @@ std::string string_repr(std::string_view s) {
 }
 
 bool py_isspace(char32_t c) {
-    return c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F) || c == 0x85 || c == 0xA0 ||
-           c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-           c == 0x205F || c == 0x3000;
+    return c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
-bool py_isalpha(char32_t c) { return c < 0x80 ? std::isalpha(static_cast<int>(c)) != 0 : iswalpha_l(c, utf8_locale()) != 0; }
+bool py_isalpha(char32_t c) {
+    return c < 0x80 ? std::isalpha(static_cast<int>(c)) != 0 : iswalpha_l(c, utf8_locale()) != 0;
+}
 bool py_isdigit(char32_t c) { return c < 0x80 ? (c >= '0' && c <= '9') : iswdigit_l(c, utf8_locale()) != 0; }
 bool py_isalnum(char32_t c) { return py_isalpha(c) || py_isdigit(c); }
 char32_t py_upper(char32_t c) {
@@ -181,7 +183,8 @@ std::string str_lower(std::string_view s) {
     std::u32string out(u.size(), U'\0');
     for (std::size_t i = 0; i < u.size(); ++i) {
         // Python applies the Final_Sigma rule: a capital sigma ending a word lowers to 'ς'.
-        bool final_sigma = u[i] == U'\u03A3' && i > 0 && py_isalpha(u[i - 1]) && (i + 1 == u.size() || !py_isalpha(u[i + 1]));
+        bool final_sigma =
+            u[i] == U'\u03A3' && i > 0 && py_isalpha(u[i - 1]) && (i + 1 == u.size() || !py_isalpha(u[i + 1]));
         out[i] = final_sigma ? U'\u03C2' : py_lower(u[i]);
     }
     return utf8_encode(out);
@@ -193,13 +196,27 @@ void json_string(std::string& out, std::string_view s, bool ensure_ascii) {
     out += '"';
     for (char32_t c : utf8_decode(s)) {
         switch (c) {
-            case U'"': out += "\\\""; break;
-            case U'\\': out += "\\\\"; break;
-            case U'\n': out += "\\n"; break;
-            case U'\r': out += "\\r"; break;
-            case U'\t': out += "\\t"; break;
-            case U'\b': out += "\\b"; break;
-            case U'\f': out += "\\f"; break;
+            case U'"':
+                out += "\\\"";
+                break;
+            case U'\\':
+                out += "\\\\";
+                break;
+            case U'\n':
+                out += "\\n";
+                break;
+            case U'\r':
+                out += "\\r";
+                break;
+            case U'\t':
+                out += "\\t";
+                break;
+            case U'\b':
+                out += "\\b";
+                break;
+            case U'\f':
+                out += "\\f";
+                break;
             default:
                 if (c < 0x20 || (ensure_ascii && c >= 0x7F)) {
                     if (c >= 0x10000) {
@@ -219,12 +236,18 @@ void json_string(std::string& out, std::string_view s, bool ensure_ascii) {
 
 std::string json_key(const Value& k) {
     switch (k.kind()) {
-        case Kind::string: return k.str();
-        case Kind::none: return "null";
-        case Kind::boolean: return k.as_bool() ? "true" : "false";
-        case Kind::integer: return std::to_string(k.as_int());
-        case Kind::floating: return float_repr(k.as_double());
-        default: fail("keys must be str, int, float, bool or None, not " + k.type_name());
+        case Kind::string:
+            return k.str();
+        case Kind::none:
+            return "null";
+        case Kind::boolean:
+            return k.as_bool() ? "true" : "false";
+        case Kind::integer:
+            return std::to_string(k.as_int());
+        case Kind::floating:
+            return float_repr(k.as_double());
+        default:
+            fail("keys must be str, int, float, bool or None, not " + k.type_name());
     }
 }
 
@@ -235,15 +258,23 @@ void dump(std::string& out, const Value& v, const JsonOptions& o, int depth) {
         for (int i = 0; i < level; ++i) out += *o.indent;
     };
     switch (v.kind()) {
-        case Kind::none: out += "null"; return;
-        case Kind::boolean: out += v.as_bool() ? "true" : "false"; return;
-        case Kind::integer: out += std::to_string(v.as_int()); return;
+        case Kind::none:
+            out += "null";
+            return;
+        case Kind::boolean:
+            out += v.as_bool() ? "true" : "false";
+            return;
+        case Kind::integer:
+            out += std::to_string(v.as_int());
+            return;
         case Kind::floating: {
             double d = v.as_double();
             out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity") : float_repr(d);
             return;
         }
-        case Kind::string: json_string(out, v.str(), o.ensure_ascii); return;
+        case Kind::string:
+            json_string(out, v.str(), o.ensure_ascii);
+            return;
         case Kind::list:
         case Kind::tuple: {
             if (v.items().empty()) {
@@ -281,22 +312,28 @@ void dump(std::string& out, const Value& v, const JsonOptions& o, int depth) {
             out += '}';
             return;
         }
-        default: fail("Object of type " + v.type_name() + " is not JSON serializable");
+        default:
+            fail("Object of type " + v.type_name() + " is not JSON serializable");
     }
 }
 
 std::string format_one(char conv, const std::string& flags, int width, int precision, const Value& arg) {
     std::string body;
     auto number_arg = [&]() {
-        if (!arg.is_number()) fail("%" + std::string(1, conv) + " format: a real number is required, not " + arg.type_name());
+        if (!arg.is_number())
+            fail("%" + std::string(1, conv) + " format: a real number is required, not " + arg.type_name());
     };
     char buf[512];
     // Numeric conversions let printf apply flags and width (zero padding, sign); strings pad below.
     std::string cflags = flags + (width > 0 ? std::to_string(width) : std::string());
     switch (conv) {
-        case 's': body = arg.to_str(); break;
+        case 's':
+            body = arg.to_str();
+            break;
         case 'r':
-        case 'a': body = arg.repr(); break;
+        case 'a':
+            body = arg.repr();
+            break;
         case 'd':
         case 'i':
         case 'u': {
@@ -310,7 +347,8 @@ std::string format_one(char conv, const std::string& flags, int width, int preci
         case 'x':
         case 'X':
         case 'o':
-            if (!arg.is_int() && !arg.is_bool()) fail("%" + std::string(1, conv) + " format: an integer is required, not " + arg.type_name());
+            if (!arg.is_int() && !arg.is_bool())
+                fail("%" + std::string(1, conv) + " format: an integer is required, not " + arg.type_name());
             std::snprintf(buf, sizeof buf, ("%" + cflags + "ll" + std::string(1, conv)).c_str(), arg.as_int());
             body = buf;
             width = 0;
@@ -322,21 +360,26 @@ std::string format_one(char conv, const std::string& flags, int width, int preci
         case 'g':
         case 'G':
             number_arg();
-            std::snprintf(buf, sizeof buf, ("%" + cflags + "." + std::to_string(precision < 0 ? 6 : precision) + conv).c_str(),
+            std::snprintf(buf, sizeof buf,
+                          ("%" + cflags + "." + std::to_string(precision < 0 ? 6 : precision) + conv).c_str(),
                           arg.as_double());
             body = buf;
             precision = -1;
             width = 0;
             break;
         case 'c':
-            if (arg.is_string()) body = arg.str();
-            else body = utf8_encode(std::u32string(1, static_cast<char32_t>(arg.as_int())));
+            if (arg.is_string())
+                body = arg.str();
+            else
+                body = utf8_encode(std::u32string(1, static_cast<char32_t>(arg.as_int())));
             break;
-        default: fail(std::string("unsupported format character '") + conv + "'");
+        default:
+            fail(std::string("unsupported format character '") + conv + "'");
     }
     if ((conv == 's' || conv == 'r' || conv == 'a') && precision >= 0) {
         std::u32string u = utf8_decode(body);
-        if (static_cast<int>(u.size()) > precision) body = utf8_encode(u.substr(0, static_cast<std::size_t>(precision)));
+        if (static_cast<int>(u.size()) > precision)
+            body = utf8_encode(u.substr(0, static_cast<std::size_t>(precision)));
     }
     int len = static_cast<int>(utf8_decode(body).size());
     if (width > len) {

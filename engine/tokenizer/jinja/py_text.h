@@ -16,7 +16,7 @@ std::u32string utf8_decode(std::string_view s);  // invalid bytes become U+FFFD
 std::string utf8_encode(std::u32string_view s);
 bool is_ascii(std::string_view s);
 
-std::string float_repr(double d);       // Python repr(float): 1.0, 0.1, 1e+20, inf, nan
+std::string float_repr(double d);             // Python repr(float): 1.0, 0.1, 1e+20, inf, nan
 std::string string_repr(std::string_view s);  // Python repr(str): 'it' or "it's"
 
 bool py_isspace(char32_t c);

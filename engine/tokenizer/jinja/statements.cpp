@@ -47,11 +47,26 @@ Value apply_filters(Interpreter& in, const std::vector<std::unique_ptr<FilterExp
 // The loop object of iteration i. `cycle`/`changed` are created once per loop; the key strings once per
 // process (immutable and shared, so safe across concurrent renders).
 Value make_loop(const ValueList& items, std::size_t i, const Value& cycle, const Value& changed) {
-    enum Key { index0, index, first, last, length, revindex, revindex0, depth, depth0, previtem, nextitem, cyc, chg, n_keys };
+    enum Key {
+        index0,
+        index,
+        first,
+        last,
+        length,
+        revindex,
+        revindex0,
+        depth,
+        depth0,
+        previtem,
+        nextitem,
+        cyc,
+        chg,
+        n_keys
+    };
     static const std::vector<Value> keys = [] {
         std::vector<Value> k;
-        for (const char* name : {"index0", "index", "first", "last", "length", "revindex", "revindex0", "depth", "depth0",
-                                 "previtem", "nextitem", "cycle", "changed"})
+        for (const char* name : {"index0", "index", "first", "last", "length", "revindex", "revindex0", "depth",
+                                 "depth0", "previtem", "nextitem", "cycle", "changed"})
             k.push_back(Value::string(name));
         return k;
     }();
@@ -217,8 +232,8 @@ Flow LoopControlStmt::render(Interpreter&, std::string&) const { return flow; }
 namespace {
 
 // Calls a macro-like body: binds parameters (defaults evaluated at call time in the new scope).
-Value invoke_body(Interpreter& in, const FramePtr& scope, const std::string& name, const std::vector<MacroParam>& params,
-                  const Body& body, CallArgs& args, const Value* caller) {
+Value invoke_body(Interpreter& in, const FramePtr& scope, const std::string& name,
+                  const std::vector<MacroParam>& params, const Body& body, CallArgs& args, const Value* caller) {
     in.step();
     if (in.depth >= kMaxMacroDepth) fail("macro '" + name + "' recursed deeper than " + std::to_string(kMaxMacroDepth));
     if (args.positional.size() > params.size())
@@ -244,8 +259,10 @@ Value invoke_body(Interpreter& in, const FramePtr& scope, const std::string& nam
         f->set(k, v);
         bound[i] = true;
     }
-    if (caller) f->set("caller", *caller);
-    else if (!explicit_caller.is_undefined()) f->set("caller", explicit_caller);
+    if (caller)
+        f->set("caller", *caller);
+    else if (!explicit_caller.is_undefined())
+        f->set("caller", explicit_caller);
     Interpreter::FrameGuard guard(in, f);
     for (std::size_t i = 0; i < params.size(); ++i) {
         if (bound[i]) continue;
@@ -272,10 +289,10 @@ Flow MacroStmt::render(Interpreter& in, std::string&) const {
     std::weak_ptr<Frame> scope = in.frame();
     const MacroStmt* self = this;
     in.frame()->set(name, Value::callable(name, [self, scope](Interpreter& inner, CallArgs& args) {
-        FramePtr frame = scope.lock();
-        if (!frame) fail("macro '" + self->name + "' was called after the scope that defined it ended");
-        return invoke_body(inner, frame, self->name, self->params, self->body, args, nullptr);
-    }));
+                        FramePtr frame = scope.lock();
+                        if (!frame) fail("macro '" + self->name + "' was called after the scope that defined it ended");
+                        return invoke_body(inner, frame, self->name, self->params, self->body, args, nullptr);
+                    }));
     return Flow::normal;
 }
 

@@ -28,7 +28,8 @@ std::string Template::render(const std::vector<std::pair<std::string, Value>>& v
 std::string Template::render_json(const nlohmann::json& variables) const {
     if (!variables.is_object()) throw TemplateError("template variables must be a JSON object", 0);
     std::vector<std::pair<std::string, Value>> vars;
-    for (auto it = variables.begin(); it != variables.end(); ++it) vars.emplace_back(it.key(), Value::from_json(it.value()));
+    for (auto it = variables.begin(); it != variables.end(); ++it)
+        vars.emplace_back(it.key(), Value::from_json(it.value()));
     return render(vars);
 }
 

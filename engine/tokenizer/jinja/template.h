@@ -20,7 +20,7 @@ namespace loradesk::jinja {
 struct Stmt;
 
 class Template {
-public:
+  public:
     // Parses `source`; throws TemplateError (with line and column) on syntax errors or unknown filters/tests.
     explicit Template(std::string_view source);
 
@@ -29,7 +29,7 @@ public:
     // Same, with the members of a JSON object as variables.
     std::string render_json(const nlohmann::json& variables) const;
 
-private:
+  private:
     std::shared_ptr<const std::vector<std::unique_ptr<Stmt>>> m_body;
 };
 

@@ -111,16 +111,21 @@ namespace {
 template <class Json>
 Value value_from_json(const Json& j) {
     switch (j.type()) {
-        case Json::value_t::null: return Value::none();
-        case Json::value_t::boolean: return Value::boolean(j.template get<bool>());
-        case Json::value_t::number_integer: return Value::integer(j.template get<std::int64_t>());
+        case Json::value_t::null:
+            return Value::none();
+        case Json::value_t::boolean:
+            return Value::boolean(j.template get<bool>());
+        case Json::value_t::number_integer:
+            return Value::integer(j.template get<std::int64_t>());
         case Json::value_t::number_unsigned: {
             auto u = j.template get<std::uint64_t>();
             return u > static_cast<std::uint64_t>(INT64_MAX) ? Value::floating(static_cast<double>(u))
-                                                              : Value::integer(static_cast<std::int64_t>(u));
+                                                             : Value::integer(static_cast<std::int64_t>(u));
         }
-        case Json::value_t::number_float: return Value::floating(j.template get<double>());
-        case Json::value_t::string: return Value::string(j.template get<std::string>());
+        case Json::value_t::number_float:
+            return Value::floating(j.template get<double>());
+        case Json::value_t::string:
+            return Value::string(j.template get<std::string>());
         case Json::value_t::array: {
             ValueList items;
             items.reserve(j.size());
@@ -130,10 +135,12 @@ Value value_from_json(const Json& j) {
         case Json::value_t::object: {
             Dict d;
             d.items.reserve(j.size());
-            for (auto it = j.begin(); it != j.end(); ++it) d.items.emplace_back(Value::string(it.key()), value_from_json(it.value()));
+            for (auto it = j.begin(); it != j.end(); ++it)
+                d.items.emplace_back(Value::string(it.key()), value_from_json(it.value()));
             return Value::dict(std::move(d));
         }
-        default: return Value::none();
+        default:
+            return Value::none();
     }
 }
 
@@ -144,47 +151,68 @@ Value Value::from_json(const nlohmann::ordered_json& j) { return value_from_json
 
 double Value::as_double() const {
     switch (m_kind) {
-        case Kind::floating: return m_float;
-        case Kind::integer: return static_cast<double>(m_int);
-        case Kind::boolean: return m_bool ? 1.0 : 0.0;
-        default: return 0.0;
+        case Kind::floating:
+            return m_float;
+        case Kind::integer:
+            return static_cast<double>(m_int);
+        case Kind::boolean:
+            return m_bool ? 1.0 : 0.0;
+        default:
+            return 0.0;
     }
 }
 
 bool Value::truthy() const {
     switch (m_kind) {
         case Kind::undefined:
-        case Kind::none: return false;
-        case Kind::boolean: return m_bool;
-        case Kind::integer: return m_int != 0;
-        case Kind::floating: return m_float != 0.0;
-        case Kind::string: return !str().empty();
+        case Kind::none:
+            return false;
+        case Kind::boolean:
+            return m_bool;
+        case Kind::integer:
+            return m_int != 0;
+        case Kind::floating:
+            return m_float != 0.0;
+        case Kind::string:
+            return !str().empty();
         case Kind::list:
-        case Kind::tuple: return !list_ptr()->empty();
-        case Kind::dict: return !dict_ptr()->items.empty();
+        case Kind::tuple:
+            return !list_ptr()->empty();
+        case Kind::dict:
+            return !dict_ptr()->items.empty();
         case Kind::ns:
         case Kind::callable:
-        case Kind::generator: return true;
+        case Kind::generator:
+            return true;
     }
     return false;
 }
 
 std::string Value::to_str() const {
     switch (m_kind) {
-        case Kind::undefined: return {};
-        case Kind::string: return str();
-        default: return repr();
+        case Kind::undefined:
+            return {};
+        case Kind::string:
+            return str();
+        default:
+            return repr();
     }
 }
 
 std::string Value::repr() const {
     switch (m_kind) {
-        case Kind::undefined: return "Undefined";
-        case Kind::none: return "None";
-        case Kind::boolean: return m_bool ? "True" : "False";
-        case Kind::integer: return std::to_string(m_int);
-        case Kind::floating: return float_repr(m_float);
-        case Kind::string: return string_repr(str());
+        case Kind::undefined:
+            return "Undefined";
+        case Kind::none:
+            return "None";
+        case Kind::boolean:
+            return m_bool ? "True" : "False";
+        case Kind::integer:
+            return std::to_string(m_int);
+        case Kind::floating:
+            return float_repr(m_float);
+        case Kind::string:
+            return string_repr(str());
         case Kind::list:
         case Kind::tuple: {
             bool tuple = m_kind == Kind::tuple;
@@ -209,37 +237,56 @@ std::string Value::repr() const {
             out += m_kind == Kind::ns ? "}>" : "}";
             return out;
         }
-        case Kind::callable: return "<function " + fn_ptr()->name + ">";
-        case Kind::generator: return "<" + str() + " object>";
+        case Kind::callable:
+            return "<function " + fn_ptr()->name + ">";
+        case Kind::generator:
+            return "<" + str() + " object>";
     }
     return {};
 }
 
 std::string Value::type_name() const {
     switch (m_kind) {
-        case Kind::undefined: return "Undefined";
-        case Kind::none: return "NoneType";
-        case Kind::boolean: return "bool";
-        case Kind::integer: return "int";
-        case Kind::floating: return "float";
-        case Kind::string: return "str";
-        case Kind::list: return "list";
-        case Kind::tuple: return "tuple";
-        case Kind::dict: return "dict";
-        case Kind::ns: return "Namespace";
-        case Kind::callable: return "function";
-        case Kind::generator: return str();
+        case Kind::undefined:
+            return "Undefined";
+        case Kind::none:
+            return "NoneType";
+        case Kind::boolean:
+            return "bool";
+        case Kind::integer:
+            return "int";
+        case Kind::floating:
+            return "float";
+        case Kind::string:
+            return "str";
+        case Kind::list:
+            return "list";
+        case Kind::tuple:
+            return "tuple";
+        case Kind::dict:
+            return "dict";
+        case Kind::ns:
+            return "Namespace";
+        case Kind::callable:
+            return "function";
+        case Kind::generator:
+            return str();
     }
     return "object";
 }
 
 nlohmann::json Value::to_json() const {
     switch (m_kind) {
-        case Kind::none: return nullptr;
-        case Kind::boolean: return m_bool;
-        case Kind::integer: return m_int;
-        case Kind::floating: return m_float;
-        case Kind::string: return str();
+        case Kind::none:
+            return nullptr;
+        case Kind::boolean:
+            return m_bool;
+        case Kind::integer:
+            return m_int;
+        case Kind::floating:
+            return m_float;
+        case Kind::string:
+            return str();
         case Kind::list:
         case Kind::tuple: {
             auto arr = nlohmann::json::array();
@@ -251,7 +298,8 @@ nlohmann::json Value::to_json() const {
             for (auto& [k, v] : dict_ptr()->items) obj[k.to_str()] = v.to_json();
             return obj;
         }
-        default: fail("Object of type " + type_name() + " is not JSON serializable");
+        default:
+            fail("Object of type " + type_name() + " is not JSON serializable");
     }
 }
 
@@ -272,8 +320,10 @@ bool values_equal(const Value& a, const Value& b) {
     if (a.kind() != b.kind()) return false;
     switch (a.kind()) {
         case Kind::undefined:
-        case Kind::none: return true;
-        case Kind::string: return a.str() == b.str();
+        case Kind::none:
+            return true;
+        case Kind::string:
+            return a.str() == b.str();
         case Kind::dict: {
             auto& x = a.dict_ref().items;
             if (x.size() != b.dict_ref().items.size()) return false;
@@ -283,9 +333,12 @@ bool values_equal(const Value& a, const Value& b) {
             }
             return true;
         }
-        case Kind::ns: return &a.ns_ref() == &b.ns_ref();
-        case Kind::callable: return &a.fn() == &b.fn();
-        default: return false;
+        case Kind::ns:
+            return &a.ns_ref() == &b.ns_ref();
+        case Kind::callable:
+            return &a.fn() == &b.fn();
+        default:
+            return false;
     }
 }
 
@@ -309,10 +362,12 @@ bool value_less(const Value& a, const Value& b) {
 
 ValueList iterate(const Value& v) {
     switch (v.kind()) {
-        case Kind::undefined: return {};
+        case Kind::undefined:
+            return {};
         case Kind::list:
         case Kind::tuple:
-        case Kind::generator: return v.items();
+        case Kind::generator:
+            return v.items();
         case Kind::dict: {
             ValueList keys;
             keys.reserve(v.dict_ref().items.size());
@@ -327,19 +382,25 @@ ValueList iterate(const Value& v) {
             for (char32_t c : utf8_decode(v.str())) chars.push_back(Value::string(utf8_encode(std::u32string(1, c))));
             return chars;
         }
-        default: fail("'" + v.type_name() + "' object is not iterable");
+        default:
+            fail("'" + v.type_name() + "' object is not iterable");
     }
 }
 
 std::int64_t value_length(const Value& v) {
     switch (v.kind()) {
-        case Kind::undefined: return 0;
-        case Kind::string: return is_ascii(v.str()) ? static_cast<std::int64_t>(v.str().size())
-                                                    : static_cast<std::int64_t>(utf8_decode(v.str()).size());
+        case Kind::undefined:
+            return 0;
+        case Kind::string:
+            return is_ascii(v.str()) ? static_cast<std::int64_t>(v.str().size())
+                                     : static_cast<std::int64_t>(utf8_decode(v.str()).size());
         case Kind::list:
-        case Kind::tuple: return static_cast<std::int64_t>(v.items().size());
-        case Kind::dict: return static_cast<std::int64_t>(v.dict_ref().items.size());
-        default: fail("object of type '" + v.type_name() + "' has no len()");
+        case Kind::tuple:
+            return static_cast<std::int64_t>(v.items().size());
+        case Kind::dict:
+            return static_cast<std::int64_t>(v.dict_ref().items.size());
+        default:
+            fail("object of type '" + v.type_name() + "' has no len()");
     }
 }
 

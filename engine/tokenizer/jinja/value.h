@@ -42,7 +42,7 @@ struct Callable {
 };
 
 class Value {
-public:
+  public:
     Value() = default;  // undefined
     static Value undefined(std::string hint = {});
     static Value none();
@@ -75,7 +75,7 @@ public:
 
     bool as_bool() const { return m_bool; }
     std::int64_t as_int() const { return m_kind == Kind::boolean ? (m_bool ? 1 : 0) : m_int; }
-    double as_double() const;  // any number
+    double as_double() const;        // any number
     const std::string& str() const;  // string payload; undefined hint; generator type name
     const ValueList& items() const { return *list_ptr(); }
     const Dict& dict_ref() const { return *dict_ptr(); }
@@ -83,12 +83,12 @@ public:
     const Callable& fn() const { return *fn_ptr(); }
 
     bool truthy() const;
-    std::string to_str() const;   // Python str()
-    std::string repr() const;     // Python repr()
-    std::string type_name() const;  // Python type name for error messages: 'dict object'
+    std::string to_str() const;      // Python str()
+    std::string repr() const;        // Python repr()
+    std::string type_name() const;   // Python type name for error messages: 'dict object'
     nlohmann::json to_json() const;  // throws Failure for values JSON cannot hold
 
-private:
+  private:
     // Kept small (48 bytes) because values are copied constantly: strings and containers are shared,
     // never copied, and the scalar payloads overlap.
     const ValueList* list_ptr() const { return static_cast<const ValueList*>(m_obj.get()); }

@@ -16,11 +16,13 @@ inline void cuda_check(cudaError_t e, const char* what) {
 
 template <class T>
 class DeviceBuffer {
-public:
+  public:
     DeviceBuffer() = default;
     explicit DeviceBuffer(const std::vector<T>& host) { upload(host); }
     explicit DeviceBuffer(std::size_t n) { resize(n); }
-    ~DeviceBuffer() { if (m_ptr) cudaFree(m_ptr); }
+    ~DeviceBuffer() {
+        if (m_ptr) cudaFree(m_ptr);
+    }
     DeviceBuffer(const DeviceBuffer&) = delete;
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
@@ -41,7 +43,7 @@ public:
     T* get() const { return m_ptr; }
     std::size_t size() const { return m_n; }
 
-private:
+  private:
     T* m_ptr = nullptr;
     std::size_t m_n = 0;
 };

@@ -7,7 +7,7 @@
 namespace loradesk::sched {
 
 class BaseOnlyResidency final : public lora::AdapterResidency {
-public:
+  public:
     int n_slots() const override { return 0; }
     void prefetch(const std::string&) override {}
     std::vector<lora::SlotGrant> acquire_slots(const std::vector<std::string>& digests) override;

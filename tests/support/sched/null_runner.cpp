@@ -33,12 +33,15 @@ void NullRunner::forward(const runtime::ForwardBatch& b, std::vector<float>& log
     if (m_kv.empty()) throw_error(ErrorCode::internal, "NullRunner::forward before allocate_kv");
     b.validate(m_n_pages, m_cfg.vocab_size);
     for (int32_t slot : b.seq_lora_slot)
-        if (slot < 0 || slot > m_n_slots) throw_error(ErrorCode::internal, "batch uses LoRA slot " + std::to_string(slot) + " that is not configured");
+        if (slot < 0 || slot > m_n_slots)
+            throw_error(ErrorCode::internal,
+                        "batch uses LoRA slot " + std::to_string(slot) + " that is not configured");
     if (on_forward) on_forward(b);
     ++m_n_forwards;
     const int ps = b.page_size;
     auto slot_of = [&](int s, int pos) -> int32_t& {
-        return m_kv[std::size_t(b.kv_indices[std::size_t(b.kv_indptr[s] + pos / ps)]) * std::size_t(ps) + std::size_t(pos % ps)];
+        return m_kv[std::size_t(b.kv_indices[std::size_t(b.kv_indptr[s] + pos / ps)]) * std::size_t(ps) +
+                    std::size_t(pos % ps)];
     };
     logits.assign(b.logits_indices.size() * std::size_t(m_cfg.vocab_size), 0.0f);
     std::size_t row = 0;

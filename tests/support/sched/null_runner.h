@@ -12,7 +12,7 @@
 namespace loradesk::sched {
 
 class NullRunner final : public runtime::ModelRunner {
-public:
+  public:
     explicit NullRunner(model::ModelConfig cfg, bool hash_kv = true);
 
     const model::ModelConfig& config() const override { return m_cfg; }
@@ -31,7 +31,7 @@ public:
     std::function<void(const runtime::ForwardBatch&)> on_forward;
     int64_t n_forwards() const { return m_n_forwards; }
 
-private:
+  private:
     model::ModelConfig m_cfg;
     bool m_hash_kv;
     int m_n_pages = 0;
