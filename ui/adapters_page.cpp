@@ -74,6 +74,8 @@ AdaptersPage::AdaptersPage(QWidget* parent)
     m_import = button(this, tr("Import folder…"), "importButton");
     m_load = button(this, tr("Load"), "loadButton");
     m_unload = button(this, tr("Unload"), "unloadButton");
+    m_load->setToolTip(tr("Try again to serve a folder that was refused, after fixing it"));
+    m_unload->setToolTip(tr("Stop serving this adapter; running requests finish first"));
     m_pin = button(this, tr("Pin"), "pinButton");
     m_unpin = button(this, tr("Unpin"), "unpinButton");
     m_alias = button(this, tr("Alias…"), "aliasButton");
@@ -179,11 +181,14 @@ void AdaptersPage::updateButtons() {
     const api::AdapterInfo* a = name.isEmpty() ? nullptr : m_model->adapterAt(m_model->rowOf(name));
     const bool ready = m_engine && !m_busy;
     m_import->setEnabled(ready);
-    m_load->setEnabled(ready && a && a->tier != api::Tier::gpu);
-    m_unload->setEnabled(ready && a && a->tier != api::Tier::disk);
-    m_pin->setEnabled(ready && a && !a->pinned);
-    m_unpin->setEnabled(ready && a && a->pinned);
-    m_alias->setEnabled(ready && a);
+    // The engine moves served adapters between GPU, RAM and disk by itself: Load retries a folder it refused,
+    // Unload stops serving a name whatever its tier, and pins and aliases apply to served adapters only.
+    const bool served = a && a->compatible;
+    m_load->setEnabled(ready && a && !served);
+    m_unload->setEnabled(ready && served);
+    m_pin->setEnabled(ready && served && !a->pinned);
+    m_unpin->setEnabled(ready && served && a->pinned);
+    m_alias->setEnabled(ready && served);
     m_remove->setEnabled(ready && a);
     m_details->setEnabled(a != nullptr && m_engine != nullptr);
     m_progress->setVisible(m_busy);

@@ -251,20 +251,31 @@ std::vector<AdapterInfo> EngineImpl::adapters() const {
     std::lock_guard lock(m_core->mutex);
     for (auto& [path, r] : m_core->rejected) {
         if (served.count(r.name)) continue;  // one entry per name: the served folder wins
-        AdapterInfo info;
-        info.name = r.name;
-        info.path = r.path;
-        info.tier = Tier::disk;
-        info.compatible = false;
-        info.incompatibility = r.reason;
-        out.push_back(std::move(info));
+        out.push_back(rejected_info(r));
     }
     return out;
 }
 
+AdapterInfo EngineImpl::rejected_info(const RejectedAdapter& r) {
+    AdapterInfo info;
+    info.name = r.name;
+    info.path = r.path;
+    info.tier = Tier::disk;
+    info.compatible = false;
+    info.incompatibility = r.reason;
+    return info;
+}
+
+// A served name or alias, else a folder that failed validation under that name (listed by adapters() with
+// its reason, so GET /v1/adapters/NAME can say why it is not served).
 Result<AdapterInfo> EngineImpl::adapter(const std::string& name_or_alias) const {
     auto found = m_core->registry.find(name_or_alias);
-    if (!found) return Status::failure(ErrorCode::not_found, "no adapter named '" + name_or_alias + "' is loaded");
+    if (!found) {
+        std::lock_guard lock(m_core->mutex);
+        for (auto& [path, r] : m_core->rejected)
+            if (r.name == name_or_alias) return rejected_info(r);
+        return Status::failure(ErrorCode::not_found, "no adapter named '" + name_or_alias + "' is loaded");
+    }
     std::vector<AdapterInfo> one{describe(*found)};
     apply_queue_counts(one);
     return one[0];

@@ -49,6 +49,7 @@ class EngineImpl final : public Engine {
     // `prompt_tail` gets a chat prompt's last rendered bytes (SubmitInfo::prompt_tail).
     std::vector<int32_t> build_prompt(const GenerateRequest& request, std::string& prompt_tail) const;
     AdapterInfo describe(const lora::RegisteredAdapter& a) const;
+    static AdapterInfo rejected_info(const RejectedAdapter& r);  // a folder that failed validation, as listed
     // Running / waiting sequences per adapter as the engine loop last counted them.
     void apply_queue_counts(std::vector<AdapterInfo>& infos) const;
     // not_found with the reason when `name` is listed as an adapter folder that cannot be served.

@@ -1,7 +1,10 @@
 // AdapterTableModel + AdapterFilterModel: model invariants under QAbstractItemModelTester, merge-by-name
 // updates, numeric sorting and every filter of the Adapters view's filter bar.
 #include <QAbstractItemModelTester>
+#include <QDir>
+#include <QFile>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include "scripted_engine.h"
@@ -26,7 +29,7 @@ class TestAdapterModels : public QObject {
 void TestAdapterModels::displaysEveryColumn() {
     AdapterTableModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-    testing::ScriptedEngine engine;
+    testing::ScriptedEngine engine(testing::desktop_fixture());
     model.setClock(1795000000 + 120);
     model.setAdapters(engine.adapters());
     QCOMPARE(model.rowCount(), 5);
@@ -51,7 +54,7 @@ void TestAdapterModels::displaysEveryColumn() {
 void TestAdapterModels::mergesSnapshotsByName() {
     AdapterTableModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-    testing::ScriptedEngine engine;
+    testing::ScriptedEngine engine(testing::desktop_fixture());
     model.setAdapters(engine.adapters());
     QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
     QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
@@ -61,9 +64,12 @@ void TestAdapterModels::mergesSnapshotsByName() {
     model.setAdapters(engine.adapters());  // same snapshot: nothing changes
     QCOMPARE(changed.count() + removed.count() + inserted.count() + reset.count(), 0);
 
-    QVERIFY(engine.unload_adapter("de").ok());
+    QTemporaryDir folder;
+    QVERIFY(QDir(folder.path()).mkpath("fr") &&
+            QFile(folder.filePath("fr/adapter_config.json")).open(QIODevice::WriteOnly));
+    QVERIFY(engine.pin_adapter("de", false).ok());
     QVERIFY(engine.remove_adapter("es").ok());
-    QVERIFY(engine.import_adapters("/data/fr").ok());
+    QVERIFY(engine.import_adapters(folder.path().toStdString()).ok());
     const int deRow = model.rowOf("de");
     model.setAdapters(engine.adapters());
     QCOMPARE(reset.count(), 0);
@@ -73,7 +79,7 @@ void TestAdapterModels::mergesSnapshotsByName() {
     QCOMPARE(model.rowOf("de"), deRow);  // earlier than es: keeps its row
     QCOMPARE(model.rowOf("es"), -1);
     QVERIFY(model.rowOf("fr") >= 0);
-    QCOMPARE(model.index(model.rowOf("de"), AdapterTableModel::Tier).data().toString(), QString("DISK"));
+    QVERIFY(!model.adapterAt(model.rowOf("de"))->pinned);
 }
 
 void TestAdapterModels::sortsNumerically() {
@@ -81,9 +87,9 @@ void TestAdapterModels::sortsNumerically() {
     AdapterFilterModel proxy;
     proxy.setSourceModel(&model);
     QAbstractItemModelTester tester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
-    std::vector<api::AdapterInfo> rows = {testing::makeAdapter("a", "b", 8, "gpu", false, 9),
-                                          testing::makeAdapter("c", "b", 16, "gpu", false, 1000),
-                                          testing::makeAdapter("d", "b", 64, "cpu", false, 80)};
+    std::vector<api::AdapterInfo> rows = {testing::make_adapter("a", "b", 8, "gpu", false, 9),
+                                          testing::make_adapter("c", "b", 16, "gpu", false, 1000),
+                                          testing::make_adapter("d", "b", 64, "cpu", false, 80)};
     model.setAdapters(rows);
     proxy.sort(AdapterTableModel::Requests, Qt::DescendingOrder);
     QCOMPARE(proxy.index(0, 0).data(AdapterTableModel::NameRole).toString(), QString("c"));  // 1.0 k > 80 > 9
@@ -133,7 +139,7 @@ void TestAdapterModels::filters() {
     AdapterFilterModel proxy;
     proxy.setSourceModel(&model);
     QAbstractItemModelTester tester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
-    testing::ScriptedEngine engine;
+    testing::ScriptedEngine engine(testing::desktop_fixture());
     model.setAdapters(engine.adapters());
     proxy.setNameFilter(name);
     proxy.setBaseModelFilter(base);
@@ -147,7 +153,7 @@ void TestAdapterModels::filters() {
 
 void TestAdapterModels::incompatibleAdapterExplainsWhy() {
     AdapterTableModel model;
-    testing::ScriptedEngine engine;
+    testing::ScriptedEngine engine(testing::desktop_fixture());
     model.setAdapters(engine.adapters());
     const QModelIndex idx = model.index(model.rowOf("llama-sql"), AdapterTableModel::Name);
     QCOMPARE(idx.data(AdapterTableModel::CompatibleRole).toBool(), false);

@@ -94,7 +94,7 @@ void TestAppWiring::explicitFlags() {
 }
 
 void TestAppWiring::serverControlServesAndRestarts() {
-    auto engine = std::make_shared<testing::ScriptedEngine>();
+    auto engine = std::make_shared<testing::ScriptedEngine>(testing::desktop_fixture());
     auto control = app::makeServerControl(engine, {});
     QVERIFY(control);
     QVERIFY(!control->running());

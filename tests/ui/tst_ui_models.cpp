@@ -123,7 +123,7 @@ void TestUiModels::chatModelBuildsMessages() {
 }
 
 void TestUiModels::chatStreamStreamsReply() {
-    auto engine = std::make_shared<testing::ScriptedEngine>();
+    auto engine = std::make_shared<testing::ScriptedEngine>(testing::desktop_fixture());
     ChatStream stream;
     QSignalSpy submitted(&stream, &ChatStream::submitted);
     QSignalSpy text(&stream, &ChatStream::text);
@@ -139,7 +139,7 @@ void TestUiModels::chatStreamStreamsReply() {
     QCOMPARE(submitted[0][1].toString(), QString("gpu"));
     QString all;
     for (const auto& args : text) all += args[0].toString();
-    QCOMPARE(all, QString::fromStdString(testing::ScriptedEngine::replyFor("de", "guten tag")));
+    QCOMPARE(all, QString::fromStdString(testing::echo_reply("de", "guten tag")));
     const auto result = finished[0][0].value<ChatResult>();
     QCOMPARE(result.finishReason, QString("stop"));
     QCOMPARE(result.completionTokens, 4);
@@ -147,7 +147,7 @@ void TestUiModels::chatStreamStreamsReply() {
 }
 
 void TestUiModels::chatStreamReportsUnknownAdapter() {
-    auto engine = std::make_shared<testing::ScriptedEngine>();
+    auto engine = std::make_shared<testing::ScriptedEngine>(testing::desktop_fixture());
     ChatStream stream;
     QSignalSpy failed(&stream, &ChatStream::failed);
     api::GenerateRequest r;
@@ -155,14 +155,14 @@ void TestUiModels::chatStreamReportsUnknownAdapter() {
     r.prompt = "x";
     QVERIFY(stream.start(engine, r));
     QTRY_COMPARE(failed.count(), 1);
-    QVERIFY(failed[0][0].toString().contains("'nope' is not registered"));
+    QVERIFY(failed[0][0].toString().contains("`nope` does not exist"));
     QVERIFY(!stream.busy());
 }
 
 void TestUiModels::adapterHistorySortsAndConverts() {
     AdapterHistoryModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-    testing::ScriptedEngine engine;
+    testing::ScriptedEngine engine(testing::desktop_fixture());
     auto history = engine.adapter_history("de", 5);
     QVERIFY(history.ok());
     model.setPoints(history.value());
@@ -194,7 +194,7 @@ void TestUiModels::statsHistoryIsBounded() {
 }
 
 void TestUiModels::pollerDeliversSnapshots() {
-    auto engine = std::make_shared<testing::ScriptedEngine>();
+    auto engine = std::make_shared<testing::ScriptedEngine>(testing::desktop_fixture());
     EnginePoller poller;
     QSignalSpy updated(&poller, &EnginePoller::updated);
     poller.setInterval(20);
@@ -202,7 +202,7 @@ void TestUiModels::pollerDeliversSnapshots() {
     QTRY_VERIFY(updated.count() >= 2);
     QCOMPARE(poller.last().adapters.size(), size_t(5));
     QCOMPARE(poller.last().stats.tokens_per_second, 42.5);
-    engine->setTokensPerSecond(7);
+    engine->set_tokens_per_second(7);
     QTRY_COMPARE(poller.last().stats.tokens_per_second, 7.0);
     poller.setEngine(nullptr);
 }

@@ -4,6 +4,8 @@
 // adapter detail with its charts.
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDir>
+#include <QFile>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -12,6 +14,7 @@
 #include <QSpinBox>
 #include <QTableView>
 #include <QTableWidget>
+#include <QTemporaryDir>
 #include <QTest>
 #include <algorithm>
 
@@ -64,7 +67,7 @@ class TestUiViews : public QObject {
 };
 
 void TestUiViews::init() {
-    m_engine = std::make_shared<testing::ScriptedEngine>();
+    m_engine = std::make_shared<testing::ScriptedEngine>(testing::desktop_fixture());
     m_window = new MainWindow;
     m_window->poller()->setInterval(50);
     m_window->setEngine(m_engine);
@@ -116,8 +119,7 @@ void TestUiViews::adaptersPinUnpinUnload() {
     QTRY_VERIFY(!page->busy() && unload->isEnabled());
     QTest::mouseClick(unload, Qt::LeftButton);
     QTRY_VERIFY(hasCall("unload es"));
-    const AdapterTableModel* model = page->tableModel();
-    QTRY_COMPARE(model->adapterAt(model->rowOf("es"))->tier, api::Tier::disk);
+    QTRY_COMPARE(page->tableModel()->rowOf("es"), -1);  // no longer served, so no longer listed
     QTRY_VERIFY(!unload->isEnabled());
 }
 
@@ -130,14 +132,17 @@ void TestUiViews::adaptersAliasImportRemove() {
     QTRY_VERIFY(!page->busy());
 
     QSignalSpy imported(page, &AdaptersPage::folderImported);
-    page->pickFolder = [] { return QString("/data/adapters/fr"); };
+    QTemporaryDir adapters, empty;
+    QVERIFY(QDir(adapters.path()).mkpath("fr"));
+    QVERIFY(QFile(adapters.filePath("fr/adapter_config.json")).open(QIODevice::WriteOnly));
+    page->pickFolder = [&] { return adapters.path(); };
     QTest::mouseClick(page->findChild<QPushButton*>("importButton"), Qt::LeftButton);
     QTRY_COMPARE(imported.count(), 1);
     QTRY_VERIFY(page->tableModel()->rowOf("fr") >= 0);
 
-    page->pickFolder = [] { return QString("/data/missing"); };
+    page->pickFolder = [&] { return empty.path(); };
     QTest::mouseClick(page->findChild<QPushButton*>("importButton"), Qt::LeftButton);
-    QTRY_VERIFY(page->message().contains("no adapter_config.json under /data/missing"));
+    QTRY_VERIFY(page->message().contains("no adapter folders (with adapter_config.json) in '" + empty.path()));
 
     QVERIFY(page->selectAdapter("fr"));
     page->confirm = [](const QString&) { return false; };
@@ -172,7 +177,7 @@ void TestUiViews::playgroundSendsAndStreams() {
     QTest::mouseClick(page->findChild<QPushButton*>("sendButton"), Qt::LeftButton);
     ChatModel* chat = page->left()->chat();
     QTRY_VERIFY(!page->left()->busy() && chat->rowCount() == 2);
-    QCOMPARE(chat->lastAssistantText(), QString::fromStdString(testing::ScriptedEngine::replyFor("de", "hallo welt")));
+    QCOMPARE(chat->lastAssistantText(), QString::fromStdString(testing::echo_reply("de", "hallo welt")));
     QVERIFY(page->left()->status().contains("TTFT 13 ms") || page->left()->status().contains("TTFT 12 ms"));
     QVERIFY(prompt->toPlainText().isEmpty());
     QVERIFY(hasCall("submit de"));
@@ -202,7 +207,7 @@ void TestUiViews::dashboardShowsSnapshot() {
     QCOMPARE(page->valueText("tiers"), QString("GPU 2 · CPU 1 · disk 2"));
     QCOMPARE(page->valueText("gpuSlots"), QString("2 / 4 slots"));
     QCOMPARE(page->valueText("kvUsage"), QString("400 / 1000 pages"));
-    m_engine->setTokensPerSecond(99);
+    m_engine->set_tokens_per_second(99);
     QTRY_COMPARE(page->valueText("tokensPerSecond"), QString("99.0"));
     QVERIFY(page->history()->rowCount() >= 2);
 }
