@@ -54,6 +54,9 @@ struct QuantGemvParams {
     const float* w_scale = nullptr;  // see Fp8Scaling
     Fp8Scaling fp8_scaling = Fp8Scaling::block128;
 
+    // int4 split-K: k rows per block, a multiple of group_size up to 1024; 0 lets the launcher choose (tests and
+    // the bench set it to cover and compare the splits).
+    int split_chunk = 0;
     // int4 split-K scratch: quant_gemv_workspace_bytes(n) bytes, all zero before the first launch that uses
     // it; every launch leaves it zero again. Launches that may overlap need workspaces of their own.
     void* workspace = nullptr;

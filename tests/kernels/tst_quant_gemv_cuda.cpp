@@ -32,6 +32,7 @@ class TstQuantGemvCuda : public QObject {
         QTest::addColumn<bool>("zero_plus_one");
         QTest::addColumn<int>("scaling");
         QTest::addColumn<int>("tokens");
+        QTest::addColumn<int>("chunk");  // split-K rows per block, 0 = the launcher's choice
         const std::vector<std::pair<int, int>> int4_shapes{{8, 128},    {24, 256},    {56, 384},    {152, 1024},
                                                            {776, 4096}, {1024, 4096}, {4104, 1536}, {264, 12288}};
         const std::vector<std::pair<int, int>> fp8_shapes{{1, 128},   {3, 256},    {7, 384},
@@ -39,22 +40,30 @@ class TstQuantGemvCuda : public QObject {
         for (int t : {1, 2}) {
             for (auto [n, k] : int4_shapes) {
                 QTest::newRow(qPrintable(QString("awq %1x%2 t%3").arg(n).arg(k).arg(t)))
-                    << int(QuantFormat::awq_int4) << n << k << 128 << false << false << 0 << t;
+                    << int(QuantFormat::awq_int4) << n << k << 128 << false << false << 0 << t << 0;
                 for (bool act : {false, true})
                     QTest::newRow(
                         qPrintable(QString("gptq %1x%2 %3 t%4").arg(n).arg(k).arg(act ? "act" : "seq").arg(t)))
-                        << int(QuantFormat::gptq_int4) << n << k << 128 << act << (n % 16 == 8) << 0 << t;
+                        << int(QuantFormat::gptq_int4) << n << k << 128 << act << (n % 16 == 8) << 0 << t << 0;
             }
             QTest::newRow(qPrintable(QString("awq 40x320 g64 t%1").arg(t)))
-                << int(QuantFormat::awq_int4) << 40 << 320 << 64 << false << false << 0 << t;
+                << int(QuantFormat::awq_int4) << 40 << 320 << 64 << false << false << 0 << t << 0;
             QTest::newRow(qPrintable(QString("gptq 48x2048 g32 act t%1").arg(t)))
-                << int(QuantFormat::gptq_int4) << 48 << 2048 << 32 << true << true << 0 << t;
+                << int(QuantFormat::gptq_int4) << 48 << 2048 << 32 << true << true << 0 << t << 0;
             QTest::newRow(qPrintable(QString("gptq 48x2048 g32 seq t%1").arg(t)))
-                << int(QuantFormat::gptq_int4) << 48 << 2048 << 32 << false << false << 0 << t;
+                << int(QuantFormat::gptq_int4) << 48 << 2048 << 32 << false << false << 0 << t << 0;
+            for (int chunk : {128, 1024}) {
+                QTest::newRow(qPrintable(QString("awq 1024x4096 chunk%1 t%2").arg(chunk).arg(t)))
+                    << int(QuantFormat::awq_int4) << 1024 << 4096 << 128 << false << false << 0 << t << chunk;
+                QTest::newRow(qPrintable(QString("gptq 776x4096 act chunk%1 t%2").arg(chunk).arg(t)))
+                    << int(QuantFormat::gptq_int4) << 776 << 4096 << 128 << true << false << 0 << t << chunk;
+                QTest::newRow(qPrintable(QString("gptq 264x12288 seq chunk%1 t%2").arg(chunk).arg(t)))
+                    << int(QuantFormat::gptq_int4) << 264 << 12288 << 128 << false << true << 0 << t << chunk;
+            }
             for (auto [n, k] : fp8_shapes)
                 for (Fp8Scaling s : {Fp8Scaling::per_tensor, Fp8Scaling::per_channel, Fp8Scaling::block128})
                     QTest::newRow(qPrintable(QString("fp8 %1x%2 scaling%3 t%4").arg(n).arg(k).arg(int(s)).arg(t)))
-                        << int(QuantFormat::fp8_e4m3) << n << k << 128 << false << false << int(s) << t;
+                        << int(QuantFormat::fp8_e4m3) << n << k << 128 << false << false << int(s) << t << 0;
         }
     }
 
@@ -67,6 +76,7 @@ class TstQuantGemvCuda : public QObject {
         QFETCH(bool, zero_plus_one);
         QFETCH(int, scaling);
         QFETCH(int, tokens);
+        QFETCH(int, chunk);
         const uint32_t seed = uint32_t(n * 131 + k + tokens * 7 + format * 1000 + act_order);
         QuantCase c(QuantFormat(format), n, k, group, act_order, zero_plus_one, Fp8Scaling(scaling), seed);
         std::mt19937 rng(seed);
@@ -81,8 +91,9 @@ class TstQuantGemvCuda : public QObject {
         DeviceBuffer<int32_t> dqw(nonempty(c.qweight)), dqz(nonempty(c.qzeros)), dg(nonempty(c.g_idx));
         DeviceBuffer<uint8_t> dw8(nonempty(c.w8)), dws(std::vector<uint8_t>(quant_gemv_workspace_bytes(n), 0));
         DeviceBuffer<float> dsc(nonempty(c.w_scale));
-        const QuantGemvParams p = c.params(dx.get(), xs, dy.get(), ys, tokens, dqw.get(), dqz.get(), ds.get(), dg.get(),
-                                           dw8.get(), dsc.get(), dws.get());
+        QuantGemvParams p = c.params(dx.get(), xs, dy.get(), ys, tokens, dqw.get(), dqz.get(), ds.get(), dg.get(),
+                                     dw8.get(), dsc.get(), dws.get());
+        p.split_chunk = chunk;
         QVERIFY(quant_gemv_supported(p));
         for (int run = 0; run < 2; ++run) {
             cuda_check(loradesk::kernels::quant_gemv(p, nullptr), "quant_gemv launch");
