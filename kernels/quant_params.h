@@ -1,0 +1,72 @@
+// Parameters of the weight-only quantized GEMV (quant_gemv.h) and of its twin (ref/ref_quant.h), in the
+// layouts the Hugging Face Hub checkpoints store, so that the loader hands tensors over unconverted.
+// Plain C++ (fp16/fp8/bf16 as bit patterns); nothing here knows engine types or CUDA.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace loradesk::kernels {
+
+enum class QuantFormat {
+    awq_int4,   // AutoAWQ "gemm" version
+    gptq_int4,  // AutoGPTQ / GPTQModel, v1 (stored zero = zero - 1) or v2
+    fp8_e4m3,   // fine-grained fp8 (weight_scale_inv per 128x128 block) and compressed-tensors fp8
+};
+
+// Which w_scale entry multiplies weight [n, k] of an fp8 matrix.
+enum class Fp8Scaling {
+    per_tensor,   // w_scale[0]
+    per_channel,  // w_scale[n]
+    block128,     // w_scale[(n / 128) * ceil(K / 128) + k / 128] (weight_scale_inv, [ceil(N/128), ceil(K/128)])
+};
+
+constexpr int kQuantGemvMaxTokens = 2;
+
+// y[t, n] = bf16(sum_k x[t, k] * w[n, k]) for t < n_tokens, f32 accumulation, with w dequantized as:
+//   awq_int4:  w[n, k] = (q - z) * s; q nibble of qweight[k, n / 8], z nibble of qzeros[k / G, n / 8],
+//              s = scales[k / G, n]. Column n sits in nibble i of its int32 with n % 8 = kAwqOrder[i]
+//              (AutoAWQ packs [0, 2, 4, 6, 1, 3, 5, 7]), bits 4i..4i+3.
+//   gptq_int4: w[n, k] = (q - z) * s; q = nibble k % 8 of qweight[k / 8, n]; g = g_idx ? g_idx[k] : k / G;
+//              z = nibble n % 8 of qzeros[g, n / 8] (+1 when zero_plus_one: GPTQ v1 checkpoints store
+//              zero - 1), s = scales[g, n]. Nibble i is bits 4i..4i+3 (sequential packing).
+//   fp8_e4m3:  w[n, k] = fp8(w_fp8[n, k]) * scale (fp8_scaling picks the w_scale entry).
+struct QuantGemvParams {
+    QuantFormat format = QuantFormat::awq_int4;
+    const uint16_t* x = nullptr;  // bf16 [n_tokens, x_row_stride]
+    int64_t x_row_stride = 0;
+    uint16_t* y = nullptr;  // bf16 [n_tokens, y_row_stride]; columns [0, n) written
+    int64_t y_row_stride = 0;
+    int n_tokens = 1;  // 1..kQuantGemvMaxTokens
+    int n = 0;         // out features
+    int k = 0;         // in features
+
+    // int4 formats
+    const int32_t* qweight = nullptr;  // awq [K, N/8]; gptq [K/8, N]
+    const int32_t* qzeros = nullptr;   // [ceil(K/G), N/8]
+    const uint16_t* scales = nullptr;  // fp16 [ceil(K/G), N]
+    const int32_t* g_idx = nullptr;    // gptq only: [K] group of each input row, or null for k / G
+    int group_size = 128;              // G
+    bool zero_plus_one = false;        // gptq v1
+
+    // fp8
+    const uint8_t* w_fp8 = nullptr;  // e4m3 [N, K]
+    const float* w_scale = nullptr;  // see Fp8Scaling
+    Fp8Scaling fp8_scaling = Fp8Scaling::block128;
+
+    // int4 split-K: k rows per block, a multiple of group_size up to 1024; 0 lets the launcher choose (tests and
+    // the bench set it to cover and compare the splits).
+    int split_chunk = 0;
+    // int4 split-K scratch: quant_gemv_workspace_bytes(n) bytes, all zero before the first launch that uses
+    // it; every launch leaves it zero again. Launches that may overlap need workspaces of their own.
+    void* workspace = nullptr;
+};
+
+inline constexpr int kAwqOrder[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+
+// f32 partial sums [kQuantGemvMaxTokens, n] then one int32 arrival counter per 128 output columns.
+inline std::size_t quant_gemv_workspace_bytes(int n) {
+    return std::size_t(kQuantGemvMaxTokens) * std::size_t(n) * 4 + std::size_t((n + 127) / 128) * 4;
+}
+
+}  // namespace loradesk::kernels

@@ -1,0 +1,95 @@
+// Reference twin of kernels/quant_gemv.cu: unpacking written straight from the checkpoint layouts (see
+// quant_params.h), independent of the kernel's bit tricks.
+#include "ref/ref_quant.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "ref/ref_kernels.h"
+
+namespace loradesk::kernels::ref {
+
+float fp16_to_f32(uint16_t v) {
+    const int sign = v >> 15, exp = (v >> 10) & 0x1f, mant = v & 0x3ff;
+    float f;
+    if (exp == 0)
+        f = std::ldexp(float(mant), -24);
+    else if (exp == 31)
+        f = mant ? NAN : INFINITY;
+    else
+        f = std::ldexp(float(mant | 0x400), exp - 25);
+    return sign ? -f : f;
+}
+
+float fp8_e4m3_to_f32(uint8_t v) {
+    const int sign = v >> 7, exp = (v >> 3) & 0xf, mant = v & 0x7;
+    float f;
+    if (exp == 15 && mant == 7)
+        f = NAN;
+    else if (exp == 0)
+        f = std::ldexp(float(mant), -9);
+    else
+        f = std::ldexp(float(mant | 8), exp - 10);
+    return sign ? -f : f;
+}
+
+namespace {
+
+int nibble(int32_t word, int i) { return int((uint32_t(word) >> (4 * i)) & 0xfu); }
+
+int awq_nibble_of_column(int c) {  // inverse of kAwqOrder
+    for (int i = 0; i < 8; ++i)
+        if (kAwqOrder[i] == c) return i;
+    return -1;
+}
+
+float int4_weight(const QuantGemvParams& p, int n, int k) {
+    const int packs = p.n / 8;
+    if (p.format == QuantFormat::awq_int4) {
+        const int i = awq_nibble_of_column(n % 8), g = k / p.group_size;
+        const int q = nibble(p.qweight[int64_t(k) * packs + n / 8], i);
+        const int z = nibble(p.qzeros[int64_t(g) * packs + n / 8], i);
+        return float(q - z) * fp16_to_f32(p.scales[int64_t(g) * p.n + n]);
+    }
+    const int g = p.g_idx ? p.g_idx[k] : k / p.group_size;
+    const int q = nibble(p.qweight[int64_t(k / 8) * p.n + n], k % 8);
+    const int z = nibble(p.qzeros[int64_t(g) * packs + n / 8], n % 8) + (p.zero_plus_one ? 1 : 0);
+    return float(q - z) * fp16_to_f32(p.scales[int64_t(g) * p.n + n]);
+}
+
+float fp8_scale(const QuantGemvParams& p, int n, int k) {
+    switch (p.fp8_scaling) {
+        case Fp8Scaling::per_tensor:
+            return p.w_scale[0];
+        case Fp8Scaling::per_channel:
+            return p.w_scale[n];
+        case Fp8Scaling::block128:
+            return p.w_scale[int64_t(n / 128) * ((p.k + 127) / 128) + k / 128];
+    }
+    return NAN;
+}
+
+}  // namespace
+
+std::vector<float> quant_dequantize(const QuantGemvParams& p) {
+    std::vector<float> w(std::size_t(p.n) * p.k);
+    for (int n = 0; n < p.n; ++n)
+        for (int k = 0; k < p.k; ++k)
+            w[std::size_t(n) * p.k + k] = p.format == QuantFormat::fp8_e4m3
+                                              ? fp8_e4m3_to_f32(p.w_fp8[int64_t(n) * p.k + k]) * fp8_scale(p, n, k)
+                                              : int4_weight(p, n, k);
+    return w;
+}
+
+void quant_gemv(const QuantGemvParams& p) {
+    const std::vector<float> w = quant_dequantize(p);
+    for (int t = 0; t < p.n_tokens; ++t)
+        for (int n = 0; n < p.n; ++n) {
+            double d = 0;
+            for (int k = 0; k < p.k; ++k)
+                d += double(bf16_to_f32(p.x[t * p.x_row_stride + k])) * w[std::size_t(n) * p.k + k];
+            p.y[t * p.y_row_stride + n] = f32_to_bf16(float(d));
+        }
+}
+
+}  // namespace loradesk::kernels::ref

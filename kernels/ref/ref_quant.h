@@ -1,0 +1,21 @@
+// Reference twin of the quantized GEMV (kernels/quant_gemv.cu): dequantizes the checkpoint layouts of
+// QuantGemvParams to f32, then a double-precision dot per output, rounded once to bf16. The oracle of
+// tests/kernels/tst_quant_gemv_cuda.cpp; plain C++, builds without CUDA.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "quant_params.h"
+
+namespace loradesk::kernels::ref {
+
+float fp16_to_f32(uint16_t v);
+float fp8_e4m3_to_f32(uint8_t v);  // e4m3fn: no infinities, 0x7f / 0xff are NaN
+
+// w [p.n, p.k] row-major, f32, as the formula of QuantGemvParams gives it.
+std::vector<float> quant_dequantize(const QuantGemvParams& p);
+// y as quant_gemv computes it (workspace unused).
+void quant_gemv(const QuantGemvParams& p);
+
+}  // namespace loradesk::kernels::ref

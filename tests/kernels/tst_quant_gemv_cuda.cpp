@@ -1,0 +1,134 @@
+// The quantized GEMV (kernels/quant_gemv.cu) against its twin: AWQ and GPTQ int4 (v1/v2 zeros, act-order
+// g_idx permutations, groups of 32/64/128) and fp8 (per-tensor, per-channel, 128x128 blocks) over odd shapes,
+// 1 and 2 tokens, padded x / y rows. Each case runs twice on one workspace, which must come back zeroed (the
+// split-K partials are summed with f32 atomics, so runs may differ in the last bit, within the tolerance). Label cuda.
+#include <QtTest>
+#include <cmath>
+
+#include "device_buffer.h"
+#include "kernel_test_util.h"
+#include "quant_case.h"
+#include "quant_gemv.h"
+#include "ref/ref_kernels.h"
+#include "ref/ref_quant.h"
+
+using namespace loradesk::kernels;
+using namespace loradesk::kernels::test;
+
+class TstQuantGemvCuda : public QObject {
+    Q_OBJECT
+  private slots:
+    void initTestCase() {
+        int n = 0;
+        if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) QFAIL("no CUDA device: run this test on the GPU machine");
+    }
+
+    void quant_gemv_data() {
+        QTest::addColumn<int>("format");
+        QTest::addColumn<int>("n");
+        QTest::addColumn<int>("k");
+        QTest::addColumn<int>("group");
+        QTest::addColumn<bool>("act_order");
+        QTest::addColumn<bool>("zero_plus_one");
+        QTest::addColumn<int>("scaling");
+        QTest::addColumn<int>("tokens");
+        QTest::addColumn<int>("chunk");  // split-K rows per block, 0 = the launcher's choice
+        const std::vector<std::pair<int, int>> int4_shapes{{8, 128},    {24, 256},    {56, 384},    {152, 1024},
+                                                           {776, 4096}, {1024, 4096}, {4104, 1536}, {264, 12288}};
+        const std::vector<std::pair<int, int>> fp8_shapes{{1, 128},   {3, 256},    {7, 384},
+                                                          {19, 1024}, {129, 4096}, {1031, 12288}};
+        for (int t : {1, 2}) {
+            for (auto [n, k] : int4_shapes) {
+                QTest::newRow(qPrintable(QString("awq %1x%2 t%3").arg(n).arg(k).arg(t)))
+                    << int(QuantFormat::awq_int4) << n << k << 128 << false << false << 0 << t << 0;
+                for (bool act : {false, true})
+                    QTest::newRow(
+                        qPrintable(QString("gptq %1x%2 %3 t%4").arg(n).arg(k).arg(act ? "act" : "seq").arg(t)))
+                        << int(QuantFormat::gptq_int4) << n << k << 128 << act << (n % 16 == 8) << 0 << t << 0;
+            }
+            QTest::newRow(qPrintable(QString("awq 40x320 g64 t%1").arg(t)))
+                << int(QuantFormat::awq_int4) << 40 << 320 << 64 << false << false << 0 << t << 0;
+            QTest::newRow(qPrintable(QString("gptq 48x2048 g32 act t%1").arg(t)))
+                << int(QuantFormat::gptq_int4) << 48 << 2048 << 32 << true << true << 0 << t << 0;
+            QTest::newRow(qPrintable(QString("gptq 48x2048 g32 seq t%1").arg(t)))
+                << int(QuantFormat::gptq_int4) << 48 << 2048 << 32 << false << false << 0 << t << 0;
+            for (int chunk : {128, 1024}) {
+                QTest::newRow(qPrintable(QString("awq 1024x4096 chunk%1 t%2").arg(chunk).arg(t)))
+                    << int(QuantFormat::awq_int4) << 1024 << 4096 << 128 << false << false << 0 << t << chunk;
+                QTest::newRow(qPrintable(QString("gptq 776x4096 act chunk%1 t%2").arg(chunk).arg(t)))
+                    << int(QuantFormat::gptq_int4) << 776 << 4096 << 128 << true << false << 0 << t << chunk;
+                QTest::newRow(qPrintable(QString("gptq 264x12288 seq chunk%1 t%2").arg(chunk).arg(t)))
+                    << int(QuantFormat::gptq_int4) << 264 << 12288 << 128 << false << true << 0 << t << chunk;
+            }
+            for (auto [n, k] : fp8_shapes)
+                for (Fp8Scaling s : {Fp8Scaling::per_tensor, Fp8Scaling::per_channel, Fp8Scaling::block128})
+                    QTest::newRow(qPrintable(QString("fp8 %1x%2 scaling%3 t%4").arg(n).arg(k).arg(int(s)).arg(t)))
+                        << int(QuantFormat::fp8_e4m3) << n << k << 128 << false << false << int(s) << t << 0;
+        }
+    }
+
+    void quant_gemv() {
+        QFETCH(int, format);
+        QFETCH(int, n);
+        QFETCH(int, k);
+        QFETCH(int, group);
+        QFETCH(bool, act_order);
+        QFETCH(bool, zero_plus_one);
+        QFETCH(int, scaling);
+        QFETCH(int, tokens);
+        QFETCH(int, chunk);
+        const uint32_t seed = uint32_t(n * 131 + k + tokens * 7 + format * 1000 + act_order);
+        QuantCase c(QuantFormat(format), n, k, group, act_order, zero_plus_one, Fp8Scaling(scaling), seed);
+        std::mt19937 rng(seed);
+        const int64_t xs = k + 16, ys = n + 5;  // padded rows; y's padding must stay poisoned
+        auto x = random_bf16(rng, std::size_t(tokens) * xs);
+        std::vector<uint16_t> want(std::size_t(tokens) * ys, 0x7fc1);
+        ref::quant_gemv(c.params(x.data(), xs, want.data(), ys, tokens, c.qweight.data(), c.qzeros.data(), c.s16.data(),
+                                 c.g_idx.data(), c.w8.data(), c.w_scale.data(), nullptr));
+
+        auto nonempty = [](auto v) { return v.empty() ? decltype(v)(1) : v; };
+        DeviceBuffer<uint16_t> dx(x), dy(std::vector<uint16_t>(want.size(), 0x7fc1)), ds(nonempty(c.s16));
+        DeviceBuffer<int32_t> dqw(nonempty(c.qweight)), dqz(nonempty(c.qzeros)), dg(nonempty(c.g_idx));
+        DeviceBuffer<uint8_t> dw8(nonempty(c.w8)), dws(std::vector<uint8_t>(quant_gemv_workspace_bytes(n), 0));
+        DeviceBuffer<float> dsc(nonempty(c.w_scale));
+        QuantGemvParams p = c.params(dx.get(), xs, dy.get(), ys, tokens, dqw.get(), dqz.get(), ds.get(), dg.get(),
+                                     dw8.get(), dsc.get(), dws.get());
+        p.split_chunk = chunk;
+        QVERIFY(quant_gemv_supported(p));
+        for (int run = 0; run < 2; ++run) {
+            cuda_check(loradesk::kernels::quant_gemv(p, nullptr), "quant_gemv launch");
+            cuda_check(cudaDeviceSynchronize(), "quant_gemv");
+            const auto got = dy.download();
+            std::vector<float> g, w;
+            double max_y = 0;
+            for (int t = 0; t < tokens; ++t)
+                for (int col = 0; col < ys; ++col) {
+                    const std::size_t i = std::size_t(t) * ys + col;
+                    if (col >= n) {
+                        QVERIFY2(got[i] == 0x7fc1, "quant_gemv wrote past the row's columns");
+                        continue;
+                    }
+                    g.push_back(ref::bf16_to_f32(got[i])), w.push_back(ref::bf16_to_f32(want[i]));
+                    max_y = std::max(max_y, double(std::fabs(w.back())));
+                }
+            const double err = rel_l2(g, w), max_err = max_abs_diff(g, w);
+            if (run == 0) qInfo("rel l2 %.2e, max abs err %.3g (max |y| %.3g)", err, max_err, max_y);
+            QVERIFY2(err < 4e-3 && max_err <= max_y / 64,
+                     qPrintable(QString("run %1: rel l2 %2, max abs err %3").arg(run).arg(err).arg(max_err)));
+            if (c.format != QuantFormat::fp8_e4m3) {
+                for (uint8_t b : dws.download())
+                    if (b) QFAIL("workspace not zero after the launch");
+            }
+        }
+    }
+
+    void unsupported_shapes_are_refused() {
+        QuantGemvParams p;
+        p.n_tokens = 3, p.n = 8, p.k = 128;
+        QCOMPARE(loradesk::kernels::quant_gemv(p, nullptr), cudaErrorInvalidValue);
+        QVERIFY(!quant_gemv_supported(p));
+    }
+};
+
+QTEST_GUILESS_MAIN(TstQuantGemvCuda)
+#include "tst_quant_gemv_cuda.moc"

@@ -1,0 +1,169 @@
+// The quantized GEMV's twin (ref::quant_gemv, ref::quant_dequantize) on hand-computed words (AWQ's
+// interleaved nibbles, GPTQ's sequential ones, v1 zeros, act-order g_idx, fp8 block scales) and against the
+// test packers' logical values on random cases. CPU only, runs in CI.
+#include <QtTest>
+#include <cmath>
+
+#include "kernel_test_util.h"
+#include "quant_case.h"
+#include "ref/ref_kernels.h"
+#include "ref/ref_quant.h"
+
+using namespace loradesk::kernels;
+using namespace loradesk::kernels::test;
+
+namespace {
+constexpr uint16_t kOne16 = 0x3c00, kTwo16 = 0x4000, kHalf16 = 0x3800;  // fp16 1, 2, 0.5
+constexpr uint16_t kOneBf = 0x3f80;                                     // bf16 1
+}  // namespace
+
+class TstQuantTwin : public QObject {
+    Q_OBJECT
+  private slots:
+    void decodes_fp16_and_fp8() {
+        QCOMPARE(ref::fp16_to_f32(kOne16), 1.0f);
+        QCOMPARE(ref::fp16_to_f32(0xc000), -2.0f);
+        QCOMPARE(ref::fp16_to_f32(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+        QCOMPARE(ref::fp16_to_f32(0x7bff), 65504.0f);
+        QCOMPARE(ref::fp8_e4m3_to_f32(0x38), 1.0f);
+        QCOMPARE(ref::fp8_e4m3_to_f32(0x40), 2.0f);
+        QCOMPARE(ref::fp8_e4m3_to_f32(0xc0), -2.0f);
+        QCOMPARE(ref::fp8_e4m3_to_f32(0x7e), 448.0f);                    // largest finite
+        QCOMPARE(ref::fp8_e4m3_to_f32(0x08), std::ldexp(1.0f, -6));      // smallest normal
+        QCOMPARE(ref::fp8_e4m3_to_f32(0x07), 7 * std::ldexp(1.0f, -9));  // largest subnormal
+        QVERIFY(std::isnan(ref::fp8_e4m3_to_f32(0x7f)));
+        QVERIFY(std::isnan(ref::fp8_e4m3_to_f32(0xff)));
+    }
+
+    // One AWQ word 0x76543210 holds nibble i = i; AutoAWQ's order puts nibble i in column kAwqOrder[i].
+    void awq_hand_case() {
+        const std::vector<int32_t> qweight{0x76543210}, qzeros{0x11111111};
+        std::vector<uint16_t> scales(8, kOne16), x{kOneBf}, y(8, 0);
+        scales[1] = kTwo16;
+        QuantGemvParams p;
+        p.format = QuantFormat::awq_int4, p.x = x.data(), p.y = y.data(), p.n = 8, p.k = 1, p.group_size = 1;
+        p.qweight = qweight.data(), p.qzeros = qzeros.data(), p.scales = scales.data();
+        ref::quant_gemv(p);
+        // column c holds q = nibble index i with kAwqOrder[i] = c: 0, 4, 1, 5, 2, 6, 3, 7; w = (q - 1) * s.
+        const std::vector<float> want{-1, 6, 0, 4, 1, 5, 2, 6};
+        for (int c = 0; c < 8; ++c) QCOMPARE(ref::bf16_to_f32(y[std::size_t(c)]), want[std::size_t(c)]);
+    }
+
+    // GPTQ: one column, 16 rows in two words; two groups of 8 with g_idx swapping them (act-order); v1 zeros.
+    void gptq_hand_case_data() {
+        QTest::addColumn<bool>("act_order");
+        QTest::addColumn<bool>("zero_plus_one");
+        QTest::newRow("k/G v2") << false << false;
+        QTest::newRow("k/G v1") << false << true;
+        QTest::newRow("act-order v1") << true << true;
+    }
+    void gptq_hand_case() {
+        QFETCH(bool, act_order);
+        QFETCH(bool, zero_plus_one);
+        // qweight [2, 8]: column 0 rows 0..7 = 0..7, rows 8..15 = 15; other columns 0.
+        std::vector<int32_t> qweight(16, 0);
+        qweight[0] = 0x76543210, qweight[8] = int32_t(0xffffffffu);
+        // qzeros [2 groups, 1 pack]: stored zero of column 0: group 0 -> 2, group 1 -> 3.
+        const std::vector<int32_t> qzeros{0x2, 0x3};
+        std::vector<uint16_t> scales(16, kOne16);
+        scales[8] = kHalf16;  // group 1, column 0
+        std::vector<int32_t> g_idx(16);
+        for (int k = 0; k < 16; ++k) g_idx[std::size_t(k)] = act_order ? 1 - k / 8 : k / 8;
+        std::vector<uint16_t> x(16, kOneBf), y(8, 0);
+        QuantGemvParams p;
+        p.format = QuantFormat::gptq_int4, p.x = x.data(), p.y = y.data(), p.n = 8, p.k = 16, p.group_size = 8;
+        p.qweight = qweight.data(), p.qzeros = qzeros.data(), p.scales = scales.data();
+        p.g_idx = act_order ? g_idx.data() : nullptr, p.zero_plus_one = zero_plus_one;
+        const auto w = ref::quant_dequantize(p);
+        const int z0 = 2 + zero_plus_one, z1 = 3 + zero_plus_one;
+        for (int k = 0; k < 16; ++k) {
+            const int q = k < 8 ? k : 15, g = act_order ? 1 - k / 8 : k / 8;
+            const float want = float(q - (g == 0 ? z0 : z1)) * (g == 0 ? 1.0f : 0.5f);
+            QCOMPARE(w[std::size_t(k)], want);
+        }
+        ref::quant_gemv(p);
+        double sum = 0;
+        for (int k = 0; k < 16; ++k) sum += w[std::size_t(k)];
+        QCOMPARE(ref::bf16_to_f32(y[0]), float(sum));
+        QCOMPARE(ref::bf16_to_f32(y[1]), zero_plus_one ? -16.0f : 0.0f);  // q = 0, stored zero 0, scale 1
+    }
+
+    // fp8 block-wise: rows 0 and 128 sit in different scale blocks; per-channel and per-tensor on the same bytes.
+    void fp8_hand_case_data() {
+        QTest::addColumn<int>("scaling");
+        QTest::newRow("block128") << int(Fp8Scaling::block128);
+        QTest::newRow("per_channel") << int(Fp8Scaling::per_channel);
+        QTest::newRow("per_tensor") << int(Fp8Scaling::per_tensor);
+    }
+    void fp8_hand_case() {
+        QFETCH(int, scaling);
+        const int n = 129, k = 144;
+        std::vector<uint8_t> w(std::size_t(n) * k, 0);
+        w[0] = 0x38;                           // row 0, k 0: 1.0
+        w[std::size_t(128) * k + 130] = 0xc0;  // row 128, k 130: -2.0 (scale block [1, 1])
+        std::vector<float> scale;
+        if (scaling == int(Fp8Scaling::block128)) scale = {0.5f, 9.0f, 9.0f, 3.0f};
+        if (scaling == int(Fp8Scaling::per_channel))
+            scale.assign(std::size_t(n), 9.0f), scale[0] = 0.5f, scale[128] = 3.0f;
+        if (scaling == int(Fp8Scaling::per_tensor)) scale = {0.5f};
+        std::vector<uint16_t> x(std::size_t(k), kOneBf), y(std::size_t(n), 0x7fc1);
+        QuantGemvParams p;
+        p.format = QuantFormat::fp8_e4m3, p.x = x.data(), p.y = y.data(), p.n = n, p.k = k;
+        p.w_fp8 = w.data(), p.w_scale = scale.data(), p.fp8_scaling = Fp8Scaling(scaling);
+        ref::quant_gemv(p);
+        const float s128 = scaling == int(Fp8Scaling::per_tensor) ? 0.5f : 3.0f;
+        QCOMPARE(ref::bf16_to_f32(y[0]), 0.5f);
+        QCOMPARE(ref::bf16_to_f32(y[128]), -2.0f * s128);
+        QCOMPARE(ref::bf16_to_f32(y[7]), 0.0f);
+    }
+
+    // Random cases: the twin's unpacking of the packed tensors equals the packers' logical weights exactly.
+    void unpack_matches_logical_weights_data() {
+        QTest::addColumn<int>("format");
+        QTest::addColumn<int>("n");
+        QTest::addColumn<int>("k");
+        QTest::addColumn<int>("group");
+        QTest::addColumn<bool>("act_order");
+        QTest::addColumn<bool>("zero_plus_one");
+        QTest::newRow("awq 24x256 g128") << int(QuantFormat::awq_int4) << 24 << 256 << 128 << false << false;
+        QTest::newRow("awq 56x96 g32") << int(QuantFormat::awq_int4) << 56 << 96 << 32 << false << false;
+        QTest::newRow("gptq 8x128 v2") << int(QuantFormat::gptq_int4) << 8 << 128 << 128 << false << false;
+        QTest::newRow("gptq 152x256 v1") << int(QuantFormat::gptq_int4) << 152 << 256 << 128 << false << true;
+        QTest::newRow("gptq 40x384 act v1") << int(QuantFormat::gptq_int4) << 40 << 384 << 128 << true << true;
+    }
+    void unpack_matches_logical_weights() {
+        QFETCH(int, format);
+        QFETCH(int, n);
+        QFETCH(int, k);
+        QFETCH(int, group);
+        QFETCH(bool, act_order);
+        QFETCH(bool, zero_plus_one);
+        QuantCase c(QuantFormat(format), n, k, group, act_order, zero_plus_one, Fp8Scaling::block128,
+                    uint32_t(n * 7 + k));
+        std::mt19937 rng(3);
+        auto x = random_bf16(rng, std::size_t(k) * 2);
+        std::vector<uint16_t> y(std::size_t(n) * 2);
+        const QuantGemvParams p = c.params(x.data(), k, y.data(), n, 2, c.qweight.data(), c.qzeros.data(), c.s16.data(),
+                                           c.g_idx.data(), nullptr, nullptr, nullptr);
+        const auto w = ref::quant_dequantize(p);
+        for (int col = 0; col < n; ++col)
+            for (int kk = 0; kk < k; ++kk)
+                if (w[std::size_t(col) * k + kk] != c.weight(col, kk))
+                    QFAIL(qPrintable(QString("w[%1, %2] = %3, want %4")
+                                         .arg(col)
+                                         .arg(kk)
+                                         .arg(w[std::size_t(col) * k + kk])
+                                         .arg(c.weight(col, kk))));
+        ref::quant_gemv(p);
+        for (int t = 0; t < 2; ++t)
+            for (int col = 0; col < n; ++col) {
+                double d = 0;
+                for (int kk = 0; kk < k; ++kk)
+                    d += double(ref::bf16_to_f32(x[std::size_t(t) * k + kk])) * c.weight(col, kk);
+                QCOMPARE(y[std::size_t(t) * n + col], ref::f32_to_bf16(float(d)));
+            }
+    }
+};
+
+QTEST_GUILESS_MAIN(TstQuantTwin)
+#include "tst_quant_twin.moc"
