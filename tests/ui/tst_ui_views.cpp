@@ -120,7 +120,6 @@ void TestUiViews::adaptersPinUnpinUnload() {
     QTest::mouseClick(unload, Qt::LeftButton);
     QTRY_VERIFY(hasCall("unload es"));
     QTRY_COMPARE(page->tableModel()->rowOf("es"), -1);  // no longer served, so no longer listed
-    QTRY_VERIFY(!unload->isEnabled());
 }
 
 void TestUiViews::adaptersAliasImportRemove() {
@@ -248,7 +247,7 @@ void TestUiViews::serverStartStopAndSnippets() {
     QCOMPARE(control.lastConfig.api_key, std::string("sk-test"));
     QVERIFY(page->statusText().contains("http://127.0.0.1:9090/v1"));
     QVERIFY(page->snippetText(0).contains("Bearer sk-test"));
-    QVERIFY(page->snippetText(0).contains("\"model\": \"de\""));  // the first adapter is preselected
+    QVERIFY(page->snippetText(0).contains("\"model\": \"bofh\""));  // the first listed adapter (by name)
     QTest::mouseClick(toggle, Qt::LeftButton);
     QVERIFY(!page->running());
     QCOMPARE(page->statusText(), QString("Stopped"));

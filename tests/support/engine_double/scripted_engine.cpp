@@ -93,7 +93,7 @@ std::vector<api::AdapterInfo> ScriptedEngine::adapters() const {
 
 Result<api::AdapterInfo> ScriptedEngine::adapter(const std::string& key) const {
     std::lock_guard lock(m_mutex);
-    if (const api::AdapterInfo* a = find(key); a && a->compatible) return *a;
+    if (const api::AdapterInfo* a = find(key)) return *a;  // a refused folder too, with its reason
     return no_adapter(key);
 }
 
@@ -115,7 +115,7 @@ Status ScriptedEngine::import_adapters(const std::string& folder) {
     std::sort(found.begin(), found.end());
     for (const fs::path& p : found) {
         Status s = load_adapter(p.filename().string(), p.string());
-        if (!s.ok() && s.code() != ErrorCode::conflict) return s;  // already served: the import keeps it
+        if (!s.ok() && s.code != ErrorCode::conflict) return s;  // already served: the import keeps it
     }
     return Status::success();
 }

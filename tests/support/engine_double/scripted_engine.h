@@ -91,11 +91,11 @@ class ScriptedEngine : public api::Engine {
     static constexpr int32_t kBos = 1;
 
   private:
-    struct Served;  // what submit resolved a request's model to
-    Result<Served> resolve_model(const std::string& model) const;  // m_mutex held
+    struct Served;                                                         // what submit resolved a request's model to
+    Result<Served> resolve_model(const std::string& model) const;          // m_mutex held
     const api::AdapterInfo* find(const std::string& name_or_alias) const;  // m_mutex held
     api::AdapterInfo* find(const std::string& name_or_alias);              // m_mutex held
-    void record(std::string call);                                        // m_mutex held
+    void record(std::string call);                                         // m_mutex held
 
     const ScriptedFixture m_fixture;
     mutable std::mutex m_mutex;
