@@ -342,6 +342,8 @@ api::ModelInfo ScriptedEngine::model() const {
     m.max_context = 4096;
     std::lock_guard lock(m_mutex);
     m.chat_template = m_chat_template;
+    m.quantization = m_quantization;
+    m.quantization_detail = m_quantization_detail;
     return m;
 }
 

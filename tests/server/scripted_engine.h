@@ -56,6 +56,12 @@ class ScriptedEngine : public api::Engine {
         std::lock_guard lock(m_mutex);
         m_chat_template = std::move(text);
     }
+    // What model() reports as the checkpoint's quantization ("" = unquantized, the default).
+    void set_quantization(std::string method, std::string detail) {
+        std::lock_guard lock(m_mutex);
+        m_quantization = std::move(method);
+        m_quantization_detail = std::move(detail);
+    }
     void set_scripted_reply(std::vector<std::string> pieces) {
         std::lock_guard lock(m_mutex);
         m_scripted_reply = std::move(pieces);
@@ -67,6 +73,7 @@ class ScriptedEngine : public api::Engine {
     const api::AdapterInfo* find(const std::string& name_or_alias) const;  // m_mutex held
 
     mutable std::mutex m_mutex;
+    std::string m_quantization, m_quantization_detail;
     std::map<std::string, api::AdapterInfo> m_adapters;
     std::vector<api::GenerateRequest> m_requests;
     std::shared_ptr<std::atomic<int>> m_cancelled = std::make_shared<std::atomic<int>>(0);
