@@ -8,7 +8,9 @@ For every format `loradeskd synth-model --quant` writes and a few architectures 
   3. checks the dequantized weights against the bf16 checkpoint synthesized from the same seed (a wrong
      packing order or offset is off by the whole quantization range, not by one step),
   4. runs its own float64 forward pass on the dequantized weights and compares with `loradeskd logits`
-     (CPU runner) at every position: max |ours - numpy| <= 1e-3 * max |numpy|.
+     (CPU runner) at every position: max |ours - numpy| <= 1e-3 * max |numpy|;
+  5. on the first preset, does the same with a PEFT LoRA adapter on the quantized base (merged in numpy as
+     W + alpha / r * B A): adapters act on activations, so they apply unchanged.
 
 usage: quant_oracle.py /path/to/loradeskd [--formats fp8,awq,...] [--presets tiny,...] [--workdir DIR]
 Exits 77 (skip) when numpy is missing, 1 when a check fails.
@@ -72,9 +74,9 @@ def decode(raw, dtype, shape):
     return a.reshape(shape)
 
 
-def read_checkpoint(model_dir):
-    index = os.path.join(model_dir, "model.safetensors.index.json")
-    files = sorted(set(json.load(open(index))["weight_map"].values())) if os.path.exists(index) else ["model.safetensors"]
+def read_checkpoint(model_dir, stem="model"):
+    index = os.path.join(model_dir, stem + ".safetensors.index.json")
+    files = sorted(set(json.load(open(index))["weight_map"].values())) if os.path.exists(index) else [stem + ".safetensors"]
     tensors, dtypes = {}, {}
     for name in files:
         with open(os.path.join(model_dir, name), "rb") as f:
@@ -202,7 +204,34 @@ def forward(cfg, W, ids):
 
 # ---- the checks -----------------------------------------------------------------------------------------
 
-def check_model(exe, work, preset, fmt, plain):
+def merge_adapter(W, adapter_dir):
+    """W + alpha / r * B A for every PEFT lora_A/lora_B pair (plain LoRA: no rsLoRA, no rank patterns)."""
+    cfg = json.load(open(os.path.join(adapter_dir, "adapter_config.json")))
+    scale = cfg["lora_alpha"] / cfg["r"]
+    T, _ = read_checkpoint(adapter_dir, "adapter_model")
+    merged = dict(W)
+    for name, a in T.items():
+        if name.endswith(".lora_A.weight"):
+            base = name[len("base_model.model."):-len(".lora_A.weight")] + ".weight"
+            merged[base] = merged[base] + scale * T[name.replace("lora_A", "lora_B")] @ a
+    return merged
+
+
+def compare_logits(exe, model_dir, cfg, W, extra=()):
+    """None or a problem, and max |loradeskd - numpy| / max |numpy| over every position."""
+    ids = [i % cfg["vocab_size"] for i in PROMPT]
+    ref = forward(cfg, W, ids)
+    out = run([exe, "logits", "--model", model_dir, "--prompt-ids", ",".join(map(str, ids)), "--all-positions",
+               "--json", "--threads", "2", *extra])
+    ours = np.array(json.loads(out)["logits"], dtype=np.float64)
+    if ours.shape != ref.shape:
+        return f"logits shape {ours.shape} vs numpy {ref.shape}", float("nan")
+    err = np.abs(ours - ref).max() / np.abs(ref).max()
+    what = "logits with the adapter" if extra else "logits"
+    return (None if err <= 1e-3 else f"{what}: max |loradeskd - numpy| / max |numpy| = {err:.3g} > 1e-3"), err
+
+
+def check_model(exe, work, preset, fmt, plain, with_adapter):
     model_dir = os.path.join(work, f"{preset}-{fmt}")
     run([exe, "synth-model", "--preset", preset, "--out", model_dir, "--seed", "1", "--quant", fmt])
     cfg = json.load(open(os.path.join(model_dir, "config.json")))
@@ -229,18 +258,16 @@ def check_model(exe, work, preset, fmt, plain):
             problems.append("gptq-actorder wrote the trivial g_idx; act-order is not exercised")
     if fmt.startswith("fp8") and dtypes["model.layers.0.mlp.up_proj.weight"] != "F8_E4M3":
         problems.append("fp8 weights are not F8_E4M3")
-    vocab = cfg["vocab_size"]
-    ids = [i % vocab for i in PROMPT]
-    ref = forward(cfg, W, ids)
-    out = run([exe, "logits", "--model", model_dir, "--prompt-ids", ",".join(map(str, ids)), "--all-positions",
-               "--json", "--threads", "2"])
-    ours = np.array(json.loads(out)["logits"], dtype=np.float64)
-    if ours.shape != ref.shape:
-        problems.append(f"logits shape {ours.shape} vs numpy {ref.shape}")
-        return problems, float("nan")
-    err = np.abs(ours - ref).max() / np.abs(ref).max()
-    if not err <= 1e-3:
-        problems.append(f"logits: max |loradeskd - numpy| / max |numpy| = {err:.3g} > 1e-3")
+    problem, err = compare_logits(exe, model_dir, cfg, W)
+    problems += [problem] if problem else []
+    if with_adapter:
+        adapter_dir = os.path.join(work, f"{preset}-{fmt}-lora")
+        run([exe, "synth-adapter", "--model", model_dir, "--rank", "8", "--alpha", "16", "--seed", "3",
+             "--targets", "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", "--out", adapter_dir])
+        merged = merge_adapter(W, adapter_dir)
+        problem, lora_err = compare_logits(exe, model_dir, cfg, merged, ("--adapter", adapter_dir))
+        problems += [problem] if problem else []
+        err = max(err, lora_err)
     return problems, err
 
 
@@ -254,14 +281,15 @@ def main():
     exe = os.path.abspath(args.loradeskd)
     work = args.workdir or tempfile.mkdtemp(prefix="quant_oracle_")
     failed = False
-    for preset in args.presets.split(","):
+    for n, preset in enumerate(args.presets.split(",")):
         plain_dir = os.path.join(work, f"{preset}-bf16")
         run([exe, "synth-model", "--preset", preset, "--out", plain_dir, "--seed", "1"])
         plain, _ = read_checkpoint(plain_dir)
         for fmt in args.formats.split(","):
-            problems, err = check_model(exe, work, preset, fmt, plain)
+            problems, err = check_model(exe, work, preset, fmt, plain, with_adapter=n == 0)
             status = "ok" if not problems else "FAIL"
-            print(f"{preset:12s} {fmt:14s} logits rel err {err:.2e}  {status}")
+            lora = " (base and LoRA)" if n == 0 else ""
+            print(f"{preset:12s} {fmt:14s} logits rel err {err:.2e}{lora}  {status}")
             for p in problems:
                 print("    " + p)
             failed |= bool(problems)
