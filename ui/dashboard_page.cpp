@@ -122,8 +122,12 @@ void DashboardPage::showSnapshot(const EngineSnapshot& s) {
     const api::ModelInfo& m = s.model;
     const api::EngineStats& st = s.stats;
     m_state->setText(tr("Serving %1 on %2").arg(QString::fromStdString(m.id), QString::fromStdString(m.device)));
-    m_model->setText(tr("%1 · %2 parameters · context %3 · %4")
-                         .arg(QString::fromStdString(m.architecture), formatCount(m.parameters))
+    // A quantized checkpoint says how ("awq int4, group 128") beside its size.
+    const QString quant = m.quantization_detail.empty()
+                              ? QString()
+                              : QStringLiteral(" (%1)").arg(QString::fromStdString(m.quantization_detail));
+    m_model->setText(tr("%1 · %2 parameters%3 · context %4 · %5")
+                         .arg(QString::fromStdString(m.architecture), formatCount(m.parameters), quant)
                          .arg(m.max_context)
                          .arg(QString::fromStdString(m.path)));
     m_tokens->setText(QString::number(st.tokens_per_second, 'f', 1));

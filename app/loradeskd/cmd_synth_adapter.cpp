@@ -9,8 +9,9 @@
 #include "cli.h"
 #include "core/error.h"
 #include "lora/adapter_synth.h"
+#include "model/dequantize.h"
 #include "model/model_config.h"
-#include "model/safetensors.h"
+#include "model/model_weights.h"
 
 namespace {
 
@@ -35,13 +36,21 @@ std::vector<std::pair<std::string, T>> parse_pattern(const std::string& text, co
     return out;
 }
 
-// Standard deviation of a layer-0 projection of the base, the yardstick for the delta's size.
+// Standard deviation of a layer-0 projection of the base (dequantized when the base is quantized), the
+// yardstick for the delta's size.
 double base_weight_std(const std::string& model_dir, runtime::LoraModule m) {
-    model::SafetensorsCheckpoint ckpt(model_dir);
-    const char* group = int(m) <= int(runtime::LoraModule::o) ? "self_attn" : "mlp";
-    std::string name =
-        std::string("model.layers.0.") + group + "." + std::string(runtime::lora_module_name(m)) + ".weight";
-    std::vector<float> w = ckpt.get(name).to_f32();
+    const model::ModelWeights weights(model_dir);
+    const model::LayerWeights& l = weights.layer(0);
+    using M = runtime::LoraModule;
+    const std::pair<const model::TensorView*, const model::QuantizedLinear*> p =
+        m == M::q      ? std::pair{l.q, l.quant.q}
+        : m == M::k    ? std::pair{l.k, l.quant.k}
+        : m == M::v    ? std::pair{l.v, l.quant.v}
+        : m == M::o    ? std::pair{l.o, l.quant.o}
+        : m == M::gate ? std::pair{l.gate, l.quant.gate}
+        : m == M::up   ? std::pair{l.up, l.quant.up}
+                       : std::pair{l.down, l.quant.down};
+    const std::vector<float> w = p.second ? model::dequantize(*p.second) : p.first->to_f32();
     double sum = 0, sq = 0;
     for (float x : w) {
         sum += x;

@@ -17,6 +17,7 @@ int run_synth_model(const cli::Args& args) {
     o.out_dir = args.require("out");
     o.seed = uint64_t(args.get_int("seed", 0));
     o.tokenizer_dir = args.get("tokenizer");
+    o.quant = args.get("quant");
     const std::string dtype = args.get("dtype", "bf16");
     if (dtype == "bf16")
         o.dtype = DType::bf16;
@@ -31,11 +32,18 @@ int run_synth_model(const cli::Args& args) {
         nlohmann::json j = {{"out", o.out_dir}, {"preset", o.preset}, {"config", model::model_config_to_json(c)}};
         std::printf("%s\n", j.dump().c_str());
     } else {
-        std::printf("wrote %s (%s, %d layers, hidden %d, vocab %d, %s) to %s\n", o.preset.c_str(),
-                    c.architecture_name.c_str(), c.n_layers, c.hidden_size, c.vocab_size, dtype.c_str(),
+        const std::string quant = c.quant.quantized() ? ", " + model::quant_description(c.quant) : "";
+        std::printf("wrote %s (%s, %d layers, hidden %d, vocab %d, %s%s) to %s\n", o.preset.c_str(),
+                    c.architecture_name.c_str(), c.n_layers, c.hidden_size, c.vocab_size, dtype.c_str(), quant.c_str(),
                     o.out_dir.c_str());
     }
     return 0;
+}
+
+std::string quant_help() {
+    std::string s = "quantize the projections in a Hub layout: ";
+    for (const std::string& n : model::synth_quant_names()) s += n + " ";
+    return s;
 }
 
 std::string preset_help() {
@@ -46,13 +54,15 @@ std::string preset_help() {
 
 LORADESK_COMMAND({"synth-model",
                   "write a synthetic HF checkpoint (random weights, real shapes)",
-                  "loradeskd synth-model --preset NAME --out DIR [--seed N] [--tokenizer DIR] [--dtype bf16|f16|f32]",
+                  "loradeskd synth-model --preset NAME --out DIR [--seed N] [--tokenizer DIR] [--dtype bf16|f16|f32] "
+                  "[--quant fp8|fp8-tensor|fp8-channel|awq|gptq|gptq-actorder]",
                   {{"preset", "NAME", preset_help()},
                    {"out", "DIR", "output directory (created)"},
                    {"seed", "N", "weight seed (default 0)"},
                    {"tokenizer", "DIR",
                     "copy tokenizer.json/tokenizer_config.json from DIR and fit the vocabulary to it"},
                    {"dtype", "TYPE", "bf16 (default), f16 or f32"},
+                   {"quant", "FORMAT", quant_help()},
                    {"json", "", "print a JSON summary"}},
                   &run_synth_model});
 

@@ -235,6 +235,10 @@ struct ModelInfo {
     int max_context = 0;
     int vocab_size = 0;
     std::size_t weight_bytes = 0;
+    // The checkpoint's weight quantization: "fp8", "fp8-tensor", "fp8-channel", "awq", "gptq", or "" when
+    // unquantized; quantization_detail says it for people ("awq int4, group 128").
+    std::string quantization;
+    std::string quantization_detail;
     std::size_t kv_bytes = 0;
     std::size_t lora_slot_bytes = 0;
     int kv_pages_total = 0;

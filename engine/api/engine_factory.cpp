@@ -104,8 +104,10 @@ std::shared_ptr<EngineCore> build_core(const EngineOptions& options) {
     }
     core->eos_ids = collect_eos(core->config, dir, *core->tokenizer);
     core->structured = std::make_unique<StructuredOutput>(core->tokenizer, core->eos_ids);
-    log::info("loading {} ({}, {:.1f} M parameters) on {}", core->model_id, core->config.architecture_name,
-              double(core->parameters) / 1e6, options.device);
+    const std::string quant =
+        core->config.quant.quantized() ? ", " + model::quant_description(core->config.quant) : std::string();
+    log::info("loading {} ({}, {:.1f} M parameters{}) on {}", core->model_id, core->config.architecture_name,
+              double(core->parameters) / 1e6, quant, options.device);
     core->runner = runtime::create_runner(options.device, dir, options.cpu_threads);
     plan_memory(*core);
 

@@ -368,6 +368,10 @@ ModelInfo EngineImpl::model() const {
     m.parameters = c.parameters;
     m.max_context = c.max_context;
     m.vocab_size = c.config.vocab_size;
+    if (c.config.quant.quantized()) {
+        m.quantization = model::quant_format_name(c.config.quant.format);
+        m.quantization_detail = model::quant_description(c.config.quant);
+    }
     auto mem = c.runner->memory();
     m.weight_bytes = mem.weight_bytes;
     m.kv_bytes = mem.kv_bytes;

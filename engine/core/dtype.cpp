@@ -14,10 +14,10 @@ struct DTypeInfo {
 };
 
 constexpr DTypeInfo kDTypes[] = {
-    {DType::f32, "F32", 4}, {DType::f16, "F16", 2}, {DType::bf16, "BF16", 2}, {DType::i32, "I32", 4},
-    {DType::i64, "I64", 8}, {DType::u8, "U8", 1},   {DType::i8, "I8", 1},     {DType::bool_, "BOOL", 1},
-    {DType::f64, "F64", 8}, {DType::i16, "I16", 2}, {DType::u16, "U16", 2},   {DType::u32, "U32", 4},
-    {DType::u64, "U64", 8},
+    {DType::f32, "F32", 4}, {DType::f16, "F16", 2},         {DType::bf16, "BF16", 2}, {DType::i32, "I32", 4},
+    {DType::i64, "I64", 8}, {DType::u8, "U8", 1},           {DType::i8, "I8", 1},     {DType::bool_, "BOOL", 1},
+    {DType::f64, "F64", 8}, {DType::i16, "I16", 2},         {DType::u16, "U16", 2},   {DType::u32, "U32", 4},
+    {DType::u64, "U64", 8}, {DType::f8_e4m3, "F8_E4M3", 1},
 };
 
 }  // namespace

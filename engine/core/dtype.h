@@ -9,7 +9,8 @@
 
 namespace loradesk {
 
-enum class DType { f32, f16, bf16, i32, i64, u8, i8, bool_, f64, i16, u16, u32, u64 };
+// f8_e4m3 is OCP FP8 E4M3 ("e4m3fn": no infinities, max 448), the storage type of FP8 checkpoints.
+enum class DType { f32, f16, bf16, i32, i64, u8, i8, bool_, f64, i16, u16, u32, u64, f8_e4m3 };
 
 std::size_t dtype_size(DType t);
 std::string_view dtype_name(DType t);                 // safetensors spelling: "F32", "BF16", ...

@@ -22,7 +22,7 @@ std::size_t tensor_bytes(const StreamTensor& t) {
 }
 
 void write_shard(const std::string& path, const std::vector<StreamTensor>& tensors, std::vector<std::size_t> members,
-                 const StreamFill& fill) {
+                 const StreamFill& fill, const StreamRawFill& raw_fill) {
     std::sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) {
         std::size_t sa = dtype_size(tensors[a].dtype), sb = dtype_size(tensors[b].dtype);
         return sa != sb ? sa > sb : tensors[a].name < tensors[b].name;
@@ -49,6 +49,13 @@ void write_shard(const std::string& path, const std::vector<StreamTensor>& tenso
         std::vector<uint8_t> bytes;
         for (std::size_t i : members) {
             const StreamTensor& t = tensors[i];
+            if (t.raw) {
+                const std::vector<uint8_t> raw = raw_fill(i);
+                if (raw.size() != tensor_bytes(t))
+                    throw_error(ErrorCode::internal, "raw tensor '" + t.name + "' has the wrong byte count");
+                out.write(reinterpret_cast<const char*>(raw.data()), std::streamsize(raw.size()));
+                continue;
+            }
             int64_t numel = 1;
             for (int64_t d : t.shape) numel *= d;
             for (int64_t first = 0; first < numel; first += kChunkElements) {
@@ -69,7 +76,7 @@ void write_shard(const std::string& path, const std::vector<StreamTensor>& tenso
 
 void write_streamed_checkpoint(const std::string& dir, const std::string& stem,
                                const std::vector<StreamTensor>& tensors, const StreamFill& fill,
-                               std::size_t max_shard_bytes) {
+                               std::size_t max_shard_bytes, const StreamRawFill& raw_fill) {
     namespace fs = std::filesystem;
     fs::create_directories(dir);
     std::size_t total = 0;
@@ -86,14 +93,14 @@ void write_streamed_checkpoint(const std::string& dir, const std::string& stem,
         current += nb;
     }
     if (shards.size() == 1) {
-        write_shard((fs::path(dir) / (stem + ".safetensors")).string(), tensors, shards[0], fill);
+        write_shard((fs::path(dir) / (stem + ".safetensors")).string(), tensors, shards[0], fill, raw_fill);
         return;
     }
     json index = {{"metadata", {{"total_size", total}}}, {"weight_map", json::object()}};
     char name[160];
     for (std::size_t s = 0; s < shards.size(); ++s) {
         std::snprintf(name, sizeof name, "%s-%05zu-of-%05zu.safetensors", stem.c_str(), s + 1, shards.size());
-        write_shard((fs::path(dir) / name).string(), tensors, shards[s], fill);
+        write_shard((fs::path(dir) / name).string(), tensors, shards[s], fill, raw_fill);
         for (std::size_t i : shards[s]) index["weight_map"][tensors[i].name] = name;
     }
     write_text_file((fs::path(dir) / (stem + ".safetensors.index.json")).string(), index.dump(2));

@@ -255,6 +255,7 @@ ModelConfig parse_model_config(const json& j) {
     c.bos_token_id = get_int_or(j, "bos_token_id", -1);
     c.eos_token_ids = parse_eos(j);
     parse_dtype_field(j, c);
+    c.quant = parse_quant_config(j);
     return c;
 }
 
@@ -333,6 +334,7 @@ json model_config_to_json(const ModelConfig& c) {
     j["transformers_version"] = "4.51.3";
     j["use_cache"] = true;
     j["vocab_size"] = c.vocab_size;
+    if (c.quant.quantized()) j["quantization_config"] = quant_config_to_json(c.quant);
     return j;
 }
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/dtype.h"
+#include "model/quant_config.h"
 
 namespace loradesk::model {
 
@@ -47,6 +48,7 @@ struct ModelConfig {
     int bos_token_id = -1;
     std::vector<int> eos_token_ids;
     DType dtype = DType::bf16;  // torch_dtype / dtype
+    QuantConfig quant;          // quantization_config (format none for bf16/f16/f32 checkpoints)
 
     int q_dim() const { return n_heads * head_dim; }
     int kv_dim() const { return n_kv_heads * head_dim; }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <string_view>
 
 #include "core/error.h"
 
@@ -11,6 +12,11 @@ namespace loradesk::model {
 namespace {
 
 std::string layer_prefix(int i) { return "model.layers." + std::to_string(i) + "."; }
+
+// "model.layers.0.mlp.up_proj.weight" -> "model.layers.0.mlp.up_proj"
+std::string module_of(const std::string& weight_name) {
+    return weight_name.substr(0, weight_name.size() - std::string_view(".weight").size());
+}
 
 std::string fmt_shape(const std::vector<int64_t>& s) {
     std::string out = "[";
@@ -66,19 +72,42 @@ const TensorView* ModelWeights::require(const TensorSpec& spec) const {
                                    spec.name, t->file, t->shape_string(), fmt_shape(spec.shape)));
     if (!is_float_dtype(t->dtype))
         throw_expected(ErrorCode::unsupported,
-                       fmt::format("tensor '{}' in '{}' has dtype {}; only F32, F16 and BF16 weights are supported "
-                                   "(quantized checkpoints are not)",
+                       fmt::format("tensor '{}' in '{}' has dtype {}; unquantized tensors must be F32, F16 or BF16 "
+                                   "(a quantized checkpoint needs its quantization_config in config.json)",
                                    spec.name, t->file, dtype_name(t->dtype)));
     return t;
+}
+
+const QuantizedLinear* ModelWeights::bind_quantized(const TensorSpec& spec) {
+    const std::string module = module_of(spec.name);
+    auto find = [&](const std::string& name) { return m_checkpoint->find(name); };
+    try {
+        m_quant.push_back(bind_quantized_linear(find, m_config.quant, module, spec.shape[0], spec.shape[1]));
+    } catch (const Error& e) {
+        throw_expected(e.code(), fmt::format("model '{}': {}", m_dir, e.what()));
+    }
+    return &m_quant.back();
 }
 
 ModelWeights::ModelWeights(const std::string& model_dir) : m_dir(model_dir), m_config(load_model_config(model_dir)) {
     m_checkpoint = std::make_unique<SafetensorsCheckpoint>(model_dir, "model");
     std::map<std::string, const TensorView*> found;
-    for (const TensorSpec& spec : model_tensor_specs(m_config)) found[spec.name] = require(spec);
+    std::map<std::string, const QuantizedLinear*> quantized;
+    for (const TensorSpec& spec : model_tensor_specs(m_config)) {
+        // Only decoder-layer projections are quantized; lm_head stays float in every format we load.
+        const bool layer_projection = spec.role == TensorRole::projection && spec.name.starts_with("model.layers.");
+        if (layer_projection && m_config.quant.quantizes(module_of(spec.name)))
+            quantized[spec.name] = bind_quantized(spec);
+        else
+            found[spec.name] = require(spec);
+    }
     auto get = [&](const std::string& name) -> const TensorView* {
         auto it = found.find(name);
         return it == found.end() ? nullptr : it->second;
+    };
+    auto get_quant = [&](const std::string& name) -> const QuantizedLinear* {
+        auto it = quantized.find(name);
+        return it == quantized.end() ? nullptr : it->second;
     };
     m_embed = get("model.embed_tokens.weight");
     m_norm = get("model.norm.weight");
@@ -105,7 +134,20 @@ ModelWeights::ModelWeights(const std::string& model_dir) : m_dir(model_dir), m_c
         l.gate_bias = get(p + "mlp.gate_proj.bias");
         l.up_bias = get(p + "mlp.up_proj.bias");
         l.down_bias = get(p + "mlp.down_proj.bias");
+        l.quant.q = get_quant(p + "self_attn.q_proj.weight");
+        l.quant.k = get_quant(p + "self_attn.k_proj.weight");
+        l.quant.v = get_quant(p + "self_attn.v_proj.weight");
+        l.quant.o = get_quant(p + "self_attn.o_proj.weight");
+        l.quant.gate = get_quant(p + "mlp.gate_proj.weight");
+        l.quant.up = get_quant(p + "mlp.up_proj.weight");
+        l.quant.down = get_quant(p + "mlp.down_proj.weight");
     }
+}
+
+std::size_t ModelWeights::quantized_bytes() const {
+    std::size_t n = 0;
+    for (const QuantizedLinear& q : m_quant) n += q.bytes();
+    return n;
 }
 
 int64_t ModelWeights::parameter_count() const {

@@ -5,12 +5,16 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/mapped_file.h"
 #include "model/checkpoint_stream_writer.h"
 #include "model/model_weights.h"
+#include "model/quantize.h"
 #include "model/synth_tokenizer.h"
 
 namespace loradesk::model {
@@ -124,6 +128,41 @@ float init_value(TensorRole role, int64_t fan_in, int hidden, uint64_t bits) {
     return 0.0f;
 }
 
+// "model.layers.0.mlp.up_proj.weight" -> "model.layers.0.mlp.up_proj"
+std::string module_of(const std::string& weight_name) {
+    return weight_name.substr(0, weight_name.size() - std::string_view(".weight").size());
+}
+
+void round_to(DType dtype, std::vector<float>& v) {
+    std::vector<uint8_t> bytes(v.size() * dtype_size(dtype));
+    convert_from_f32(v.data(), v.size(), dtype, bytes.data());
+    convert_to_f32(bytes.data(), dtype, v.size(), v.data());
+}
+
+// Hands out a quantized projection's packed tensors one at a time: the projection is quantized when its first
+// part is asked for and forgotten after its last, so at most a shard's worth of packed tensors is held.
+class PackedParts {
+  public:
+    using Quantize = std::function<std::vector<PackedTensor>(std::size_t)>;
+    explicit PackedParts(Quantize quantize) : m_quantize(std::move(quantize)) {}
+
+    std::vector<uint8_t> take(std::size_t spec, std::size_t part) {
+        auto it = m_held.find(spec);
+        if (it == m_held.end()) it = m_held.emplace(spec, Held{m_quantize(spec), 0}).first;
+        std::vector<uint8_t> bytes = std::move(it->second.parts[part].bytes);
+        if (++it->second.taken == it->second.parts.size()) m_held.erase(it);
+        return bytes;
+    }
+
+  private:
+    struct Held {
+        std::vector<PackedTensor> parts;
+        std::size_t taken = 0;
+    };
+    Quantize m_quantize;
+    std::map<std::size_t, Held> m_held;
+};
+
 }  // namespace
 
 std::vector<std::string> synth_preset_names() {
@@ -163,6 +202,40 @@ ModelConfig synth_preset_config(const std::string& preset, int n_tokens) {
     return c;
 }
 
+std::vector<std::string> synth_quant_names() {
+    return {"fp8", "fp8-tensor", "fp8-channel", "awq", "gptq", "gptq-actorder"};
+}
+
+QuantConfig synth_quant_config(const std::string& name, const ModelConfig& c) {
+    QuantConfig q;
+    if (name == "fp8") {
+        q.format = QuantFormat::fp8_block;
+        q.bits = 8;
+        q.block_out = q.block_in = 128;
+    } else if (name == "fp8-tensor" || name == "fp8-channel") {
+        q.format = name == "fp8-tensor" ? QuantFormat::fp8_tensor : QuantFormat::fp8_channel;
+        q.bits = 8;
+        q.not_converted = {"lm_head"};
+    } else if (name == "awq") {
+        q.format = QuantFormat::awq;
+        q.bits = 4;
+        q.group_size = 128;
+        while (q.group_size > 32 &&
+               (c.hidden_size % q.group_size || c.q_dim() % q.group_size || c.intermediate_size % q.group_size))
+            q.group_size /= 2;
+    } else if (name == "gptq" || name == "gptq-actorder") {
+        q.format = QuantFormat::gptq;
+        q.bits = 4;
+        q.group_size = 128;
+        q.desc_act = name == "gptq-actorder";
+    } else {
+        std::string names;
+        for (const std::string& n : synth_quant_names()) names += (names.empty() ? "" : ", ") + n;
+        throw_expected(ErrorCode::invalid_argument, "unknown quantization '" + name + "'; known: " + names);
+    }
+    return q;
+}
+
 ModelConfig synth_model(const SynthOptions& o) {
     if (o.out_dir.empty())
         throw_expected(ErrorCode::invalid_argument, "synth-model needs an output directory (--out DIR)");
@@ -187,6 +260,7 @@ ModelConfig synth_model(const SynthOptions& o) {
     }
     ModelConfig c = synth_preset_config(o.preset, n_tokens);
     c.dtype = o.dtype;
+    if (!o.quant.empty()) c.quant = synth_quant_config(o.quant, c);
     c.bos_token_id = bos;
     if (eos >= 0) c.eos_token_ids = {eos};
     fs::create_directories(o.out_dir);
@@ -201,14 +275,11 @@ ModelConfig synth_model(const SynthOptions& o) {
     write_text_file((dir / "tokenizer_config.json").string(), tok_cfg.dump(2) + "\n");
 
     const std::vector<TensorSpec> specs = model_tensor_specs(c);
-    std::vector<StreamTensor> tensors;
     std::vector<uint64_t> seeds;
-    for (const TensorSpec& s : specs) {
-        tensors.push_back({s.name, o.dtype, s.shape});
-        seeds.push_back(splitmix64(o.seed ^ hash_name(s.name)));
-    }
-    auto fill = [&](std::size_t i, int64_t first, int64_t count, float* out) {
-        const TensorSpec& s = specs[i];
+    for (const TensorSpec& s : specs) seeds.push_back(splitmix64(o.seed ^ hash_name(s.name)));
+    // Values of spec `si`, elements [first, first + count), as f32.
+    auto generate = [&](std::size_t si, int64_t first, int64_t count, float* out) {
+        const TensorSpec& s = specs[si];
         const int64_t fan_in = s.shape.size() == 2 ? s.shape[1] : 1;
         // Projections that write the residual stream get a gain so that it outgrows the token's own
         // embedding; with tied embeddings that embedding otherwise dominates the logits and greedy
@@ -216,9 +287,37 @@ ModelConfig synth_model(const SynthOptions& o) {
         const bool residual_writer = s.name.ends_with("o_proj.weight") || s.name.ends_with("down_proj.weight");
         const float gain = residual_writer ? kResidualGain : 1.0f;
         for (int64_t e = 0; e < count; ++e)
-            out[e] = gain * init_value(s.role, fan_in, c.hidden_size, splitmix64(seeds[i] + uint64_t(first + e)));
+            out[e] = gain * init_value(s.role, fan_in, c.hidden_size, splitmix64(seeds[si] + uint64_t(first + e)));
     };
-    write_streamed_checkpoint(o.out_dir, "model", tensors, fill, o.max_shard_bytes);
+    // Quantized projections become several packed tensors; each stream tensor remembers its spec and part.
+    std::vector<StreamTensor> tensors;
+    std::vector<std::pair<std::size_t, std::size_t>> origin;  // (spec, part)
+    for (std::size_t si = 0; si < specs.size(); ++si) {
+        const TensorSpec& s = specs[si];
+        if (s.role == TensorRole::projection && s.name.starts_with("model.layers.") &&
+            c.quant.quantizes(module_of(s.name))) {
+            const auto parts = quantized_tensor_specs(c.quant, module_of(s.name), s.shape[0], s.shape[1]);
+            for (std::size_t p = 0; p < parts.size(); ++p) {
+                tensors.push_back({parts[p].name, parts[p].dtype, parts[p].shape, true});
+                origin.emplace_back(si, p);
+            }
+        } else {
+            tensors.push_back({s.name, o.dtype, s.shape});
+            origin.emplace_back(si, 0);
+        }
+    }
+    auto fill = [&](std::size_t i, int64_t first, int64_t count, float* out) {
+        generate(origin[i].first, first, count, out);
+    };
+    PackedParts packed([&](std::size_t si) {
+        const TensorSpec& s = specs[si];
+        std::vector<float> w(std::size_t(s.shape[0] * s.shape[1]));
+        generate(si, 0, int64_t(w.size()), w.data());
+        round_to(o.dtype, w);  // quantize the weights as a bf16 checkpoint would hold them
+        return quantize_linear(c.quant, module_of(s.name), w.data(), s.shape[0], s.shape[1], seeds[si]);
+    });
+    auto raw_fill = [&](std::size_t i) { return packed.take(origin[i].first, origin[i].second); };
+    write_streamed_checkpoint(o.out_dir, "model", tensors, fill, o.max_shard_bytes, raw_fill);
     return c;
 }
 

@@ -20,9 +20,16 @@ struct SynthOptions {
     std::string tokenizer_dir;  // copy tokenizer.json / tokenizer_config.json from here; empty = synthesize
     DType dtype = DType::bf16;
     std::size_t max_shard_bytes = std::size_t(4) << 30;
+    std::string quant;  // "" (none) or one of synth_quant_names(): projections written quantized, Hub layout
 };
 
 std::vector<std::string> synth_preset_names();
+// fp8 (block 128x128), fp8-tensor, fp8-channel (compressed-tensors), awq, gptq, gptq-actorder.
+std::vector<std::string> synth_quant_names();
+// The quantization_config synth-model writes for `name` and this model: AWQ's group is the largest of
+// 128, 64, 32 dividing every projection's in_features; GPTQ keeps 128 (its last group may be partial).
+// Throws Error(invalid_argument) for an unknown name, listing the known ones.
+QuantConfig synth_quant_config(const std::string& name, const ModelConfig& c);
 
 // The preset's config. vocab_size 0 in the preset means "fit the tokenizer"; n_tokens is the
 // tokenizer's max id + 1, and the vocabulary is rounded up to a multiple of 64. Throws

@@ -95,13 +95,23 @@ ojson model_json(const std::string& id, int64_t created, const std::string& owne
     return m;
 }
 
+// The base model's entry also says how its weights are quantized (null for an unquantized checkpoint).
+ojson base_model_json(const api::ModelInfo& model, const std::string& owned_by) {
+    ojson m = model_json(model.id, unix_now(), owned_by, model.path, nullptr, model.max_context);
+    if (model.quantization.empty())
+        m["quantization"] = nullptr;
+    else
+        m["quantization"] = ojson{{"method", model.quantization}, {"detail", model.quantization_detail}};
+    return m;
+}
+
 }  // namespace
 
 HttpResponse Router::list_models() const {
     const api::ModelInfo model = m_engine.model();
     const std::vector<api::AdapterInfo> adapters = m_engine.adapters();
     ListWriter list(adapters.size() + 1, 200);
-    list.add(model_json(model.id, unix_now(), m_options.owned_by, model.path, nullptr, model.max_context));
+    list.add(base_model_json(model, m_options.owned_by));
     for (const api::AdapterInfo& a : adapters) {
         if (!a.compatible) continue;  // listed by /v1/adapters with the reason; not servable
         list.add(model_json(a.name, a.created_unix, m_options.owned_by, a.path, model.id, model.max_context));
@@ -111,9 +121,7 @@ HttpResponse Router::list_models() const {
 
 HttpResponse Router::get_model(const std::string& id) const {
     const api::ModelInfo model = m_engine.model();
-    if (id == model.id)
-        return json_response(
-            model_json(model.id, unix_now(), m_options.owned_by, model.path, nullptr, model.max_context));
+    if (id == model.id) return json_response(base_model_json(model, m_options.owned_by));
     // As generation resolves `model`: a name or alias, else BASE:ADAPTER. Answers under the id asked for.
     auto a = m_engine.adapter(id);
     if (const auto colon = id.find(':'); !a.ok() && colon != std::string::npos) {

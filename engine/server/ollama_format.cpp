@@ -122,6 +122,9 @@ std::string parameter_size(uint64_t n) {
 bool on_cpu(const api::ModelInfo& model) { return model.device.rfind("cpu", 0) == 0; }
 
 std::string quantization_level(const api::ModelInfo& model) {
+    if (model.quantization.rfind("fp8", 0) == 0) return "FP8";
+    if (model.quantization == "awq") return "AWQ-INT4";
+    if (model.quantization == "gptq") return "GPTQ-INT4";
     if (model.parameters == 0 || model.weight_bytes == 0) return "unknown";
     const double bytes_per_weight = double(model.weight_bytes) / double(model.parameters);
     if (bytes_per_weight >= 3.0) return "F32";

@@ -84,19 +84,25 @@ class TstCudaRunner : public QObject {
     void matches_cpu_runner_data() {
         QTest::addColumn<QString>("preset");
         QTest::addColumn<bool>("graphs");
+        QTest::addColumn<QString>("quant");
         for (const char* p : {"tiny", "tiny-qwen2", "tiny-llama", "tiny-mistral"}) {
-            QTest::newRow(p) << QString(p) << true;
-            QTest::newRow(qPrintable(QString(p) + "-eager")) << QString(p) << false;
+            QTest::newRow(p) << QString(p) << true << QString();
+            QTest::newRow(qPrintable(QString(p) + "-eager")) << QString(p) << false << QString();
         }
+        // Quantized checkpoints: the CUDA runner dequantizes to bf16 on upload, the CPU runner to f32.
+        for (const std::string& q : model::synth_quant_names())
+            QTest::newRow(qPrintable(QString("tiny-") + q.c_str())) << QString("tiny") << true << QString(q.c_str());
     }
     void matches_cpu_runner() {
         QFETCH(QString, preset);
         QFETCH(bool, graphs);
+        QFETCH(QString, quant);
         QTemporaryDir dir;
         model::SynthOptions so;
         so.preset = preset.toStdString();
         so.out_dir = dir.path().toStdString();
         so.seed = 5;
+        so.quant = quant.toStdString();
         const model::ModelConfig c = model::synth_model(so);
         cpu::CpuRunner cpu_runner(so.out_dir, 2);
         cuda::CudaRunner gpu(so.out_dir);

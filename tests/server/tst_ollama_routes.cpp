@@ -65,6 +65,29 @@ class TstOllamaRoutes : public QObject {
         QCOMPARE(body_of(r), json({{"version", "0.12.0"}}));
     }
 
+    void quantization_level_data() {
+        QTest::addColumn<QString>("method");
+        QTest::addColumn<QString>("level");
+        QTest::newRow("unquantized") << ""
+                                     << "BF16";  // from bytes per weight, as before
+        QTest::newRow("fp8 block") << "fp8"
+                                   << "FP8";
+        QTest::newRow("fp8 channel") << "fp8-channel"
+                                     << "FP8";
+        QTest::newRow("awq") << "awq"
+                             << "AWQ-INT4";
+        QTest::newRow("gptq") << "gptq"
+                              << "GPTQ-INT4";
+    }
+    void quantization_level() {
+        QFETCH(QString, method);
+        QFETCH(QString, level);
+        m_engine.set_quantization(method.toStdString(), method.toStdString());
+        const json b = body_of(get("/api/tags"));
+        m_engine.set_quantization("", "");
+        QCOMPARE(b["models"][0]["details"]["quantization_level"], json(level.toStdString()));
+    }
+
     void tags_list_base_and_servable_adapters() {
         const json b = body_of(get("/api/tags"));
         std::vector<std::string> names;

@@ -47,6 +47,19 @@ class TstServerRoutes : public QObject {
         QCOMPARE(r.body.substr(0, 40), head);
         QCOMPARE(m_router.handle(make_request("GET", "/models")).body.size(), r.body.size());
     }
+    void models_show_the_base_quantization() {
+        const json plain = body_of(m_router.handle(make_request("GET", "/v1/models")));
+        QVERIFY(plain["data"][0].contains("quantization") && plain["data"][0]["quantization"].is_null());
+        m_engine.set_quantization("awq", "awq int4, group 128");
+        const json list = body_of(m_router.handle(make_request("GET", "/v1/models")));
+        const json one = body_of(m_router.handle(make_request("GET", "/v1/models/tiny-base")));
+        m_engine.set_quantization("", "");
+        for (const json& base : {list["data"][0], one}) {
+            QCOMPARE(base["quantization"]["method"], json("awq"));
+            QCOMPARE(base["quantization"]["detail"], json("awq int4, group 128"));
+        }
+        QVERIFY(!list["data"][1].contains("quantization"));  // adapters run on the base; their entries say nothing
+    }
     void model_by_id_and_alias() {
         QCOMPARE(body_of(m_router.handle(make_request("GET", "/v1/models/sql-lora")))["id"], json("sql-lora"));
         QCOMPARE(body_of(m_router.handle(make_request("GET", "/v1/models/sql")))["id"], json("sql"));

@@ -17,7 +17,8 @@ struct CpuRunner::Scratch {
     std::vector<float> x, h, q, k, v, attn, o, gate, up, down;
 };
 
-CpuRunner::CpuRunner(const std::string& model_dir, int threads) : m_weights(model_dir), m_pool(threads) {
+CpuRunner::CpuRunner(const std::string& model_dir, int threads)
+    : m_weights(model_dir), m_pool(threads), m_layers(m_weights, &m_pool) {
     m_inv_freq = rope_inv_freq(config());
     m_slots.resize(1);
 }
@@ -28,7 +29,7 @@ std::string CpuRunner::device_name() const { return fmt::format("cpu ({} threads
 
 MemoryReport CpuRunner::memory() const {
     MemoryReport r;
-    r.weight_bytes = m_weights.bytes();
+    r.weight_bytes = m_weights.bytes() + m_layers.bytes();  // mapped checkpoint + f32 copies of quantized projections
     r.kv_bytes = m_page_size > 0 ? kv_page_bytes(m_page_size) * std::size_t(m_n_pages) : 0;
     for (const auto& s : m_slots)
         if (s) r.lora_slot_bytes += s->bytes();
@@ -139,7 +140,7 @@ void CpuRunner::apply_lora(LoraModule m, int layer, const float* x, int in, int 
 
 void CpuRunner::attention_block(int layer, const ForwardBatch& b, const std::vector<int>& token_slot, Scratch& s) {
     const auto& c = config();
-    const auto& w = m_weights.layer(layer);
+    const auto& w = m_layers.layer(layer);
     const int n = b.n_tokens(), hid = c.hidden_size, qd = c.q_dim(), kvd = c.kv_dim();
     rms_norm(s.x.data(), *w.input_norm, n, hid, c.rms_norm_eps, s.h.data());
     linear(*w.q, w.q_bias, s.h.data(), n, s.q.data(), m_pool);
@@ -168,7 +169,7 @@ void CpuRunner::attention_block(int layer, const ForwardBatch& b, const std::vec
 
 void CpuRunner::mlp_block(int layer, int n, const std::vector<int>& token_slot, Scratch& s) {
     const auto& c = config();
-    const auto& w = m_weights.layer(layer);
+    const auto& w = m_layers.layer(layer);
     const int hid = c.hidden_size, f = c.intermediate_size;
     rms_norm(s.x.data(), *w.post_norm, n, hid, c.rms_norm_eps, s.h.data());
     linear(*w.gate, w.gate_bias, s.h.data(), n, s.gate.data(), m_pool);

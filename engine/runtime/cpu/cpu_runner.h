@@ -1,4 +1,5 @@
-// CpuRunner: the reference ModelRunner. fp32 math over the checkpoint's own dtype (mmap, zero-copy),
+// CpuRunner: the reference ModelRunner. fp32 math over the checkpoint's own dtype (mmap, zero-copy;
+// quantized projections are dequantized to f32 once at load),
 // paged f32 KV cache, per-token LoRA (y += scale * B (A x) with each sequence's slot), multi-threaded
 // over output rows and attention heads. Every CUDA result is checked against it.
 // Not thread-safe: one caller (the engine loop) at a time, like every ModelRunner.
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "model/dequantized_layers.h"
 #include "model/model_weights.h"
 #include "runtime/model_runner.h"
 
@@ -47,6 +49,7 @@ class CpuRunner final : public ModelRunner {
 
     model::ModelWeights m_weights;
     ThreadPool m_pool;
+    model::DequantizedLayers m_layers;  // after m_pool: built with it
     std::vector<float> m_inv_freq;
     int m_n_pages = 0;
     int m_page_size = 0;

@@ -1,4 +1,5 @@
-// CudaRunner setup: device checks, weight upload (bf16, fused QKV and gate/up matrices), the KV pool.
+// CudaRunner setup: device checks, weight upload (bf16, fused QKV and gate/up matrices; quantized
+// projections are dequantized to bf16 on the host for now), the KV pool.
 // LoRA slots are in cuda_runner_lora.cpp, the forward pass in cuda_forward.cpp.
 #include "runtime/cuda/cuda_runner.h"
 
@@ -10,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "launchers.h"
+#include "model/dequantize.h"
 #include "model/model_weights.h"
 #include "ref/ref_kernels.h"
 #include "runtime/cuda/cuda_runner_impl.h"
@@ -69,8 +71,28 @@ namespace {
 
 std::size_t align_up(std::size_t v) { return (v + 255) & ~std::size_t(255); }
 
-// Appends a tensor (any float dtype) as bf16 to host staging.
-void append_bf16(const model::TensorView* t, std::vector<uint16_t>& out) {
+// One part of an uploaded matrix: a float tensor, or a quantized projection (its dense pointer is null).
+struct UploadPart {
+    UploadPart(const model::TensorView* t) : dense(t) {}  // NOLINT(google-explicit-constructor): list brevity
+    UploadPart(const model::TensorView* t, const model::QuantizedLinear* q) : dense(t), quant(q) {}
+    std::size_t numel() const {
+        return quant ? std::size_t(quant->out_features * quant->in_features) : std::size_t(dense->numel());
+    }
+    const model::TensorView* dense = nullptr;
+    const model::QuantizedLinear* quant = nullptr;
+};
+
+// Appends a part as bf16 to host staging. Quantized projections are dequantized (f32, then rounded to bf16)
+// until the quantized GEMV/GEMM kernels exist: correct, but no memory saving on the device yet.
+void append_bf16(const UploadPart& p, std::vector<uint16_t>& out) {
+    if (p.quant) {
+        const std::vector<float> f = model::dequantize(*p.quant);
+        const std::size_t at = out.size();
+        out.resize(at + f.size());
+        for (std::size_t i = 0; i < f.size(); ++i) out[at + i] = f32_to_bf16(f[i]);
+        return;
+    }
+    const model::TensorView* t = p.dense;
     std::size_t n = std::size_t(t->numel()), at = out.size();
     out.resize(at + n);
     if (t->dtype == DType::bf16) {
@@ -111,7 +133,7 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
                                    "(use --device cpu)",
                                    cfg.head_dim));
     struct Item {
-        std::vector<const model::TensorView*> parts;
+        std::vector<UploadPart> parts;
         const uint16_t** dst;
     };
     std::vector<Item> items;
@@ -124,10 +146,10 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
         DeviceLayer& d = layers[std::size_t(l)];
         items.push_back({{s.input_norm}, &d.in_norm});
         items.push_back({{s.post_norm}, &d.post_norm});
-        items.push_back({{s.q, s.k, s.v}, &d.wqkv});
-        items.push_back({{s.o}, &d.wo});
-        items.push_back({{s.gate, s.up}, &d.wgu});
-        items.push_back({{s.down}, &d.wd});
+        items.push_back({{{s.q, s.quant.q}, {s.k, s.quant.k}, {s.v, s.quant.v}}, &d.wqkv});
+        items.push_back({{{s.o, s.quant.o}}, &d.wo});
+        items.push_back({{{s.gate, s.quant.gate}, {s.up, s.quant.up}}, &d.wgu});
+        items.push_back({{{s.down, s.quant.down}}, &d.wd});
         if (s.q_norm) items.push_back({{s.q_norm}, &d.q_norm});
         if (s.k_norm) items.push_back({{s.k_norm}, &d.k_norm});
         if (s.q_bias) items.push_back({{s.q_bias, s.k_bias, s.v_bias}, &d.bqkv});
@@ -135,12 +157,17 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
         if (s.gate_bias) items.push_back({{s.gate_bias, s.up_bias}, &d.bgu});
         if (s.down_bias) items.push_back({{s.down_bias}, &d.bd});
     }
+    if (w.quantized())
+        log::info(
+            "{} weights ({:.2f} GiB packed): dequantized to bf16 on upload; quantized GPU kernels are not "
+            "implemented yet, so they take bf16 memory",
+            model::quant_description(cfg.quant), w.quantized_bytes() / 1073741824.0);
     std::vector<std::size_t> offsets;
     std::size_t total = 0;
     for (const auto& it : items) {
         offsets.push_back(total);
         std::size_t n = 0;
-        for (const auto* t : it.parts) n += std::size_t(t->numel());
+        for (const auto& p : it.parts) n += p.numel();
         total += align_up(n * 2);
     }
     const std::size_t freq_offset = total;
@@ -149,7 +176,7 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
     std::vector<uint16_t> host;
     for (std::size_t i = 0; i < items.size(); ++i) {
         host.clear();
-        for (const auto* t : items[i].parts) append_bf16(t, host);
+        for (const auto& p : items[i].parts) append_bf16(p, host);
         cuda_check(cudaMemcpy(weights.data() + offsets[i], host.data(), host.size() * 2, cudaMemcpyHostToDevice),
                    "weight upload");
         *items[i].dst = reinterpret_cast<const uint16_t*>(weights.data() + offsets[i]);

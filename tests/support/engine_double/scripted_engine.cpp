@@ -165,6 +165,10 @@ api::ModelInfo ScriptedEngine::model() const {
     api::ModelInfo m = m_fixture.model;
     std::lock_guard lock(m_mutex);
     m.chat_template = m_chat_template;
+    if (!m_quantization.empty()) {
+        m.quantization = m_quantization;
+        m.quantization_detail = m_quantization_detail;
+    }
     return m;
 }
 
@@ -243,6 +247,12 @@ void ScriptedEngine::set_tokens_per_second(double tps) {
 void ScriptedEngine::set_chat_template(std::string text) {
     std::lock_guard lock(m_mutex);
     m_chat_template = std::move(text);
+}
+
+void ScriptedEngine::set_quantization(std::string method, std::string detail) {
+    std::lock_guard lock(m_mutex);
+    m_quantization = std::move(method);
+    m_quantization_detail = std::move(detail);
 }
 
 void ScriptedEngine::set_scripted_reply(std::vector<std::string> pieces) {

@@ -85,6 +85,8 @@ class ScriptedEngine : public api::Engine {
     void set_tokens_per_second(double tps);
     // What model().chat_template reports, for tests of the per-family parsers through the routes.
     void set_chat_template(std::string text);
+    // What model() reports as the checkpoint's quantization ("" = unquantized, the default).
+    void set_quantization(std::string method, std::string detail);
     // The reply of #scripted prompts.
     void set_scripted_reply(std::vector<std::string> pieces);
 
@@ -104,6 +106,7 @@ class ScriptedEngine : public api::Engine {
     std::vector<std::string> m_calls;
     double m_tokens_per_second;
     std::string m_chat_template;
+    std::string m_quantization, m_quantization_detail;
     std::vector<std::string> m_scripted_reply;
     bool m_shutdown = false;
     std::shared_ptr<std::atomic<int>> m_cancelled = std::make_shared<std::atomic<int>>(0);
