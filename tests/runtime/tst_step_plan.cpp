@@ -1,11 +1,15 @@
 // engine/runtime/cuda/step_plan: the CUDA runner's host step planner, no GPU needed. LoRA segments, the decode
 // split heuristic, graph buckets, and the packed metadata block of eager and graph steps checked array by
-// array against the batch it came from (offsets from the one MetaLayout, pad rows, alignment).
+// array against the batch it came from (offsets from the one MetaLayout, pad rows, alignment); every graph
+// plan of one key has the offsets of the plan its graph was captured from, and a reused plan leaves nothing stale.
 #include <QtTest>
 
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <map>
+#include <random>
+#include <tuple>
 
 #include "runtime/cuda/step_plan.h"
 
@@ -313,6 +317,57 @@ class TstStepPlan : public QObject {
         QCOMPARE(sh.max_seg_len, longest);
         QCOMPARE(p.layout.total, p.layout.kv_indices + b.kv_indices.size());
         check_rows(p, b);
+    }
+
+    // A graph bakes the StepMeta of the plan it was captured from; every later plan replayed through it (same
+    // key) must put each array at the same offset with the same shape, whatever the batch's sequences, contexts
+    // and page tables. Plans go into one reused LaunchPlan between eager plans, as in the runner, and must
+    // equal plans made from scratch (nothing left over from the previous step).
+    void graph_plans_of_one_key_share_their_layout() {
+        std::mt19937 rng(3);
+        LaunchPlan reused;
+        using Key = std::tuple<int, bool, int, int>;
+        std::map<Key, LaunchPlan> captured;
+        int replays = 0;
+        for (int step = 0; step < 3000; ++step) {
+            const int n = 1 + int(rng() % 40);
+            QList<int> n_new, kv, seq_slots;
+            for (int s = 0; s < n; ++s) {
+                n_new << 1, kv << 1 + int(rng() % (rng() % 4 == 0 ? 3000 : 120)), seq_slots << int(rng() % 4);
+            }
+            std::sort(seq_slots.begin(), seq_slots.end());
+            if (step % 3 == 0) {  // an eager step (prefill rows, long page tables) in between
+                QList<int> e_new = n_new, e_kv = kv;
+                for (int s = 0; s < n; s += 2) e_new[s] = 1 + int(rng() % 60), e_kv[s] += e_new[s];
+                plan_eager_step(make_batch(e_new, e_kv, seq_slots), config(), limits(), reused);
+            }
+            const ForwardBatch b = make_batch(n_new, kv, seq_slots);
+            LaunchPlan fresh;
+            QVERIFY(plan_graph_step(b, config(), limits(), fresh));
+            QVERIFY(plan_graph_step(b, config(), limits(), reused));
+            QCOMPARE(list(reused.meta), list(fresh.meta));
+            QVERIFY(std::memcmp(&reused.layout, &fresh.layout, sizeof(MetaLayout)) == 0);
+            QVERIFY(std::memcmp(&reused.shape, &fresh.shape, sizeof(StepShape)) == 0);
+            check_rows(reused, b);
+            const Key key{reused.bucket, reused.shape.any_lora, reused.splits, reused.seg_cap};
+            auto [it, first] = captured.try_emplace(key, reused);
+            if (first) continue;
+            ++replays;
+            const LaunchPlan& cap = it->second;
+            MetaLayout a = cap.layout, r = reused.layout;
+            a.total = r.total = 0;  // only the page tables' length (the block's end) may change
+            QVERIFY2(std::memcmp(&a, &r, sizeof(MetaLayout)) == 0, qPrintable(QString("step %1").arg(step)));
+            QVERIFY(std::memcmp(&cap.shape, &reused.shape, sizeof(StepShape)) == 0);
+            const int32_t* base = reinterpret_cast<const int32_t*>(std::uintptr_t(1) << 20);
+            const StepMeta sc = bind_step_meta(cap, base), sr = bind_step_meta(reused, base);
+            QVERIFY(sc.token_ids == sr.token_ids && sc.positions == sr.positions && sc.kv_slots == sr.kv_slots &&
+                    sc.qo_indptr == sr.qo_indptr && sc.kv_indptr == sr.kv_indptr && sc.kv_indices == sr.kv_indices &&
+                    sc.last_len == sr.last_len && sc.seg_indptr == sr.seg_indptr && sc.seg_slot == sr.seg_slot &&
+                    sc.logits_idx == sr.logits_idx && sc.items == sr.items && sc.groups == sr.groups &&
+                    sc.tiles == sr.tiles);
+        }
+        QVERIFY(captured.size() >= 20);
+        QVERIFY(replays > 2000);
     }
 
     // Within the attention workspace, coarser split-K chunks: 2,000 keys are 8 items at 256 keys, 1 at 2,048.
