@@ -17,6 +17,7 @@
 #include "device_buffer.h"
 #include "kernel_test_util.h"
 #include "launchers.h"
+#include "runtime/cuda/step_plan.h"
 
 using namespace loradesk::kernels;
 using namespace loradesk::kernels::test;
@@ -58,22 +59,6 @@ void bench_attention(int batch_size, int ctx, double bw) {
         batch_size, ctx, ms * 1e3, bytes / (ms * 1e-3) / 1e9, bytes / bw * 1e6, 100.0 * bytes / bw / (ms * 1e-3));
 }
 
-// Attention splits per row tile exactly as the decode graphs choose them (engine/runtime/cuda/cuda_graphs.cpp:
-// about two waves of blocks, one split per 256 keys, at most 64, within a 4096-item workspace; none up to
-// 1,024 keys).
-int graph_splits(int batch, int n_kv, int max_kv, int n_sms) {
-    auto pow2_at_least = [](int v) {
-        int p = 1;
-        while (p < v) p *= 2;
-        return p;
-    };
-    const int fill = pow2_at_least((n_sms + batch * n_kv - 1) / (batch * n_kv));
-    const int per_keys = pow2_at_least((max_kv + 255) / 256);
-    int splits = std::min(std::max(per_keys, std::min(fill, std::min(8, pow2_at_least((max_kv + 63) / 64)))), 64);
-    while (splits > 1 && batch * splits > 4096) splits /= 2;
-    return max_kv <= 1024 ? 1 : splits;  // whole sequences per block up to 1,024 keys
-}
-
 // attention() and attention_decode() on the same graph split plan, decode batch of batch_size x ctx keys.
 // attention_decode is checked first: against the twin on small cases, against attention() on large ones.
 void bench_decode(const char* model, int n_heads, int n_kv, int batch_size, int ctx, int n_sms, double bw) {
@@ -88,7 +73,9 @@ void bench_decode(const char* model, int n_heads, int n_kv, int batch_size, int 
     DeviceAttention dev(h, b, q, kp, vp);
     DeviceBuffer<uint16_t> dout2(q.size());  // attention()'s output, beside attention_decode()'s in dev.out
     const AttentionParams& p = dev.p;
-    const int splits = graph_splits(batch_size, n_kv, ctx, n_sms);
+    // Splits per row tile exactly as the decode graphs choose them (the runner's step planner).
+    const int splits = loradesk::runtime::cuda::decode_attention_splits(
+        {batch_size, n_heads / n_kv, n_kv, ctx, n_sms, loradesk::runtime::cuda::kPlannedAttentionItems, true});
     AttentionPlan plan;
     plan_attention_splits(b.qo_indptr.data(), b.kv_indptr.data(), b.kv_last_page_len.data(), b.n_seqs(), ps,
                           n_heads / n_kv, splits, plan);

@@ -1,6 +1,5 @@
 #include "runtime/forward_batch.h"
 
-#include <set>
 #include <string>
 
 #include "core/error.h"
@@ -11,24 +10,6 @@ namespace {
 [[noreturn]] void bad(const std::string& what) { throw_error(ErrorCode::internal, "invalid ForwardBatch: " + what); }
 
 }  // namespace
-
-void ForwardBatch::build_lora_segments() {
-    lora_seg_indptr.assign(1, 0);
-    lora_seg_slot.clear();
-    std::set<int32_t> seen;
-    for (int32_t s = 0; s < n_seqs(); ++s) {
-        int32_t slot = seq_lora_slot[s];
-        if (qo_indptr[s + 1] == qo_indptr[s]) continue;
-        if (lora_seg_slot.empty() || lora_seg_slot.back() != slot) {
-            if (!seen.insert(slot).second)
-                bad("sequences with LoRA slot " + std::to_string(slot) + " are not adjacent");
-            lora_seg_slot.push_back(slot);
-            lora_seg_indptr.push_back(qo_indptr[s + 1]);
-        } else {
-            lora_seg_indptr.back() = qo_indptr[s + 1];
-        }
-    }
-}
 
 void ForwardBatch::validate(int32_t n_kv_pages, int32_t vocab_size) const {
     const int32_t n = n_seqs();
@@ -59,16 +40,6 @@ void ForwardBatch::validate(int32_t n_kv_pages, int32_t vocab_size) const {
     for (std::size_t i = 0; i < logits_indices.size(); ++i) {
         if (logits_indices[i] < 0 || logits_indices[i] >= n_tokens()) bad("logits index out of range");
         if (i && logits_indices[i] <= logits_indices[i - 1]) bad("logits_indices not increasing");
-    }
-    if (!lora_seg_indptr.empty()) {
-        if (lora_seg_indptr.size() != lora_seg_slot.size() + 1) bad("lora segment arrays differ in length");
-        for (std::size_t g = 0; g < lora_seg_slot.size(); ++g) {
-            for (int32_t s = 0; s < n; ++s) {
-                if (qo_indptr[s] >= lora_seg_indptr[g] && qo_indptr[s + 1] <= lora_seg_indptr[g + 1] &&
-                    qo_indptr[s] < qo_indptr[s + 1] && seq_lora_slot[s] != lora_seg_slot[g])
-                    bad("segment " + std::to_string(g) + " mixes LoRA slots");
-            }
-        }
     }
 }
 

@@ -2,8 +2,8 @@
 // and every ModelRunner (which executes it). Layout follows flashinfer's paged-KV conventions so that
 // the CUDA kernels can take these arrays as they are.
 //
-// Sequences are ordered by LoRA slot (the batch builder sorts them), so tokens that share an adapter
-// are contiguous: lora_seg_* then describe SGMV segments directly.
+// Sequences are ordered by LoRA slot (the batch builder sorts them), so tokens that share an adapter are
+// contiguous; each runner cuts seq_lora_slot into its own segments (the CUDA one in cuda/step_plan.h).
 #pragma once
 
 #include <cstdint>
@@ -26,10 +26,8 @@ struct ForwardBatch {
     std::vector<int32_t> kv_indices;        // [total pages]
     std::vector<int32_t> kv_last_page_len;  // [n_seqs], in 1..page_size
 
-    // LoRA. Slot 0 = base model (no adapter). Segments are maximal runs of tokens with one slot.
-    std::vector<int32_t> seq_lora_slot;    // [n_seqs]
-    std::vector<int32_t> lora_seg_indptr;  // [n_segs + 1] token ranges
-    std::vector<int32_t> lora_seg_slot;    // [n_segs]
+    // LoRA. Slot 0 = base model (no adapter).
+    std::vector<int32_t> seq_lora_slot;  // [n_seqs]
 
     // Token rows whose logits are needed (the last token of each sequence that samples this step).
     std::vector<int32_t> logits_indices;  // [n_logits], increasing
@@ -41,9 +39,6 @@ struct ForwardBatch {
         return n_pages == 0 ? 0 : (n_pages - 1) * page_size + kv_last_page_len[s];
     }
 
-    // Recomputes lora_seg_* from seq_lora_slot and qo_indptr. Sequences must already be ordered so that
-    // equal slots are adjacent; throws Error(internal) otherwise.
-    void build_lora_segments();
     // Checks every invariant above (sizes, ranges, ordering); throws Error(internal) naming the first
     // violation. Runners call it in debug paths and tests.
     void validate(int32_t n_kv_pages, int32_t vocab_size) const;

@@ -54,7 +54,6 @@ ForwardBatch SequenceDriver::build(const std::vector<Work>& work, bool all_posit
             b.logits_indices.push_back(b.n_tokens() - 1);
         }
     }
-    b.build_lora_segments();
     return b;
 }
 

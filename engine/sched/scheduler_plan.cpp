@@ -86,7 +86,7 @@ bool Scheduler::plan(StepPlan& out) {
     // Cleared, not reallocated: the arrays keep their capacity from step to step.
     runtime::ForwardBatch& b = out.batch;
     for (auto* v : {&b.token_ids, &b.positions, &b.qo_indptr, &b.kv_indptr, &b.kv_indices, &b.kv_last_page_len,
-                    &b.seq_lora_slot, &b.lora_seg_indptr, &b.lora_seg_slot, &b.logits_indices})
+                    &b.seq_lora_slot, &b.logits_indices})
         v->clear();
     b.page_size = m_pool.page_size();
     out.seqs.clear();
@@ -202,7 +202,6 @@ void Scheduler::build_batch(StepPlan& out, std::vector<Sequence*>& seqs, const s
         out.seqs.push_back(s);
         out.n_tokens.push_back(n);
     }
-    b.build_lora_segments();
 }
 
 void Scheduler::commit(const StepPlan& plan, std::span<const int32_t> sampled) {

@@ -25,7 +25,6 @@ inline std::vector<std::vector<double>> full_prompt_logprobs(runtime::ModelRunne
     for (int p = 0; p < n_pages; ++p) b.kv_indices.push_back(p);
     b.kv_last_page_len = {n - (n_pages - 1) * ps};
     b.seq_lora_slot = {slot};
-    b.build_lora_segments();
     std::vector<float> logits;
     runner.forward(b, logits);
     const std::size_t V = std::size_t(runner.config().vocab_size);

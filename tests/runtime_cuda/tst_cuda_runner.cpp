@@ -3,11 +3,13 @@
 // prefill (prompts over cached pages, three LoRA slots of odd ranks and base rows in one batch), then
 // greedy decode steps fed the CPU's tokens (decode replays CUDA graphs, or runs eagerly, per data row).
 // Also decode graphs vs eager steps across bucket boundaries, base-only and LoRA batches, and slot reloads
-// between replays. Label cuda: needs a GPU.
+// between replays; and a step's logits bit-identical whatever the runner ran before (graphs captured with
+// other data, stale metadata). Label cuda: needs a GPU.
 #include <QTemporaryDir>
 #include <QtTest>
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -261,6 +263,105 @@ class TstCudaRunner : public QObject {
         QVERIFY(gs.captures >= 7 && gs.captures < int64_t(steps.size()));  // buckets 1..64 x variants, reused
         QCOMPARE(e.graph_stats().replays, 0);
         QCOMPARE(gs.workspace_grows, 0);
+    }
+
+    // A step's logits depend on its batch only, bit for bit, never on what the runner ran before: two runners
+    // get the same scheduler-like schedule (prefills joining decode batches as eager steps, graph replays
+    // whose bucket, LoRA mix and segment cap change, down to the one- and two-token fused-LoRA path), but
+    // `used` first runs the schedule on other sequences (capturing the graphs with their data) and an eager
+    // step with a larger metadata block, so its stale metadata, workspace and pages all differ.
+    void steps_do_not_depend_on_history() {
+        QTemporaryDir dir;
+        model::SynthOptions so;
+        so.preset = "tiny";
+        so.out_dir = dir.path().toStdString();
+        so.seed = 13;
+        const model::ModelConfig c = model::synth_model(so);
+        cuda::CudaRunner fresh(so.out_dir), used(so.out_dir);
+        std::vector<SequenceDriver> drivers;
+        drivers.reserve(2);
+        for (cuda::CudaRunner* r : {&fresh, &used}) {
+            r->configure_lora_slots(2, 16);
+            r->load_lora_slot(1, random_lora(c, 8, 1));
+            r->load_lora_slot(2, random_lora(c, 16, 2));
+            drivers.emplace_back(*r, 512, 16);
+        }
+        std::mt19937 rng(21);
+        auto prompt = [&](int n) {
+            std::vector<int32_t> t(static_cast<std::size_t>(n));
+            for (auto& v : t) v = int32_t(rng() % uint32_t(c.vocab_size));
+            return t;
+        };
+        // Sequences 0..11 and 12..13 run on `used` only, 14..25 on both; four per slot in each group of 12.
+        std::vector<int> seq_slot;
+        for (int g = 0; g < 2; ++g) {
+            for (int i = 0; i < 12; ++i) seq_slot.push_back(i / 4);
+            if (g == 0) seq_slot.insert(seq_slot.end(), {1, 2});
+        }
+        for (std::size_t i = 0; i < seq_slot.size(); ++i)
+            for (auto& d : drivers) QCOMPARE(d.add_sequence(seq_slot[i]), int(i));
+        std::vector<int32_t> next(seq_slot.size(), 1);
+        std::vector<std::vector<int32_t>> prompts(seq_slot.size());
+        for (int i = 0; i < 12; ++i) {  // the same lengths (so the same graph keys), other tokens
+            const int n = 1 + int(rng() % 60);
+            prompts[std::size_t(i)] = prompt(n), prompts[std::size_t(i + 14)] = prompt(n);
+        }
+        auto work = [&](int first, const std::vector<int>& decode, const std::vector<int>& prefill) {
+            std::vector<SequenceDriver::Work> w;  // by slot, as the scheduler orders them
+            for (int slot = 0; slot <= 2; ++slot) {
+                for (int s : decode)
+                    if (seq_slot[std::size_t(first + s)] == slot)
+                        w.push_back({first + s, {next[std::size_t(first + s)]}});
+                for (int s : prefill)
+                    if (seq_slot[std::size_t(first + s)] == slot)
+                        w.push_back({first + s, prompts[std::size_t(first + s)]});
+            }
+            return w;
+        };
+        auto take_next = [&](const std::vector<SequenceDriver::Work>& w, const std::vector<float>& logits) {
+            for (std::size_t i = 0; i < w.size(); ++i) {
+                auto row = logits.begin() + std::ptrdiff_t(i) * c.vocab_size;
+                next[std::size_t(w[i].seq)] = int32_t(std::max_element(row, row + c.vocab_size) - row);
+            }
+        };
+        const std::vector<int> base{0, 1, 2, 3}, one{4, 5, 6, 7}, two{8, 9, 10, 11};
+        const std::vector<int> base_one{0, 1, 2, 3, 4, 5, 6, 7}, all{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+        const std::vector<std::pair<std::vector<int>, std::vector<int>>> schedule{
+            {{}, base},      {base, {}}, {base, {}}, {base, one}, {base_one, {}},         {base_one, {}},
+            {base_one, two}, {all, {}},  {all, {}},  {all, {}},   {{0, 1, 8, 9, 10}, {}}, {{0, 4, 8}, {}},
+            {{0, 8}, {}},    {{4}, {}},  {all, {}}};
+        std::vector<float> scratch;
+        {  // the history of `used`: a large eager step, then the schedule on sequences 0..11
+            std::vector<SequenceDriver::Work> w{{12, prompt(700)}, {13, prompt(900)}};
+            drivers[1].step(w, false, scratch);
+            for (const auto& [decode, prefill] : schedule) {
+                w = work(0, decode, prefill);
+                drivers[1].step(w, false, scratch);
+                take_next(w, scratch);
+            }
+        }
+        const int64_t used_captures = used.graph_stats().captures;
+        std::vector<float> la, lb;
+        for (std::size_t k = 0; k < schedule.size(); ++k) {
+            const auto w = work(14, schedule[k].first, schedule[k].second);
+            drivers[0].step(w, false, la);
+            drivers[1].step(w, false, lb);
+            QCOMPARE(lb.size(), la.size());
+            int rows = 0;
+            for (std::size_t i = 0; i < w.size(); ++i)
+                rows +=
+                    std::memcmp(la.data() + i * std::size_t(c.vocab_size), lb.data() + i * std::size_t(c.vocab_size),
+                                std::size_t(c.vocab_size) * sizeof(float)) != 0;
+            QVERIFY2(rows == 0, qPrintable(QString("step %1 (%2 sequences): %3 rows differ from the fresh runner's")
+                                               .arg(k)
+                                               .arg(w.size())
+                                               .arg(rows)));
+            take_next(w, la);
+        }
+        qInfo("fresh: %lld captures, %lld replays; used: %lld captures in its history, %lld after",
+              (long long)fresh.graph_stats().captures, (long long)fresh.graph_stats().replays, (long long)used_captures,
+              (long long)used.graph_stats().captures);
+        QVERIFY(fresh.graph_stats().replays >= 8);
     }
 
     // forward_sampled (the engine loop's path): the device argmax of every row equals the host argmax of the

@@ -1,9 +1,9 @@
-// CudaRunner forward pass. The host plans the step (KV slots, LoRA segments, attention work items) into one
-// pinned int32 block that a single async copy moves to the device; then the stream runs, per layer:
+// CudaRunner forward pass, launch only. step_plan.h plans the step (KV slots, LoRA segments, attention work
+// items) into one int32 block that a single async copy moves to the device; then the stream runs, per layer:
 // add+RMSNorm, fused QKV GEMM (+bias, +SGMV LoRA over q|k|v), q/k norm+RoPE+KV write, paged attention,
 // o GEMM (+LoRA), add+RMSNorm, fused gate|up GEMM (+LoRA), SiLU*mul, down GEMM (+LoRA); finally the norm of
-// the logits rows only and the lm_head GEMM in f32. Decode steps go through cuda_graphs.cpp when they can;
-// the workspace they all use is planned there too.
+// the logits rows only and the lm_head GEMM in f32. Decode steps replay graphs (cuda_graphs.cpp) when their
+// plan says so; the workspace they all use is planned there too.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -17,11 +17,6 @@
 namespace loradesk::runtime::cuda {
 
 namespace {
-
-constexpr int kKvChunk = 256;  // keys per attention work item (split-K granularity), coarsened for huge plans
-// Sequences with at least this many new tokens go to the tensor-core prefill kernel (64-row tiles: 16 tokens
-// fill one at GQA group 4); shorter ones, decode rows included, to the split-K kernels.
-constexpr int kPrefillMinQ = 16;
 
 void launch_check(cudaError_t e, const char* what) { cuda_check(e, what); }
 
@@ -38,35 +33,45 @@ void CudaRunner::Impl::gemm(const uint16_t* w, const uint16_t* x, int n, int in,
         "cublasGemmEx");
 }
 
-namespace {
-
-// Host plan of one step into meta_host; returns the offsets of each array (in int32 units).
-struct MetaLayout {
-    std::size_t token_ids, positions, kv_slots, qo, kv_indptr, kv_indices, last, seg_indptr, seg_slot, logits, items,
-        groups, tiles, total;
-};
-
-}  // namespace
-
-void CudaRunner::Impl::check_slots(const ForwardBatch& b, bool& any_lora) const {
-    any_lora = false;
+void CudaRunner::Impl::check_slots(const ForwardBatch& b) const {
     for (int s = 0; s < b.n_seqs(); ++s) {
         int slot = b.seq_lora_slot.empty() ? 0 : b.seq_lora_slot[std::size_t(s)];
         if (slot < 0 || slot > n_slots || (slot > 0 && !slot_loaded[std::size_t(slot)]))
             throw_error(ErrorCode::internal,
                         fmt::format("sequence {} uses LoRA slot {} which holds no adapter", s, slot));
-        any_lora = any_lora || slot > 0;
     }
 }
 
+PlannerConfig CudaRunner::Impl::planner_config() const {
+    PlannerConfig pc;
+    pc.page_size = page_size, pc.n_heads = cfg.n_heads, pc.n_kv_heads = cfg.n_kv_heads, pc.n_sms = n_sms;
+    pc.scratch_page = scratch_page;
+    pc.prefill_kernel = kernels::attention_prefill_supported(cfg.head_dim);
+    kernels::AttentionParams probe;
+    probe.n_heads = cfg.n_heads, probe.n_kv_heads = cfg.n_kv_heads, probe.head_dim = cfg.head_dim;
+    probe.page_size = page_size, probe.k_pages = probe.v_pages = reinterpret_cast<const uint16_t*>(kv.data());
+    pc.decode_kernel = kernels::attention_decode_supported(probe);
+    return pc;
+}
+
+void CudaRunner::Impl::upload_meta() {
+    const std::size_t bytes = launch.meta.size() * sizeof(int32_t);
+    std::memcpy(h_meta.data(), launch.meta.data(), bytes);
+    cuda_check(cudaMemcpyAsync(meta, h_meta.data(), bytes, cudaMemcpyHostToDevice, stream), "step upload");
+}
+
+// Plan, then launch only: a decode step that a graph can take replays one, anything else runs eagerly.
 void CudaRunner::Impl::run_step(const ForwardBatch& b) {
     if (n_pages == 0) throw_error(ErrorCode::internal, "CudaRunner::forward before allocate_kv");
     if (b.page_size != page_size)
         throw_error(ErrorCode::internal,
                     fmt::format("batch page_size {} differs from the pool's {}", b.page_size, page_size));
     b.validate(n_pages, cfg.vocab_size);
+    check_slots(b);
     wait_for_lora_slots(b);  // uploads of the slots this step uses land before it (eager or replayed) reads them
-    if (opts.cuda_graphs && run_graph_step(b)) {
+    if (opts.cuda_graphs && plan_graph_step(b, planner_config(), planner_limits(), launch)) {
+        upload_meta();
+        replay_graph();
         ++stats.replays;
         return;
     }
@@ -75,83 +80,11 @@ void CudaRunner::Impl::run_step(const ForwardBatch& b) {
 }
 
 void CudaRunner::Impl::run_eager_step(const ForwardBatch& b) {
-    StepMeta sm;
-    sm.n = b.n_tokens();
-    sm.n_seqs = b.n_seqs();
-    sm.n_logits = int(b.logits_indices.size());
-    const int group = cfg.n_heads / cfg.n_kv_heads;
-    // Long prompts over long cached prefixes would need more split-K partials than the planned workspace
-    // holds: coarser chunks keep the plan within it (each tile still gets its own blocks).
-    const bool mma_prefill = kernels::attention_prefill_supported(cfg.head_dim);
-    for (int chunk = kKvChunk;; chunk *= 2) {
-        kernels::plan_attention_mixed(b.qo_indptr.data(), b.kv_indptr.data(), b.kv_last_page_len.data(), sm.n_seqs,
-                                      page_size, group, chunk, mma_prefill ? kPrefillMinQ : (1 << 30), plan,
-                                      prefill_tiles);
-        if (int(plan.items.size()) <= ws_att_items || chunk >= (1 << 20)) break;
-    }
-    sm.n_tiles = int(prefill_tiles.size());
-    sm.split_decode_only = true;
-    for (int s = 0; s < sm.n_seqs; ++s) {
-        const int n_q = b.qo_indptr[s + 1] - b.qo_indptr[s];
-        if (n_q > 1 && !(mma_prefill && n_q >= kPrefillMinQ)) sm.split_decode_only = false;
-    }
-    sm.n_items = int(plan.items.size());
-    sm.n_groups = int(plan.groups.size());
-
-    // Host meta: ids, positions, kv slots, batch arrays, LoRA segments (maximal runs of one slot), plan.
-    auto& h = meta_host;
-    h.clear();
-    MetaLayout L{};
-    L.token_ids = h.size(), h.insert(h.end(), b.token_ids.begin(), b.token_ids.end());
-    L.positions = h.size(), h.insert(h.end(), b.positions.begin(), b.positions.end());
-    L.kv_slots = h.size();
-    for (int s = 0; s < sm.n_seqs; ++s) {
-        int n_q = b.qo_indptr[s + 1] - b.qo_indptr[s], kv_len = b.kv_len(s);
-        for (int i = 0; i < n_q; ++i) {
-            int pos = kv_len - n_q + i;
-            h.push_back(b.kv_indices[b.kv_indptr[s] + pos / page_size] * page_size + pos % page_size);
-        }
-    }
-    L.qo = h.size(), h.insert(h.end(), b.qo_indptr.begin(), b.qo_indptr.end());
-    L.kv_indptr = h.size(), h.insert(h.end(), b.kv_indptr.begin(), b.kv_indptr.end());
-    L.kv_indices = h.size(), h.insert(h.end(), b.kv_indices.begin(), b.kv_indices.end());
-    L.last = h.size(), h.insert(h.end(), b.kv_last_page_len.begin(), b.kv_last_page_len.end());
-    L.seg_indptr = h.size();
-    std::vector<int32_t>& seg_slots = plan_seg_slots;
-    seg_slots.clear();
-    h.push_back(0);
-    check_slots(b, sm.any_lora);
-    for (int s = 0; s < sm.n_seqs; ++s) {
-        int slot = b.seq_lora_slot.empty() ? 0 : b.seq_lora_slot[std::size_t(s)];
-        if (seg_slots.empty() || seg_slots.back() != slot) seg_slots.push_back(slot), h.push_back(h.back());
-        h.back() = b.qo_indptr[s + 1];
-    }
-    sm.n_segs = int(seg_slots.size());
-    for (int i = 0; i < sm.n_segs; ++i)
-        sm.max_seg_len = std::max(sm.max_seg_len, h[L.seg_indptr + i + 1] - h[L.seg_indptr + i]);
-    L.seg_slot = h.size(), h.insert(h.end(), seg_slots.begin(), seg_slots.end());
-    L.logits = h.size(), h.insert(h.end(), b.logits_indices.begin(), b.logits_indices.end());
-    static_assert(sizeof(kernels::AttentionWorkItem) == 16 && sizeof(kernels::AttentionMergeGroup) == 16);
-    while (h.size() % 4) h.push_back(0);  // 16-byte alignment for the plan structs
-    L.items = h.size(), h.resize(h.size() + plan.items.size() * 4);
-    std::memcpy(h.data() + L.items, plan.items.data(), plan.items.size() * 16);
-    L.groups = h.size(), h.resize(h.size() + plan.groups.size() * 4);
-    std::memcpy(h.data() + L.groups, plan.groups.data(), plan.groups.size() * 16);
-    static_assert(sizeof(kernels::PrefillTile) == 8);
-    L.tiles = h.size(), h.resize(h.size() + prefill_tiles.size() * 2);
-    std::memcpy(h.data() + L.tiles, prefill_tiles.data(), prefill_tiles.size() * 8);
-
-    ensure_workspace(sm.n, sm.n_logits, sm.n_items, int(h.size()));
-    std::memcpy(h_meta.data(), h.data(), h.size() * 4);
-    cuda_check(cudaMemcpyAsync(meta, h_meta.data(), h.size() * 4, cudaMemcpyHostToDevice, stream), "step upload");
-    sm.token_ids = meta + L.token_ids, sm.positions = meta + L.positions, sm.kv_slots = meta + L.kv_slots;
-    sm.qo_indptr = meta + L.qo, sm.kv_indptr = meta + L.kv_indptr, sm.kv_indices = meta + L.kv_indices;
-    sm.last_len = meta + L.last, sm.seg_indptr = meta + L.seg_indptr, sm.seg_slot = meta + L.seg_slot;
-    sm.logits_idx = meta + L.logits;
-    sm.items = reinterpret_cast<const kernels::AttentionWorkItem*>(meta + L.items);
-    sm.groups = reinterpret_cast<const kernels::AttentionMergeGroup*>(meta + L.groups);
-    sm.tiles = reinterpret_cast<const kernels::PrefillTile*>(meta + L.tiles);
-    run_layers(sm);
+    plan_eager_step(b, planner_config(), planner_limits(), launch);
+    const StepShape& sh = launch.shape;
+    ensure_workspace(sh.n, sh.n_logits, sh.n_items, int(launch.meta.size()));
+    upload_meta();
+    run_layers(bind_step_meta(launch, meta));
 }
 
 // SGMV over up to three adjacent modules that share the input (q|k|v, gate|up) and whose outputs are

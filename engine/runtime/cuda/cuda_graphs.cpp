@@ -1,9 +1,8 @@
 // CudaRunner memory plan and decode graphs. The workspace is planned once from CudaRunnerOptions (tokens,
-// logits rows, attention partials, cuBLAS workspace) so that no step allocates; decode steps are padded to a
-// bucket of sequences and replay a CUDA graph captured for (bucket, LoRA or not, attention splits). Pad rows
-// attend to and write one scratch KV page past the pool, use no adapter, and their logits are never read.
-// A graph bakes device pointers only, so KV contents, LoRA slot reloads and the per-step meta are all
-// seen by later replays.
+// logits rows, attention partials, cuBLAS workspace) so that no step allocates; decode steps that the planner
+// (step_plan.h) padded to a bucket of sequences replay a CUDA graph captured for (bucket, LoRA or not,
+// attention splits, LoRA segment cap). A graph bakes device pointers only, so KV contents, LoRA slot reloads
+// and the per-step meta are all seen by later replays.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,21 +17,9 @@ namespace loradesk::runtime::cuda {
 
 namespace {
 
-constexpr int kBuckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
-constexpr int kMinAttItems = 4096;  // split-K partials planned for (about 66 KB each at 8 KV heads x 128)
-constexpr int kMaxSplits = 64;
-constexpr int kKeysPerSplit = 256;        // long contexts get more splits so that no block walks them alone
-constexpr int kWholeSequenceKeys = 1024;  // up to this context, one block per sequence and KV head (no split)
-constexpr int kSegTokens = 4;             // graph LoRA segments are cut to this many tokens (one SGMV block row)
 constexpr std::size_t kCublasWorkspace = std::size_t(32) << 20;
 
 std::size_t align_up(std::size_t v) { return (v + 255) & ~std::size_t(255); }
-
-int pow2_at_least(int v) {
-    int p = 1;
-    while (p < v) p *= 2;
-    return p;
-}
 
 }  // namespace
 
@@ -99,7 +86,7 @@ void CudaRunner::Impl::plan_workspace() {
     const int tokens = std::max(opts.max_batch_tokens, 1), rows = std::max(opts.max_logits, 1);
     const int group = cfg.n_heads / cfg.n_kv_heads,
               tiles_per_token = (group + kernels::kAttentionTileRows - 1) / kernels::kAttentionTileRows;
-    allocate_workspace(tokens, rows, kMinAttItems);
+    allocate_workspace(tokens, rows, kPlannedAttentionItems);
     // Meta: per-token arrays, per-sequence arrays (a sequence has >= 1 token), plan structs, page tables.
     const std::size_t groups = std::size_t(tokens) * tiles_per_token + std::size_t(tokens);
     const std::size_t kv = 2 * std::size_t(n_pages + 1) + 2 * std::size_t(tokens);
@@ -132,110 +119,13 @@ void CudaRunner::Impl::ensure_workspace(int n_tokens, int n_logits, int n_items,
     }
 }
 
-// Decode steps only: one token per sequence and a logits row for each, in order. Returns false (the caller
-// runs the step eagerly) for anything else or for a batch beyond the planned buckets.
-bool CudaRunner::Impl::run_graph_step(const ForwardBatch& b) {
-    const int n = b.n_tokens();
-    if (n == 0 || n != b.n_seqs() || int(b.logits_indices.size()) != n) return false;
-    for (int i = 0; i < n; ++i)
-        if (b.logits_indices[std::size_t(i)] != i) return false;
-    int B = 0;
-    for (int k : kBuckets)
-        if (k >= n && k <= ws_tokens && k <= ws_logits) {
-            B = k;
-            break;
-        }
-    if (B == 0) return false;
-    bool any_lora = false;
-    check_slots(b, any_lora);
-
-    // Attention splits: enough blocks for about two waves, more for long contexts, within the workspace.
-    const int group = cfg.n_heads / cfg.n_kv_heads;
-    const int tiles = (group + kernels::kAttentionTileRows - 1) / kernels::kAttentionTileRows;
-    int max_kv = 1;
-    for (int s = 0; s < n; ++s) max_kv = std::max(max_kv, b.kv_len(s));
-    // Splits: about one per kKeysPerSplit keys (like the eager chunking), and up to 8 more when the batch
-    // alone would leave most SMs idle; each split costs a partial that the merge must read back.
-    const int fill = pow2_at_least((n_sms + B * tiles * cfg.n_kv_heads - 1) / (B * tiles * cfg.n_kv_heads));
-    const int per_keys = pow2_at_least((max_kv + kKeysPerSplit - 1) / kKeysPerSplit);
-    int splits =
-        std::min(std::max(per_keys, std::min(fill, std::min(8, pow2_at_least((max_kv + 63) / 64)))), kMaxSplits);
-    // Up to kWholeSequenceKeys keys the decode kernel walks a sequence in one 8-warp block and writes the output
-    // itself: at batch 1 the split-K partials and the merge launch cost more than the parallelism buys.
-    kernels::AttentionParams probe;
-    probe.n_heads = cfg.n_heads, probe.n_kv_heads = cfg.n_kv_heads, probe.head_dim = cfg.head_dim;
-    probe.page_size = page_size, probe.k_pages = probe.v_pages = reinterpret_cast<const uint16_t*>(kv.data());
-    if (max_kv <= kWholeSequenceKeys && kernels::attention_decode_supported(probe)) splits = 1;
-    while (splits > 1 && B * tiles * splits > ws_att_items) splits /= 2;
-    if (B * tiles * splits > ws_att_items) return false;
-
-    // Fixed layout for (B, splits): only kv_indices (last) varies in length.
-    const int n_items = B * tiles * splits, n_groups = B * tiles;
-    const std::size_t o_tok = 0, o_pos = B, o_slot = 2 * B, o_qo = 3 * B, o_kvp = 4 * B + 1, o_last = 5 * B + 2,
-                      o_seg = 6 * B + 2, o_segslot = 7 * B + 3, o_logits = 8 * B + 3;
-    const std::size_t o_items = (9 * std::size_t(B) + 3 + 3) / 4 * 4, o_groups = o_items + 4 * std::size_t(n_items),
-                      o_kv = o_groups + 4 * std::size_t(n_groups);
-    const std::size_t total = o_kv + b.kv_indices.size() + std::size_t(B - n);
-    if (total > std::size_t(ws_meta)) return false;  // page tables beyond the plan: eager grows the metadata
-
-    auto& h = meta_host;
-    h.assign(o_kv, 0);
-    std::copy(b.token_ids.begin(), b.token_ids.end(), h.begin() + o_tok);
-    std::copy(b.positions.begin(), b.positions.end(), h.begin() + o_pos);
-    for (int s = 0; s < B; ++s) {
-        h[o_qo + s + 1] = s + 1;
-        h[o_logits + s] = s;
-        if (s < n) {
-            const int pos = b.kv_len(s) - 1;
-            h[o_slot + s] = b.kv_indices[std::size_t(b.kv_indptr[s] + pos / page_size)] * page_size + pos % page_size;
-            h[o_kvp + s + 1] = b.kv_indptr[s + 1];
-            h[o_last + s] = b.kv_last_page_len[std::size_t(s)];
-        } else {  // pad: token 0 at position 0 in the scratch page
-            h[o_slot + s] = scratch_page * page_size;
-            h[o_kvp + s + 1] = h[o_kvp + s] + 1;
-            h[o_last + s] = 1;
-        }
-    }
-    // LoRA segments cut to kSegTokens tokens, so that the SGMV grid (B segments x 1 block row) is fixed;
-    // unused segments are empty and use slot 0 (their blocks return at once).
-    // When no two neighbours share an adapter every segment is one token, and the SGMV kernels have a
-    // one-token variant: capture with that cap (part of the graph key) instead of kSegTokens.
-    int seg_cap = 1;
-    for (int s = 1; s < n && any_lora; ++s)
-        if (b.seq_lora_slot[std::size_t(s)] == b.seq_lora_slot[std::size_t(s - 1)]) seg_cap = kSegTokens;
-    int n_segs = 0;
-    for (int s = 0; s < n;) {
-        const int slot = b.seq_lora_slot.empty() ? 0 : b.seq_lora_slot[std::size_t(s)];
-        int e = s + 1;
-        while (e < n && e - s < seg_cap && (b.seq_lora_slot.empty() ? 0 : b.seq_lora_slot[std::size_t(e)]) == slot) ++e;
-        h[o_segslot + n_segs] = slot;
-        h[o_seg + ++n_segs] = e;
-        s = e;
-    }
-    for (int i = n_segs; i < B; ++i) h[o_seg + i + 1] = n, h[o_segslot + i] = 0;
-    kernels::plan_attention_splits(h.data() + o_qo, h.data() + o_kvp, h.data() + o_last, B, page_size, group, splits,
-                                   plan);
-    std::memcpy(h.data() + o_items, plan.items.data(), plan.items.size() * 16);
-    std::memcpy(h.data() + o_groups, plan.groups.data(), plan.groups.size() * 16);
-    h.insert(h.end(), b.kv_indices.begin(), b.kv_indices.end());
-    h.resize(total, scratch_page);
-
-    std::memcpy(h_meta.data(), h.data(), total * 4);
-    cuda_check(cudaMemcpyAsync(meta, h_meta.data(), total * 4, cudaMemcpyHostToDevice, stream), "step upload");
-
-    const auto key = std::make_tuple(B, any_lora, splits, seg_cap);
+// The plan (plan_graph_step) fixed the bucket, the splits and the segment cap, so the graph's grid and the meta
+// offsets it bakes depend on the key alone; the meta contents were uploaded just before.
+void CudaRunner::Impl::replay_graph() {
+    const auto key = std::make_tuple(launch.bucket, launch.shape.any_lora, launch.splits, launch.seg_cap);
     auto it = graphs.find(key);
     if (it == graphs.end()) {
-        StepMeta sm;
-        sm.n = sm.n_seqs = sm.n_logits = B;
-        sm.n_segs = B, sm.max_seg_len = seg_cap, sm.n_items = n_items, sm.n_groups = n_groups, sm.any_lora = any_lora;
-        sm.split_decode_only = true;
-        sm.token_ids = meta + o_tok, sm.positions = meta + o_pos, sm.kv_slots = meta + o_slot,
-        sm.qo_indptr = meta + o_qo;
-        sm.kv_indptr = meta + o_kvp, sm.kv_indices = meta + o_kv, sm.last_len = meta + o_last;
-        sm.seg_indptr = meta + o_seg, sm.seg_slot = meta + o_segslot, sm.logits_idx = meta + o_logits;
-        sm.items = reinterpret_cast<const kernels::AttentionWorkItem*>(meta + o_items);
-        sm.groups = reinterpret_cast<const kernels::AttentionMergeGroup*>(meta + o_groups);
+        const StepMeta sm = bind_step_meta(launch, meta);
         cudaGraph_t graph = nullptr;
         cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
         try {
@@ -254,7 +144,6 @@ bool CudaRunner::Impl::run_graph_step(const ForwardBatch& b) {
         ++stats.captures;
     }
     cuda_check(cudaGraphLaunch(it->second, stream), "cudaGraphLaunch");
-    return true;
 }
 
 double measure_copy_bandwidth_gbps(int device) {

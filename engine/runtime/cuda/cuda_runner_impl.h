@@ -1,5 +1,6 @@
-// Private state of CudaRunner shared by its translation units (setup/LoRA in cuda_runner.cpp, the forward
-// pass in cuda_forward.cpp): device arenas, per-layer weight pointers, streams, cuBLAS handle, staging.
+// Private state of CudaRunner shared by its translation units (setup in cuda_runner.cpp, LoRA slots in
+// cuda_runner_lora.cpp, launches in cuda_forward.cpp, workspace and graphs in cuda_graphs.cpp): device arenas,
+// per-layer weight pointers, streams, cuBLAS handle, staging. The step plan itself comes from step_plan.h.
 #pragma once
 
 #include <cublas_v2.h>
@@ -17,6 +18,7 @@
 #include "attention_plan.h"
 #include "model/model_config.h"
 #include "runtime/cuda/cuda_runner.h"
+#include "runtime/cuda/step_plan.h"
 
 namespace loradesk::runtime::cuda {
 
@@ -58,18 +60,6 @@ struct LoraPinnedPool {
     std::mutex mutex;
     std::vector<std::pair<uint8_t*, std::size_t>> free;  // (buffer, capacity)
     ~LoraPinnedPool();
-};
-
-// One step's shape and device pointers into the uploaded meta block (eager: exact sizes; graph: the bucket's).
-struct StepMeta {
-    int n = 0, n_seqs = 0, n_logits = 0, n_segs = 0, max_seg_len = 0, n_items = 0, n_groups = 0, n_tiles = 0;
-    bool any_lora = false;
-    bool split_decode_only = false;  // every sequence of the split plan has one query token (attention_decode)
-    const int32_t *token_ids, *positions, *kv_slots, *qo_indptr, *kv_indptr, *kv_indices, *last_len, *seg_indptr,
-        *seg_slot, *logits_idx;
-    const kernels::AttentionWorkItem* items;
-    const kernels::AttentionMergeGroup* groups;
-    const kernels::PrefillTile* tiles = nullptr;  // tensor-core prefill tiles (eager steps only)
 };
 
 struct DeviceLayer {
@@ -136,9 +126,7 @@ struct CudaRunner::Impl {
     PinnedBuffer h_meta, h_out, h_ids;  // h_ids: forward_sampled's argmax ids
     PinnedBuffer h_masks;               // grammar masks, then their row index (forward_sampled)
     DeviceArena masks;                  // the same on the device; grows on need (never inside a graph)
-    kernels::AttentionPlan plan;
-    std::vector<kernels::PrefillTile> prefill_tiles;
-    std::vector<int32_t> meta_host, plan_seg_slots;
+    LaunchPlan launch;                  // this step's plan (step_plan.h); its meta block is what `meta` receives
 
     // Decode graphs, keyed by (bucket size, with LoRA, attention splits, LoRA segment cap). They bake device
     // pointers only: weights, KV pages, LoRA slots and meta contents may change between replays.
@@ -151,7 +139,10 @@ struct CudaRunner::Impl {
     void allocate_workspace(int n_tokens, int n_logits, int n_att_items);
     void ensure_workspace(int n_tokens, int n_logits, int n_att_items, int n_meta);  // grows (warned) if needed
     void drop_graphs();
-    bool run_graph_step(const ForwardBatch& b);  // false: not a decode batch that a graph can take
+    PlannerConfig planner_config() const;
+    PlannerLimits planner_limits() const { return {ws_tokens, ws_logits, ws_att_items, ws_meta}; }
+    void upload_meta();   // launch.meta -> meta, on the stream
+    void replay_graph();  // launch is a graph plan: captures its graph on first use, then replays it
     void gemm(const uint16_t* w, const uint16_t* x, int n, int in, int out, void* y, int64_t ldy, bool f32_out);
     void run_layers(const StepMeta& sm);
     void run_attention(const StepMeta& sm, const kernels::AttentionParams& ap);
@@ -171,7 +162,7 @@ struct CudaRunner::Impl {
     bool use_gemv(int n_tokens) const { return opts.skinny_gemm && n_tokens <= kSkinnyMaxTokens; }
     void run_step(const ForwardBatch& b);  // leaves logits in `logits` on the device
     void run_eager_step(const ForwardBatch& b);
-    void check_slots(const ForwardBatch& b, bool& any_lora) const;
+    void check_slots(const ForwardBatch& b) const;  // throws unless every slot the batch uses holds an adapter
 
     // LoRA slot uploads (cuda_runner_lora.cpp).
     void validate_lora(const LoraWeights& w) const;
