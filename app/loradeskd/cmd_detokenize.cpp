@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "tokenizer/incremental_detokenizer.h"
 #include "tokenizer/tokenizer.h"
+#include "engine_cli.h"
 
 namespace {
 
@@ -46,7 +47,7 @@ std::vector<std::vector<int32_t>> read_batch(const std::string& path) {
 }
 
 int run_detokenize(const loradesk::cli::Args& args) {
-    auto tok = Tokenizer::load(args.require("tokenizer"));
+    auto tok = Tokenizer::load(loradesk::cli::model_folder(args, "tokenizer"));
     const bool skip = args.flag("skip-special"), incremental = args.flag("incremental");
     if (args.has("batch") == args.has("ids"))
         throw_expected(ErrorCode::invalid_argument, "give exactly one of --ids or --batch");

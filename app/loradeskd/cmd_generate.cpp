@@ -14,6 +14,7 @@
 #include "runtime/factory/runner_factory.h"
 #include "runtime/sampler.h"
 #include "runtime/sequence_driver.h"
+#include "engine_cli.h"
 
 namespace {
 
@@ -34,7 +35,7 @@ runtime::SamplingParams sampling_from_args(const cli::Args& args) {
 
 int run_single(const cli::Args& args) {
     if (args.has("requests-file")) return cli::run_generate_requests(args);
-    const std::string model_dir = args.require("model");
+    const std::string model_dir = cli::model_folder(args);
     const std::vector<int> prompt = cli::parse_int_list(args.require("prompt-ids"), "prompt-ids");
     const long long max_tokens = args.get_int("max-tokens", 16);
     if (max_tokens < 1) throw_expected(ErrorCode::invalid_argument, "--max-tokens must be at least 1");

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "runtime/factory/runner_factory.h"
 #include "runtime/sequence_driver.h"
+#include "engine_cli.h"
 
 namespace {
 
@@ -15,7 +16,7 @@ using namespace loradesk;
 int run_logits(const cli::Args& args) {
     const std::vector<int> ids = cli::parse_int_list(args.require("prompt-ids"), "prompt-ids");
     auto runner =
-        runtime::create_runner(args.get("device", "cpu"), args.require("model"), int(args.get_int("threads", 0)));
+        runtime::create_runner(args.get("device", "cpu"), cli::model_folder(args), int(args.get_int("threads", 0)));
     const int vocab = runner->config().vocab_size;
     for (int id : ids)
         if (id < 0 || id >= vocab)

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "core/error.h"
 #include "tokenizer/jinja/chat_template.h"
+#include "engine_cli.h"
 
 namespace {
 
@@ -28,7 +29,7 @@ nlohmann::ordered_json read_json_file(const std::string& path, const char* optio
 }
 
 int run(const cli::Args& args) {
-    auto ct = jinja::ChatTemplate::from_model_dir(args.require("tokenizer"));
+    auto ct = jinja::ChatTemplate::from_model_dir(cli::model_folder(args, "tokenizer"));
     nlohmann::ordered_json messages = read_json_file(args.require("messages-file"), "messages-file");
     nlohmann::ordered_json tools =
         args.has("tools-file") ? read_json_file(args.get("tools-file"), "tools-file") : nlohmann::ordered_json();

@@ -11,6 +11,7 @@
 #include "lora/adapter_synth.h"
 #include "model/model_config.h"
 #include "model/safetensors.h"
+#include "engine_cli.h"
 
 namespace {
 
@@ -52,7 +53,7 @@ double base_weight_std(const std::string& model_dir, runtime::LoraModule m) {
 }
 
 int run_synth_adapter(const cli::Args& args) {
-    std::string model_dir = args.require("model");
+    std::string model_dir = cli::model_folder(args);
     model::ModelConfig base = model::load_model_config(model_dir);
     lora::SynthAdapterSpec spec;
     spec.rank = int(args.get_int("rank", 8));

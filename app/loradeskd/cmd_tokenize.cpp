@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "core/error.h"
 #include "tokenizer/tokenizer.h"
+#include "engine_cli.h"
 
 namespace {
 
@@ -29,7 +30,7 @@ std::string ids_json(const std::vector<int32_t>& ids) {
 }
 
 int run_tokenize(const loradesk::cli::Args& args) {
-    auto tok = loradesk::tokenizer::Tokenizer::load(args.require("tokenizer"));
+    auto tok = loradesk::tokenizer::Tokenizer::load(loradesk::cli::model_folder(args, "tokenizer"));
     const bool special = !args.flag("no-special");
     int sources = int(args.has("text")) + int(args.has("text-file")) + int(args.has("batch"));
     if (sources != 1) throw_expected(ErrorCode::invalid_argument, "give exactly one of --text, --text-file or --batch");
