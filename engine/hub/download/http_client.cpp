@@ -118,6 +118,10 @@ HttpReply HttpSession::download(const HttpRequest& request, std::FILE* out, cons
         range = std::to_string(request.range_from) + "-";
         curl_easy_setopt(c, CURLOPT_RANGE, range.c_str());
     }
+    if (request.post) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.c_str());
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.size()));
+    }
     curl_slist* headers = nullptr;
     for (const std::string& h : request.headers) headers = curl_slist_append(headers, h.c_str());
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);

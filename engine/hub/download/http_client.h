@@ -34,6 +34,8 @@ struct HttpRequest {
     bool head = false;
     bool follow_redirects = true;
     int64_t range_from = -1;  // >= 0: "Range: bytes=N-"
+    bool post = false;        // POST `body` (with a Content-Type among `headers`)
+    std::string body;
 };
 
 class HttpSession {
