@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/error.h"
+#include "hub/download/pull.h"
 #include "server/socket_client.h"
 
 using namespace loradesk::testing;
@@ -295,6 +297,48 @@ class TstHubPull : public QObject {
         const Run r = loradeskd({"pull", "acme/fortune"}, offline);
         QVERIFY2(r.code != 0 && r.output.contains("unset HF_HUB_OFFLINE"), qPrintable(r.output));
         QCOMPARE(hub.requests().size(), before);  // not one request
+    }
+
+    // The library API a UI drives: progress reaches the totals, on_file reports each file, and the cancel flag
+    // stops a pull (no ref written; the next pull finishes it).
+    void library_progress_and_cancel() {
+        FakeHub hub;
+        QVERIFY(hub.start({"--repo", "acme/fortune=" + kModelDir}));
+        loradesk::hub::PullOptions o;
+        o.hub.endpoint = hub.endpoint().toStdString();
+        o.hub.token.clear();
+        o.cache_dir = m_cache.toStdString();
+        o.workers = 1;
+        std::atomic<bool> cancel{false};
+        o.cancel = &cancel;
+        int files_seen = 0;
+        o.on_file = [&](const loradesk::hub::PullFileState&) {
+            ++files_seen;
+            cancel = true;
+        };
+        const auto id = loradesk::hub::require_hub_id("acme/fortune");
+        bool cancelled = false;
+        try {
+            loradesk::hub::pull(id, o);
+        } catch (const loradesk::Error& e) {
+            cancelled = e.code() == loradesk::ErrorCode::cancelled;
+        }
+        QVERIFY(cancelled);
+        QVERIFY(files_seen >= 1 && files_seen < 6);
+        QVERIFY(!QFile::exists(repo_dir() + "/refs/main"));
+
+        cancel = false;
+        o.on_file = {};
+        o.workers = 4;
+        loradesk::hub::PullProgress last;
+        o.on_progress = [&](const loradesk::hub::PullProgress& p) { last = p; };
+        const auto r = loradesk::hub::pull(id, o);
+        QCOMPARE(r.files_downloaded + r.files_cached, 6);
+        QVERIFY(r.files_cached >= 1);
+        QCOMPARE(last.files_done, 6);
+        QCOMPARE(last.bytes_done, last.bytes_total);
+        QVERIFY(last.bytes_total > kModelBytes);
+        QCOMPARE(ref("main"), QString::fromStdString(r.commit));
     }
 
     // serve --model org/name and --adapter NAME=org/name read the cache (offline); load_lora_adapter takes ids.

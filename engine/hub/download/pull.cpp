@@ -361,7 +361,11 @@ PullResult pull(const HubId& id, const PullOptions& options) {
     auto worker = [&] {
         try {
             HttpSession http;
-            for (std::size_t i; !job.abort.load() && (i = job.next++) < job.files.size();) {
+            const auto stopped = [&] {
+                if (options.cancel && options.cancel->load()) job.abort = true;
+                return job.abort.load();
+            };
+            for (std::size_t i; !stopped() && (i = job.next++) < job.files.size();) {
                 try {
                     job.fetch(http, i);
                 } catch (const Error& e) {
@@ -383,8 +387,8 @@ PullResult pull(const HubId& id, const PullOptions& options) {
     bool finished = false;
     std::thread reporter([&] {
         std::unique_lock<std::mutex> lock(done_mutex);
-        while (!finished) {
-            done_cv.wait_for(lock, std::chrono::milliseconds(std::max(10, options.progress_interval_ms)));
+        while (!done_cv.wait_for(lock, std::chrono::milliseconds(std::max(10, options.progress_interval_ms)),
+                                 [&] { return finished; })) {
             if (options.cancel && options.cancel->load()) job.abort = true;
             if (options.on_progress) {
                 std::lock_guard<std::mutex> progress_lock(job.mutex);
@@ -402,6 +406,7 @@ PullResult pull(const HubId& id, const PullOptions& options) {
     }
     done_cv.notify_all();
     reporter.join();
+    if (options.on_progress) options.on_progress(job.progress);  // the final state, after every worker
 
     throw_failures(id, errors);
     if (options.cancel && options.cancel->load())

@@ -40,7 +40,8 @@ struct PullOptions {
     std::vector<std::string> includes;  // fnmatch globs over repo paths, as huggingface_hub's allow_patterns
     int workers = 8;                    // files downloaded at once
     int retries = 3;                    // per file, after a dropped connection (each resumes where it stopped)
-    // Called from pull()'s reporter thread, one call at a time: every `progress_interval_ms` and once at the end.
+    // Called from pull()'s reporter thread every `progress_interval_ms`, and from pull()'s caller once at the end
+    // with the final state; one call at a time.
     std::function<void(const PullProgress&)> on_progress;
     int progress_interval_ms = 200;
     // Called as each file finishes (downloaded, found in the cache, or failed), one call at a time.
