@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "runtime/factory/runner_factory.h"
 #include "engine_cli.h"
+#include "runtime/factory/runner_factory.h"
 
 namespace loradesk::bench {
 

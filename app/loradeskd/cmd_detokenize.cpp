@@ -7,9 +7,9 @@
 
 #include "cli.h"
 #include "core/error.h"
+#include "engine_cli.h"
 #include "tokenizer/incremental_detokenizer.h"
 #include "tokenizer/tokenizer.h"
-#include "engine_cli.h"
 
 namespace {
 

@@ -10,11 +10,11 @@
 #include "cli.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "engine_cli.h"
 #include "generate_requests.h"
 #include "runtime/factory/runner_factory.h"
 #include "runtime/sampler.h"
 #include "runtime/sequence_driver.h"
-#include "engine_cli.h"
 
 namespace {
 

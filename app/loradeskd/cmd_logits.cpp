@@ -5,9 +5,9 @@
 #include "adapter_option.h"
 #include "cli.h"
 #include "core/error.h"
+#include "engine_cli.h"
 #include "runtime/factory/runner_factory.h"
 #include "runtime/sequence_driver.h"
-#include "engine_cli.h"
 
 namespace {
 

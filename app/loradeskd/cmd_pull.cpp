@@ -90,7 +90,8 @@ int list_adapters(const hub::HubId& base, const cli::Args& args) {
         return 0;
     }
     std::printf("%-60s %12s %8s\n", "adapter", "downloads", "likes");
-    for (const auto& m : models) std::printf("%-60s %12lld %8lld\n", m.id.c_str(), (long long)m.downloads, (long long)m.likes);
+    for (const auto& m : models)
+        std::printf("%-60s %12lld %8lld\n", m.id.c_str(), (long long)m.downloads, (long long)m.likes);
     std::printf("\npull one with: loradeskd pull ID --adapter\n");
     return 0;
 }
@@ -132,8 +133,8 @@ void finish_adapter(const hub::HubId& id, const hub::PullResult& result, const c
     }
     std::printf("serve it:   loradeskd serve --model %s --adapter %s=%s\n",
                 s.base_model.empty() ? "BASE" : s.base_model.c_str(), name.c_str(), id.text().c_str());
-    std::printf("or load it: POST /v1/load_lora_adapter {\"lora_name\": \"%s\", \"lora_path\": \"%s\"}\n",
-                name.c_str(), id.text().c_str());
+    std::printf("or load it: POST /v1/load_lora_adapter {\"lora_name\": \"%s\", \"lora_path\": \"%s\"}\n", name.c_str(),
+                id.text().c_str());
 }
 
 int run_pull(const cli::Args& args) {
@@ -177,7 +178,8 @@ int run_pull(const cli::Args& args) {
 }
 
 LORADESK_COMMAND(
-    {"pull", "download a model or adapter from the Hugging Face Hub into the Hugging Face cache",
+    {"pull",
+     "download a model or adapter from the Hugging Face Hub into the Hugging Face cache",
      "loradeskd pull ORG/NAME[@REV] [--revision R] [--include GLOB]... [--adapter [--name N] [--server URL]]\n"
      "       loradeskd pull BASE_ORG/NAME --list-adapters [--limit 20]",
      {{"revision", "R", "branch, tag or commit to download (default main)"},

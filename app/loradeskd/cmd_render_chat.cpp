@@ -8,8 +8,8 @@
 
 #include "cli.h"
 #include "core/error.h"
-#include "tokenizer/jinja/chat_template.h"
 #include "engine_cli.h"
+#include "tokenizer/jinja/chat_template.h"
 
 namespace {
 

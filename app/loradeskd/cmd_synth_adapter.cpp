@@ -8,10 +8,10 @@
 
 #include "cli.h"
 #include "core/error.h"
+#include "engine_cli.h"
 #include "lora/adapter_synth.h"
 #include "model/model_config.h"
 #include "model/safetensors.h"
-#include "engine_cli.h"
 
 namespace {
 

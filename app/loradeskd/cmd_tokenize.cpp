@@ -7,8 +7,8 @@
 
 #include "cli.h"
 #include "core/error.h"
-#include "tokenizer/tokenizer.h"
 #include "engine_cli.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 

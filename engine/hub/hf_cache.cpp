@@ -24,8 +24,7 @@ std::string env(const char* name) {
 std::string expand_home(const std::string& path) {
     if (path.rfind("~/", 0) != 0 && path != "~") return path;
     const std::string home = env("HOME");
-    if (home.empty())
-        throw_expected(ErrorCode::invalid_argument, "'" + path + "' starts with ~ but HOME is not set");
+    if (home.empty()) throw_expected(ErrorCode::invalid_argument, "'" + path + "' starts with ~ but HOME is not set");
     return home + path.substr(1);
 }
 
@@ -57,8 +56,8 @@ void check_entries(const fs::path& snapshot, const fs::path& root, const HubId& 
                                        rel.string(), id.text(), snapshot.string(), real.string()));
     }
     if (ec)
-        throw_expected(ErrorCode::io, "cannot list '" + snapshot.string() + "' in the Hugging Face cache: " +
-                                          ec.message());
+        throw_expected(ErrorCode::io,
+                       "cannot list '" + snapshot.string() + "' in the Hugging Face cache: " + ec.message());
 }
 
 }  // namespace

@@ -64,23 +64,38 @@ class TstHubCache : public QObject {
         QTest::addColumn<bool>("valid");
         QTest::addColumn<QString>("repo");
         QTest::addColumn<QString>("revision");
-        QTest::newRow("plain") << "Qwen/Qwen3-8B" << true << "Qwen/Qwen3-8B" << "";
-        QTest::newRow("branch") << "org/name@v2" << true << "org/name" << "v2";
-        QTest::newRow("pr ref") << "org/name@refs/pr/1" << true << "org/name" << "refs/pr/1";
+        QTest::newRow("plain") << "Qwen/Qwen3-8B" << true << "Qwen/Qwen3-8B"
+                               << "";
+        QTest::newRow("branch") << "org/name@v2" << true << "org/name"
+                                << "v2";
+        QTest::newRow("pr ref") << "org/name@refs/pr/1" << true << "org/name"
+                                << "refs/pr/1";
         QTest::newRow("commit") << ("org/n.a_m-e@" + QString::fromStdString(kCommitMain)) << true << "org/n.a_m-e"
                                 << QString::fromStdString(kCommitMain);
-        QTest::newRow("no org") << "gpt2" << false << "" << "";
-        QTest::newRow("traversal") << "../x" << false << "" << "";
-        QTest::newRow("dotdot name") << "org/.." << false << "" << "";
-        QTest::newRow("dotdot inside") << "org/a..b" << false << "" << "";
-        QTest::newRow("absolute") << "/models/x" << false << "" << "";
-        QTest::newRow("three parts") << "a/b/c" << false << "" << "";
-        QTest::newRow("double dash") << "org/a--b" << false << "" << "";
-        QTest::newRow("leading dash") << "-org/name" << false << "" << "";
-        QTest::newRow("space") << "org/na me" << false << "" << "";
-        QTest::newRow("revision traversal") << "org/name@../../etc" << false << "" << "";
-        QTest::newRow("empty revision") << "org/name@" << false << "" << "";
-        QTest::newRow("revision slash end") << "org/name@main/" << false << "" << "";
+        QTest::newRow("no org") << "gpt2" << false << ""
+                                << "";
+        QTest::newRow("traversal") << "../x" << false << ""
+                                   << "";
+        QTest::newRow("dotdot name") << "org/.." << false << ""
+                                     << "";
+        QTest::newRow("dotdot inside") << "org/a..b" << false << ""
+                                       << "";
+        QTest::newRow("absolute") << "/models/x" << false << ""
+                                  << "";
+        QTest::newRow("three parts") << "a/b/c" << false << ""
+                                     << "";
+        QTest::newRow("double dash") << "org/a--b" << false << ""
+                                     << "";
+        QTest::newRow("leading dash") << "-org/name" << false << ""
+                                      << "";
+        QTest::newRow("space") << "org/na me" << false << ""
+                               << "";
+        QTest::newRow("revision traversal") << "org/name@../../etc" << false << ""
+                                            << "";
+        QTest::newRow("empty revision") << "org/name@" << false << ""
+                                        << "";
+        QTest::newRow("revision slash end") << "org/name@main/" << false << ""
+                                            << "";
     }
     void ids() {
         QFETCH(QString, text);
@@ -144,7 +159,8 @@ class TstHubCache : public QObject {
         QTemporaryDir dir;
         const fs::path cache = dir.path().toStdString();
         const fs::path repo = make_cached_repo(cache, "models--acme--tiny");
-        const auto main = hub::resolve_snapshot(cache.string(), hub::require_hub_id("acme/tiny"), hub::RepoContent::model);
+        const auto main =
+            hub::resolve_snapshot(cache.string(), hub::require_hub_id("acme/tiny"), hub::RepoContent::model);
         QCOMPARE(main.commit, kCommitMain);
         QCOMPARE(fs::path(main.path), fs::canonical(repo / "snapshots" / kCommitMain));
         QCOMPARE(hub::resolve_snapshot(cache.string(), hub::require_hub_id("acme/tiny@v2"), hub::RepoContent::adapter)
@@ -167,10 +183,12 @@ class TstHubCache : public QObject {
         QTemporaryDir dir;
         const std::string cache = dir.path().toStdString();
         make_cached_repo(cache, "models--acme--tiny");
-        const QString absent = message_of([&] { hub::resolve_reference("acme/other", hub::RepoContent::model, cache); });
+        const QString absent =
+            message_of([&] { hub::resolve_reference("acme/other", hub::RepoContent::model, cache); });
         QVERIFY2(absent.contains("not in the Hugging Face cache") && absent.contains("`loradeskd pull acme/other`"),
                  qPrintable(absent));
-        const QString branch = message_of([&] { hub::resolve_reference("acme/tiny@dev", hub::RepoContent::adapter, cache); });
+        const QString branch =
+            message_of([&] { hub::resolve_reference("acme/tiny@dev", hub::RepoContent::adapter, cache); });
         QVERIFY2(branch.contains("loradeskd pull acme/tiny --revision dev --adapter"), qPrintable(branch));
         // main has no adapter_config.json: not an adapter.
         const QString kind = message_of([&] { hub::resolve_reference("acme/tiny", hub::RepoContent::adapter, cache); });
@@ -183,9 +201,8 @@ class TstHubCache : public QObject {
         write(fs::path(outside.path().toStdString()) / "secret", "secret");
         fs::create_symlink(fs::path(outside.path().toStdString()) / "secret",
                            repo / "snapshots" / kCommitMain / "tokenizer.json");
-        const QString escape = message_of([&] {
-            hub::resolve_snapshot(cache.string(), hub::require_hub_id("acme/tiny"), hub::RepoContent::model);
-        });
+        const QString escape = message_of(
+            [&] { hub::resolve_snapshot(cache.string(), hub::require_hub_id("acme/tiny"), hub::RepoContent::model); });
         QVERIFY2(escape.contains("points outside the Hugging Face cache"), qPrintable(escape));
         // A ref that is not a commit hash is not followed as a path.
         write(repo / "refs" / "evil", "../../../../etc");
@@ -199,9 +216,8 @@ class TstHubCache : public QObject {
         const fs::path cache = dir.path().toStdString();
         const fs::path repo = make_cached_repo(cache, "models--acme--tiny");
         fs::remove(repo / "blobs" / "bbbb");
-        const QString m = message_of([&] {
-            hub::resolve_snapshot(cache.string(), hub::require_hub_id("acme/tiny"), hub::RepoContent::model);
-        });
+        const QString m = message_of(
+            [&] { hub::resolve_snapshot(cache.string(), hub::require_hub_id("acme/tiny"), hub::RepoContent::model); });
         QVERIFY2(m.contains("interrupted download") && m.contains("loradeskd pull acme/tiny"), qPrintable(m));
     }
     void include_globs() {
@@ -233,9 +249,8 @@ class TstHubCache : public QObject {
         QCOMPARE(info.files.size(), std::size_t(2));
         QCOMPARE(info.files[1].sha256, sha256);
         QCOMPARE(info.files[1].size, int64_t(123));
-        const QString evil = message_of([&] {
-            hub::parse_model_info(R"({"sha":")" + kCommitMain + R"(","siblings":[{"rfilename":"../../x"}]})");
-        });
+        const QString evil = message_of(
+            [&] { hub::parse_model_info(R"({"sha":")" + kCommitMain + R"(","siblings":[{"rfilename":"../../x"}]})"); });
         QVERIFY2(evil.contains("cannot be stored safely"), qPrintable(evil));
         QVERIFY(!message_of([] { hub::parse_model_info(R"({"sha":"main","siblings":[]})"); }).isEmpty());
     }

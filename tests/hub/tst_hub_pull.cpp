@@ -91,9 +91,9 @@ class TstHubPull : public QObject {
 
     QProcessEnvironment env(const FakeHub* hub, const QString& token = {}) const {
         QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
-        for (const char* k : {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "HF_HOME", "HF_TOKEN_PATH",
-                              "LORADESK_API_KEY", "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy",
-                              "ALL_PROXY"})
+        for (const char* k :
+             {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "HF_HOME", "HF_TOKEN_PATH", "LORADESK_API_KEY",
+              "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"})
             e.remove(k);
         e.insert("HF_HUB_CACHE", m_cache);
         e.insert("HF_HOME", m_dir.path() + "/hf-home");  // no token file of the user's
@@ -124,9 +124,7 @@ class TstHubPull : public QObject {
     QString log_path() { return m_dir.path() + QString("/hub-%1.log").arg(++m_n); }
 
   private slots:
-    void init() {
-        m_cache = m_dir.path() + QString("/cache-%1").arg(++m_n);
-    }
+    void init() { m_cache = m_dir.path() + QString("/cache-%1").arg(++m_n); }
 
     void fresh_pull_writes_huggingface_hub_layout() {
         FakeHub hub;
@@ -141,7 +139,8 @@ class TstHubPull : public QObject {
         for (const QString& name : QDir(kModelDir).entryList(QDir::Files)) {
             const fs::path link = (snapshot + "/" + name).toStdString();
             QVERIFY2(fs::is_symlink(link), qPrintable(name));
-            QCOMPARE(QString::fromStdString(fs::read_symlink(link).string()), "../../blobs/" + blob_name(kModelDir + "/" + name));
+            QCOMPARE(QString::fromStdString(fs::read_symlink(link).string()),
+                     "../../blobs/" + blob_name(kModelDir + "/" + name));
             QVERIFY(file_bytes(snapshot + "/" + name) == file_bytes(kModelDir + "/" + name));
         }
         QVERIFY(incomplete_files().isEmpty());
@@ -190,8 +189,8 @@ class TstHubPull : public QObject {
         QVERIFY(QFile::exists(repo_dir() + "/snapshots/" + main_commit + "/tokenizer.json"));
         QVERIFY(!QFile::exists(repo_dir() + "/refs/" + main_commit));
         // The config blob is shared by both revisions: stored once.
-        QCOMPARE(QDir(repo_dir() + "/blobs").entryList(QDir::Files).filter(blob_name(kModelDir + "/config.json")).size(),
-                 1);
+        QCOMPARE(
+            QDir(repo_dir() + "/blobs").entryList(QDir::Files).filter(blob_name(kModelDir + "/config.json")).size(), 1);
         const Run missing = loradeskd({"pull", "acme/fortune", "--revision", "nope"}, env(&hub));
         QVERIFY2(missing.code != 0 && missing.output.contains("check --revision"), qPrintable(missing.output));
     }
@@ -216,7 +215,8 @@ class TstHubPull : public QObject {
         const QString sha = sha256_hex(file_bytes(kModelDir + "/model.safetensors"));
         {
             FakeHub hub;
-            QVERIFY(hub.start({"--repo", "acme/fortune=" + kModelDir, "--drop-after", "3000000", "--drop-times", "-1"}));
+            QVERIFY(
+                hub.start({"--repo", "acme/fortune=" + kModelDir, "--drop-after", "3000000", "--drop-times", "-1"}));
             const Run r = loradeskd({"pull", "acme/fortune"}, env(&hub));
             QVERIFY2(r.code != 0 && r.output.contains("run the pull again to resume"), qPrintable(r.output));
         }
@@ -226,7 +226,8 @@ class TstHubPull : public QObject {
         QVERIFY2(have > 0 && have < kModelBytes, qPrintable(QString::number(have)));
         QVERIFY(!QFile::exists(repo_dir() + "/blobs/" + sha));
         QVERIFY(!QDir(repo_dir() + "/snapshots").entryList(QDir::Dirs | QDir::NoDotAndDotDot).isEmpty());
-        QVERIFY(!QFileInfo(repo_dir() + "/snapshots/" + QDir(repo_dir() + "/snapshots").entryList(QDir::Dirs | QDir::NoDotAndDotDot)[0] +
+        QVERIFY(!QFileInfo(repo_dir() + "/snapshots/" +
+                           QDir(repo_dir() + "/snapshots").entryList(QDir::Dirs | QDir::NoDotAndDotDot)[0] +
                            "/model.safetensors")
                      .exists());
         QVERIFY(!QFile::exists(repo_dir() + "/refs/main"));
@@ -237,7 +238,8 @@ class TstHubPull : public QObject {
         QVERIFY2(r.code == 0, qPrintable(r.output));
         bool resumed = false;
         for (const QJsonObject& q : hub.requests())
-            resumed |= q["path"].toString().startsWith("/cdn/") && q["range"].toString() == QString("bytes=%1-").arg(have);
+            resumed |=
+                q["path"].toString().startsWith("/cdn/") && q["range"].toString() == QString("bytes=%1-").arg(have);
         QVERIFY(resumed);
         QVERIFY(file_bytes(repo_dir() + "/blobs/" + sha) == file_bytes(kModelDir + "/model.safetensors"));
         QVERIFY(incomplete_files().isEmpty());
@@ -290,7 +292,8 @@ class TstHubPull : public QObject {
         QVERIFY2(unknown.code != 0 && unknown.output.contains("acme/nope was not found on the Hub"),
                  qPrintable(unknown.output));
         const Run malformed = loradeskd({"pull", "../etc"}, env(&hub));
-        QVERIFY2(malformed.code != 0 && malformed.output.contains("not a Hugging Face Hub id"), qPrintable(malformed.output));
+        QVERIFY2(malformed.code != 0 && malformed.output.contains("not a Hugging Face Hub id"),
+                 qPrintable(malformed.output));
         const int before = hub.requests().size();
         QProcessEnvironment offline = env(&hub);
         offline.insert("HF_HUB_OFFLINE", "1");

@@ -51,7 +51,8 @@ std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
     if (!t->status_seen) {
         curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &t->reply->status);
         t->status_seen = true;
-        if (t->out && t->on_status && t->reply->status >= 200 && t->reply->status < 300) (*t->on_status)(t->reply->status);
+        if (t->out && t->on_status && t->reply->status >= 200 && t->reply->status < 300)
+            (*t->on_status)(t->reply->status);
     }
     if (t->out && t->reply->status >= 200 && t->reply->status < 300) {
         if (std::fwrite(data, 1, bytes, t->out) != bytes) {
@@ -84,9 +85,7 @@ HttpSession::HttpSession() : m(std::make_unique<Impl>()) {
 
 HttpSession::~HttpSession() { curl_easy_cleanup(m->curl); }
 
-HttpReply HttpSession::fetch(const HttpRequest& request) {
-    return download(request, nullptr, {}, {}, nullptr);
-}
+HttpReply HttpSession::fetch(const HttpRequest& request) { return download(request, nullptr, {}, {}, nullptr); }
 
 HttpReply HttpSession::download(const HttpRequest& request, std::FILE* out, const std::function<void(long)>& on_status,
                                 const std::function<void(std::size_t)>& on_bytes, const std::atomic<bool>* cancel) {

@@ -16,7 +16,7 @@
 namespace loradesk::hub {
 
 struct HttpReply {
-    long status = 0;                            // 0 when the transfer failed before a status line
+    long status = 0;                             // 0 when the transfer failed before a status line
     std::map<std::string, std::string> headers;  // of the last response, names lowercase
     std::string body;                            // in-memory requests; error bodies of downloads (first 64 KiB)
     std::string transport_error;                 // empty when the exchange completed

@@ -138,7 +138,8 @@ void HubApi::throw_if_refused(const HttpReply& reply, const std::string& repo, c
     if (reply.cancelled) throw_expected(ErrorCode::cancelled, "cancelled");
     if (!reply.transport_error.empty())
         throw_expected(ErrorCode::io, "cannot reach the Hub at " + m_config.endpoint + " for " + what + ": " +
-                                          reply.transport_error + " (check the network, a proxy in HTTPS_PROXY, or "
+                                          reply.transport_error +
+                                          " (check the network, a proxy in HTTPS_PROXY, or "
                                           "HF_ENDPOINT)");
     const long s = reply.status;
     if (s < 400) return;
@@ -147,9 +148,10 @@ void HubApi::throw_if_refused(const HttpReply& reply, const std::string& repo, c
     if (code == "GatedRepo")
         throw_expected(ErrorCode::unauthorized,
                        repo + " is a gated repository (" + std::to_string(s) + "): " +
-                           (m_config.token.empty() ? "log in at " + page + ", accept its licence there, then create "
-                                                         "a read token at " + m_config.endpoint +
-                                                         "/settings/tokens and set HF_TOKEN to it"
+                           (m_config.token.empty() ? "log in at " + page +
+                                                         ", accept its licence there, then create "
+                                                         "a read token at " +
+                                                         m_config.endpoint + "/settings/tokens and set HF_TOKEN to it"
                                                    : "accept its licence at " + page +
                                                          " with the account of the token in HF_TOKEN (access may "
                                                          "also await the authors' approval)"));
@@ -160,22 +162,23 @@ void HubApi::throw_if_refused(const HttpReply& reply, const std::string& repo, c
     if (code == "RevisionNotFound")
         throw_expected(ErrorCode::not_found, "the Hub has no revision of " + repo + " for " + what +
                                                  ": check --revision (a branch, tag or commit)");
-    if (code == "EntryNotFound" || s == 404)
-        throw_expected(ErrorCode::not_found, "the Hub has no " + what + " (404)");
+    if (code == "EntryNotFound" || s == 404) throw_expected(ErrorCode::not_found, "the Hub has no " + what + " (404)");
     if (s == 401)
         throw_expected(ErrorCode::unauthorized, "the Hub refused the token in HF_TOKEN (401): create a new one at " +
                                                     m_config.endpoint + "/settings/tokens");
     if (s == 403)
-        throw_expected(ErrorCode::unauthorized, "the Hub refused access to " + what + " (403): the token in HF_TOKEN "
-                                                "lacks read access to " + repo);
+        throw_expected(ErrorCode::unauthorized, "the Hub refused access to " + what +
+                                                    " (403): the token in HF_TOKEN "
+                                                    "lacks read access to " +
+                                                    repo);
     if (s == 429) throw_expected(ErrorCode::capacity, "the Hub is rate-limiting requests (429): wait and pull again");
     throw_expected(ErrorCode::io, "the Hub answered " + std::to_string(s) + " for " + what + "; try again later");
 }
 
 ModelInfo HubApi::model_info(HttpSession& http, const HubId& id) const {
     HttpRequest r;
-    r.url = m_config.endpoint + "/api/models/" + id.repo + "/revision/" + url_quote(id.revision_or_main()) +
-            "?blobs=true";
+    r.url =
+        m_config.endpoint + "/api/models/" + id.repo + "/revision/" + url_quote(id.revision_or_main()) + "?blobs=true";
     r.headers = m_config.auth_headers();
     const HttpReply reply = http.fetch(r);
     throw_if_refused(reply, id.repo, "revision '" + id.revision_or_main() + "' of " + id.repo);
@@ -191,8 +194,8 @@ FileMetadata HubApi::file_metadata(HttpSession& http, const std::string& repo, c
     r.headers = m_config.auth_headers();
     HttpReply reply = http.fetch(r);
     // A renamed repository answers with a relative redirect to its new resolve URL (huggingface_hub follows those).
-    for (int hop = 0; hop < 5 && reply.status >= 300 && reply.status < 400 && reply.header("location").rfind("/", 0) == 0;
-         ++hop) {
+    for (int hop = 0;
+         hop < 5 && reply.status >= 300 && reply.status < 400 && reply.header("location").rfind("/", 0) == 0; ++hop) {
         r.url = m_config.endpoint + reply.header("location");
         reply = http.fetch(r);
     }

@@ -25,8 +25,8 @@ struct HubConfig {
 };
 
 struct RepoFile {
-    std::string path;    // "model-00001-of-00002.safetensors" (checked with repo_file_problem)
-    int64_t size = -1;   // -1 when the listing did not say
+    std::string path;     // "model-00001-of-00002.safetensors" (checked with repo_file_problem)
+    int64_t size = -1;    // -1 when the listing did not say
     std::string blob_id;  // git blob sha1 (40 hex) when given
     std::string sha256;   // LFS files: the content's sha256 (64 hex); empty for plain git files
 };

@@ -80,8 +80,7 @@ void write_atomically(const fs::path& path, const std::string& text) {
 void link_into_snapshot(const fs::path& snapshot, const std::string& path, const std::string& etag) {
     const fs::path pointer = snapshot / path;
     std::string target;
-    for (std::size_t i = 0, n = 2 + std::size_t(std::count(path.begin(), path.end(), '/')); i < n; ++i)
-        target += "../";
+    for (std::size_t i = 0, n = 2 + std::size_t(std::count(path.begin(), path.end(), '/')); i < n; ++i) target += "../";
     target += "blobs/" + etag;
     std::error_code ec;
     if (fs::is_symlink(pointer, ec) && fs::read_symlink(pointer, ec) == fs::path(target)) return;
@@ -261,10 +260,10 @@ std::vector<RepoFile> select_files(const ModelInfo& info, const PullOptions& o, 
     if (out.empty()) {
         std::string listing;
         for (std::size_t k = 0; k < info.files.size() && k < 20; ++k) listing += (k ? ", " : "") + info.files[k].path;
-        throw_expected(ErrorCode::not_found, "no file of " + id.text() + " matches --include" +
-                                                 (info.files.empty() ? "; the repository is empty"
-                                                                     : "; it has: " + listing +
-                                                                           (info.files.size() > 20 ? ", ..." : "")));
+        throw_expected(ErrorCode::not_found,
+                       "no file of " + id.text() + " matches --include" +
+                           (info.files.empty() ? "; the repository is empty"
+                                               : "; it has: " + listing + (info.files.size() > 20 ? ", ..." : "")));
     }
     return out;
 }
