@@ -79,6 +79,7 @@ bool hub_offline() {
 }
 
 std::optional<Snapshot> find_snapshot(const std::string& cache_dir, const HubId& id) {
+    require_hub_id(id.text());  // a HubId built by hand gets the same checks before it becomes a path
     const fs::path repo = fs::path(cache_dir) / repo_folder_name(id.repo);
     const std::string rev = id.revision_or_main();
     Snapshot s;

@@ -210,6 +210,13 @@ class TstHubCache : public QObject {
             hub::resolve_snapshot(cache.string(), hub::require_hub_id("acme/tiny@evil"), hub::RepoContent::model);
         });
         QVERIFY2(ref.contains("does not hold a commit hash"), qPrintable(ref));
+        // A HubId built by hand (a UI) is checked as a parsed one is.
+        hub::HubId by_hand;
+        by_hand.repo = "acme/tiny";
+        by_hand.revision = "../../../etc";
+        QVERIFY(message_of([&] { hub::find_snapshot(cache.string(), by_hand); }).contains("not a Hugging Face Hub id"));
+        by_hand = {"../x", ""};
+        QVERIFY(message_of([&] { hub::pull(by_hand, {}); }).contains("not a Hugging Face Hub id"));
     }
     void dangling_link_says_pull_again() {
         QTemporaryDir dir;

@@ -395,6 +395,13 @@ class TstHubPull : public QObject {
             port, request_text("POST", "/v1/load_lora_adapter", R"({"lora_name":"x","lora_path":"acme/absent"})"));
         QVERIFY2(status_of(absent) == 400 && absent.find("loradeskd pull acme/absent --adapter") != std::string::npos,
                  absent.c_str());
+        // pull --adapter --server registers with a running server (offline here: from the cache, by commit).
+        const Run registered = loradeskd({"pull", "acme/fortune-de", "--adapter", "--name", "de2", "--server",
+                                          QString("http://127.0.0.1:%1").arg(port)},
+                                         offline);
+        QVERIFY2(registered.code == 0 && registered.output.contains("loaded into") &&
+                     round_trip(port, request_text("GET", "/v1/models")).find("\"id\":\"de2\"") != std::string::npos,
+                 qPrintable(registered.output));
         // A model repository is no adapter; a traversal is no id and, with no --adapters, no path either.
         const std::string model = round_trip(
             port, request_text("POST", "/v1/load_lora_adapter", R"({"lora_name":"y","lora_path":"acme/fortune"})"));

@@ -330,6 +330,7 @@ std::string git_blob_sha1_of_file(const std::string& path) {
 }
 
 PullResult pull(const HubId& id, const PullOptions& options) {
+    require_hub_id(id.text());  // a HubId built by hand gets the same checks before it becomes a path or URL
     const std::string cache = options.cache_dir.empty() ? hub_cache_dir() : options.cache_dir;
     if (hub_offline()) return offline_answer(id, cache);
     Job job(id, options);
