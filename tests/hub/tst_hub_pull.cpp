@@ -56,7 +56,7 @@ struct FakeHub {
         QStringList a{LORADESK_SOURCE_DIR "/tests/hub/fake_hub.py"};
         a += args;
         if (!log.isEmpty()) a += {"--log", log};
-        process.start("python3", a);
+        process.start(PYTHON3, a);
         if (!process.waitForReadyRead(15000)) return false;
         const QByteArray line = process.readLine().trimmed();
         port = line.startsWith("PORT ") ? line.mid(5).toInt() : 0;
