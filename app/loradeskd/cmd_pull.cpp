@@ -89,9 +89,22 @@ int list_adapters(const hub::HubId& base, const cli::Args& args) {
         std::printf("the Hub lists no adapters of %s (base_model:adapter:%s)\n", base.repo.c_str(), base.repo.c_str());
         return 0;
     }
-    std::printf("%-60s %12s %8s\n", "adapter", "downloads", "likes");
-    for (const auto& m : models)
-        std::printf("%-60s %12lld %8lld\n", m.id.c_str(), (long long)m.downloads, (long long)m.likes);
+    std::printf("%-60s %10s %12s %8s\n", "adapter", "size", "downloads", "likes");
+    for (const auto& m : models) {
+        // The listing has no sizes: each adapter's file list (one request each) gives its download size.
+        std::string size = "?";
+        if (auto id = hub::parse_hub_id(m.id)) {
+            try {
+                int64_t bytes = 0;
+                for (const hub::RepoFile& f : api.model_info(http, *id).files) bytes += std::max<int64_t>(f.size, 0);
+                size = human_bytes(bytes);
+            } catch (const Error&) {
+                // gated or gone since the listing: leave the size unknown
+            }
+        }
+        std::printf("%-60s %10s %12lld %8lld\n", m.id.c_str(), size.c_str(), (long long)m.downloads,
+                    (long long)m.likes);
+    }
     std::printf("\npull one with: loradeskd pull ID --adapter\n");
     return 0;
 }

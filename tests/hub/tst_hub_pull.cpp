@@ -357,7 +357,8 @@ class TstHubPull : public QObject {
             QVERIFY(loradeskd({"pull", "acme/fortune-de"}, env(&hub)).code == 0);
             const Run listed = loradeskd({"pull", "kit/model", "--list-adapters"}, env(&hub));
             QVERIFY2(listed.code == 0 && listed.output.contains("acme/fortune-bofh") &&
-                         listed.output.contains("acme/fortune-de") && !listed.output.contains("acme/fortune "),
+                         listed.output.contains("acme/fortune-de") && !listed.output.contains("acme/fortune ") &&
+                         listed.output.contains("1.9 MB"),
                      qPrintable(listed.output));
         }
         QProcessEnvironment offline = env(nullptr);
