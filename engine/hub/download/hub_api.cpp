@@ -207,6 +207,7 @@ FileMetadata HubApi::file_metadata(HttpSession& http, const std::string& repo, c
     m.size = to_int64(reply.header("x-linked-size"));
     if (m.size < 0) m.size = to_int64(reply.header("content-length"));
     m.location = reply.status >= 300 && reply.status < 400 ? reply.header("location") : r.url;
+    if (m.location.rfind("/", 0) == 0) m.location = m_config.endpoint + m.location;  // relative to the Hub
     if (m.location.empty())
         throw_expected(ErrorCode::io, "the Hub redirected '" + path + "' of " + repo + " without a Location header");
     return m;

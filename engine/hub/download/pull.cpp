@@ -178,6 +178,7 @@ void Job::download_blob(HttpSession& http, std::size_t i, const FileMetadata& me
         int64_t offset = std::ftell(out);
         if (size >= 0 && offset > size) {  // longer than the file: start over
             out = std::freopen(incomplete.c_str(), "wb", out);
+            if (!out) throw_expected(ErrorCode::io, "cannot rewrite '" + incomplete.string() + "'");
             offset = 0;
         }
         add_bytes(i, offset - progress.files[i].done);
