@@ -84,7 +84,8 @@ LORADESK_COMMAND({
     "loradeskd detokenize --tokenizer DIR (--ids 1,2,3 | --batch F.json) [--skip-special] [--incremental] "
     "[--no-newline]",
     {
-        {"tokenizer", "DIR", "folder with tokenizer.json (and tokenizer_config.json)"},
+        {"tokenizer", "DIR|ORG/NAME",
+         "folder with tokenizer.json (and tokenizer_config.json), or a Hub id in the Hugging Face cache"},
         {"ids", "1,2,3", "comma-separated token ids"},
         {"batch", "F.json",
          "JSON array of id arrays; prints a JSON array of texts ({text, deltas} with --incremental)"},

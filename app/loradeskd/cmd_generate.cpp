@@ -95,7 +95,7 @@ LORADESK_COMMAND(
      "continue a prompt of token ids (greedy or sampled)",
      "loradeskd generate --model DIR [--adapter [NAME=]DIR]... (--prompt-ids 1,2,3 | --requests-file F.jsonl) "
      "[--max-tokens N] [sampling options] [--json]",
-     {{"model", "DIR", "Hugging Face model directory"},
+     {{"model", "DIR|ORG/NAME", "Hugging Face model directory, or a Hub id in the Hugging Face cache"},
       {"prompt-ids", "IDS", "comma-separated token ids"},
       {"max-tokens", "N", "tokens to generate (default 16)"},
       {"temperature", "T", "0 = greedy (default)"},
@@ -107,7 +107,8 @@ LORADESK_COMMAND(
       {"presence-penalty", "X", "OpenAI presence penalty (default 0)"},
       {"frequency-penalty", "X", "OpenAI frequency penalty (default 0)"},
       {"ignore-eos", "", "do not stop at end-of-sequence tokens"},
-      {"adapter", "[NAME=]DIR", "PEFT LoRA adapter; with --requests-file each request names one", true},
+      {"adapter", "[NAME=]DIR|ID",
+       "PEFT LoRA adapter (folder or Hub id in the cache); with --requests-file each request names one", true},
       {"requests-file", "F.jsonl", "run every request of the file concurrently through the scheduler"},
       {"max-lora-rank", "R", "largest adapter rank accepted (default 256)"},
       {"max-loras", "N", "--requests-file: distinct adapters per batch (default 4)"},

@@ -49,13 +49,15 @@ int run(const cli::Args& args) {
 
 }  // namespace
 
-LORADESK_COMMAND({"render-chat",
-                  "render a chat template over messages (prints the prompt exactly)",
-                  "loradeskd render-chat --tokenizer DIR --messages-file F.json [--tools-file F.json] "
-                  "[--add-generation-prompt] [--kwargs JSON]",
-                  {{"tokenizer", "DIR", "directory with tokenizer_config.json and/or chat_template.jinja"},
-                   {"messages-file", "FILE", "JSON array of OpenAI chat messages"},
-                   {"tools-file", "FILE", "JSON array of tool definitions (passed as `tools`)"},
-                   {"add-generation-prompt", "", "append the assistant turn header"},
-                   {"kwargs", "JSON", "extra template variables, e.g. '{\"enable_thinking\":false}'"}},
-                  run});
+LORADESK_COMMAND(
+    {"render-chat",
+     "render a chat template over messages (prints the prompt exactly)",
+     "loradeskd render-chat --tokenizer DIR --messages-file F.json [--tools-file F.json] "
+     "[--add-generation-prompt] [--kwargs JSON]",
+     {{"tokenizer", "DIR|ORG/NAME",
+       "directory with tokenizer_config.json and/or chat_template.jinja, or a Hub id in the Hugging Face cache"},
+      {"messages-file", "FILE", "JSON array of OpenAI chat messages"},
+      {"tools-file", "FILE", "JSON array of tool definitions (passed as `tools`)"},
+      {"add-generation-prompt", "", "append the assistant turn header"},
+      {"kwargs", "JSON", "extra template variables, e.g. '{\"enable_thinking\":false}'"}},
+     run});

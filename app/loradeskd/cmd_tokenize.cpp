@@ -70,7 +70,9 @@ LORADESK_COMMAND({
     "Turn text into token ids with a model's tokenizer",
     "loradeskd tokenize --tokenizer DIR (--text T | --text-file F | --batch F.json) [--no-special] [--json]",
     {
-        {"tokenizer", "DIR", "folder with tokenizer.json (and tokenizer_config.json), usually the model folder"},
+        {"tokenizer", "DIR|ORG/NAME",
+         "folder with tokenizer.json (and tokenizer_config.json), usually the model folder; or a Hub id in the Hugging "
+         "Face cache"},
         {"text", "T", "text to tokenize"},
         {"text-file", "F", "read the text from a file (bytes as they are)"},
         {"batch", "F.json", "JSON array of strings; prints a JSON array of id arrays"},
