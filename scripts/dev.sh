@@ -15,7 +15,7 @@ root=$PWD
 apt_packages=(
   build-essential cmake ninja-build pkg-config ccache git file dpkg-dev
   qt6-base-dev libqt6opengl6-dev qt6-charts-dev qt6-svg-dev libqt6sql6-sqlite qt6-qpa-plugins
-  libspdlog-dev libfmt-dev nlohmann-json3-dev libsqlite3-dev libpcre2-dev libutf8proc-dev
+  libspdlog-dev libfmt-dev nlohmann-json3-dev libsqlite3-dev libpcre2-dev libutf8proc-dev libcurl4-openssl-dev
   python3 python3-jinja2 python3-numpy nodejs npm xvfb xauth desktop-file-utils appstream
   clang libclang-rt-dev clang-format
 )

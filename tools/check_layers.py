@@ -14,6 +14,8 @@ import sys
 # docs/architecture.md mirrors this table; change both together.
 LAYERS = [
     ("core", []),
+    ("hub", ["core"]),
+    ("hub/download", ["hub", "core"]),
     ("model", ["core"]),
     ("tokenizer", ["core"]),
     ("tokenizer/jinja", ["core"]),
@@ -28,7 +30,7 @@ LAYERS = [
     ("sched", ["lora", "kv", "runtime", "grammar", "core"]),
     ("api", ["sched", "catalog", "lora", "runtime/factory", "runtime", "grammar", "tokenizer/jinja", "tokenizer",
              "model", "core"]),
-    ("server", ["api", "grammar", "core"]),
+    ("server", ["api", "grammar", "hub", "core"]),
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

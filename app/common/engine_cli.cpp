@@ -7,15 +7,19 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "hub/hf_cache.h"
 #include "server/tool_call_format.h"
 
 namespace loradesk::cli {
 
 std::vector<OptionSpec> engine_option_specs() {
     return {
-        {"model", "DIR", "Hugging Face model folder (default: the demo model in the data directory)"},
+        {"model", "DIR|ORG/NAME[@REV]",
+         "Hugging Face model folder, or a Hub id read from the Hugging Face cache (loradeskd pull fetches it; "
+         "default: the demo model in the data directory)"},
         {"adapters", "DIR", "folder whose subfolders are PEFT adapters, registered by folder name", true},
-        {"adapter", "NAME=DIR", "register one adapter under NAME", true},
+        {"adapter", "NAME=DIR|NAME=ORG/NAME[@REV]",
+         "register one adapter under NAME, from a folder or from the Hugging Face cache", true},
         {"host", "ADDR", "address to listen on (default 127.0.0.1)"},
         {"port", "N", "port to listen on (default 8080)"},
         {"api-key", "KEY",
@@ -55,6 +59,10 @@ std::vector<OptionSpec> engine_option_specs() {
          "a second signal cancels at once)"},
         {"log-level", "LEVEL", "trace|debug|info|warn|error (default info)"},
     };
+}
+
+std::string model_folder(const Args& args, const std::string& option) {
+    return hub::resolve_reference(args.require(option), hub::RepoContent::model);
 }
 
 std::string default_data_dir() {
@@ -106,12 +114,19 @@ ServeOptions serve_options_from_args(const Args& args) {
     auto& e = o.engine;
     e.model_dir = args.get("model");
     o.demo = args.flag("demo") || e.model_dir.empty();
+    if (!o.demo) {
+        // A Hub id is served under its own name, as vLLM does, not under its snapshot folder's commit hash.
+        const std::string resolved = hub::resolve_reference(e.model_dir, hub::RepoContent::model);
+        if (resolved != e.model_dir) e.served_model_id = hub::parse_hub_id(e.model_dir)->repo;
+        e.model_dir = resolved;
+    }
     e.adapter_dirs = args.all("adapters");
     for (auto& spec : args.all("adapter")) {
         auto eq = spec.find('=');
         if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
             throw_expected(ErrorCode::invalid_argument, "--adapter expects NAME=DIR, got '" + spec + "'");
-        e.named_adapters.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
+        e.named_adapters.emplace_back(spec.substr(0, eq),
+                                      hub::resolve_reference(spec.substr(eq + 1), hub::RepoContent::adapter));
     }
     e.device = args.get("device", "auto");
     if (e.device != "auto" && e.device != "cpu" && e.device != "cuda")
@@ -155,6 +170,11 @@ ServeOptions serve_options_from_args(const Args& args) {
                                                         std::string(server::kToolCallParserNames) + ", got '" +
                                                         o.tool_call_parser + "'");
     o.shutdown_timeout_s = bounded_int(args, "shutdown-timeout", o.shutdown_timeout_s, 0, 3600);
+    try {
+        o.hub_cache_dir = hub::hub_cache_dir();
+    } catch (const ExpectedError&) {
+        // No HOME and no HF_* variables: load_lora_adapter then takes folders only.
+    }
     return o;
 }
 

@@ -20,10 +20,16 @@ struct ServeOptions {
     std::string tool_call_parser = "auto";  // --tool-call-parser: one of server::kToolCallParserNames
     int shutdown_timeout_s = 10;            // drain: how long running requests may still finish after a stop signal
     std::vector<std::string> extra_adapter_roots;  // folders load_lora_adapter may read besides --adapters
+    std::string hub_cache_dir;                     // Hugging Face cache Hub ids in load_lora_adapter resolve from
 };
 
 std::vector<OptionSpec> engine_option_specs();
-// Throws Error(invalid_argument) naming the option on bad values, Error(not_found) for an unreadable key file.
+// The folder `--<option>` names: a folder as given, or the snapshot of a Hub id (org/name[@revision]) in the
+// Hugging Face cache. Throws Error(invalid_argument) when the option is missing, Error(not_found) when the id is
+// not cached (saying `loradeskd pull ID` fetches it).
+std::string model_folder(const Args& args, const std::string& option = "model");
+// Throws Error(invalid_argument) naming the option on bad values, Error(not_found) for an unreadable key file
+// or a Hub id (--model, --adapter NAME=ORG/NAME) missing from the Hugging Face cache (saying to pull it).
 ServeOptions serve_options_from_args(const Args& args);
 // $XDG_DATA_HOME/loradesk, else $HOME/.local/share/loradesk: the one default data directory of loradeskd serve,
 // loradeskd catalog and the desktop app. Throws Error(invalid_argument) naming --data-dir when neither is set.

@@ -37,6 +37,7 @@ ServerHost::ServerHost(const ServeOptions& o) : m_host(o.host) {
     so.tool_call_parser = o.tool_call_parser;
     so.adapter_roots = o.engine.adapter_dirs;
     for (auto& root : o.extra_adapter_roots) so.adapter_roots.push_back(root);
+    so.hub_cache_dir = o.hub_cache_dir;
     m_router = std::make_unique<server::Router>(*m_engine, so);
     m_http = std::make_unique<server::HttpServer>(*m_router);
     Status s = m_http->start();

@@ -9,7 +9,8 @@
 
 namespace loradesk::cli {
 
-// "NAME=DIR" or "DIR" -> (name, dir); the name defaults to the folder name.
+// "NAME=DIR" or "DIR" -> (name, dir); the name defaults to the folder name. DIR may be a Hub id
+// (org/name[@revision]) in the Hugging Face cache: dir is then its snapshot and the name defaults to `name`.
 std::pair<std::string, std::string> split_adapter_spec(const std::string& spec);
 
 // Validates the adapter against the runner's base model and loads it into slot 1; returns the slot.

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "engine_cli.h"
 #include "runtime/factory/runner_factory.h"
 
 namespace loradesk::bench {
@@ -43,14 +44,14 @@ BenchRunner make_bench_runner(const cli::Args& args, int max_tokens) {
         o.skinny_gemm = !args.flag("cublas-only");
         o.programmatic_launch = !args.flag("no-pdl");
         b.copy_gbps = runtime::cuda::measure_copy_bandwidth_gbps();
-        auto r = std::make_unique<runtime::cuda::CudaRunner>(args.require("model"), 0, o);
+        auto r = std::make_unique<runtime::cuda::CudaRunner>(cli::model_folder(args), 0, o);
         b.cuda = r.get();
         b.owner = std::move(r);
     }
 #else
     (void)max_tokens;
 #endif
-    if (!b.owner) b.owner = runtime::create_runner(device, args.require("model"), int(args.get_int("threads", 0)));
+    if (!b.owner) b.owner = runtime::create_runner(device, cli::model_folder(args), int(args.get_int("threads", 0)));
     b.runner = b.owner.get();
     b.vocab = b.runner->config().vocab_size;
     return b;

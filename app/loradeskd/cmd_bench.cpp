@@ -162,7 +162,7 @@ LORADESK_COMMAND({"bench",
                   "[--cublas-only] [--no-pdl] [--json]\n"
                   "       loradeskd bench --model DIR --cold-adapter ADAPTER_DIR [--batch 8] [--cold-at 32] "
                   "[--max-lora-rank 64] [--device ...] [--json]",
-                  {{"model", "DIR", "Hugging Face model directory"},
+                  {{"model", "DIR|ORG/NAME", "Hugging Face model directory, or a Hub id in the Hugging Face cache"},
                    {"device", "DEV", "cpu (default), cuda or auto"},
                    {"prompt-len", "N", "prompt tokens per decoding sequence (default 512)"},
                    {"new-tokens", "N", "timed decode steps (default 256)"},

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "core/error.h"
+#include "engine_cli.h"
 #include "tokenizer/incremental_detokenizer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -46,7 +47,7 @@ std::vector<std::vector<int32_t>> read_batch(const std::string& path) {
 }
 
 int run_detokenize(const loradesk::cli::Args& args) {
-    auto tok = Tokenizer::load(args.require("tokenizer"));
+    auto tok = Tokenizer::load(loradesk::cli::model_folder(args, "tokenizer"));
     const bool skip = args.flag("skip-special"), incremental = args.flag("incremental");
     if (args.has("batch") == args.has("ids"))
         throw_expected(ErrorCode::invalid_argument, "give exactly one of --ids or --batch");
@@ -83,7 +84,8 @@ LORADESK_COMMAND({
     "loradeskd detokenize --tokenizer DIR (--ids 1,2,3 | --batch F.json) [--skip-special] [--incremental] "
     "[--no-newline]",
     {
-        {"tokenizer", "DIR", "folder with tokenizer.json (and tokenizer_config.json)"},
+        {"tokenizer", "DIR|ORG/NAME",
+         "folder with tokenizer.json (and tokenizer_config.json), or a Hub id in the Hugging Face cache"},
         {"ids", "1,2,3", "comma-separated token ids"},
         {"batch", "F.json",
          "JSON array of id arrays; prints a JSON array of texts ({text, deltas} with --incremental)"},

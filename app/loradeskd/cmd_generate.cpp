@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "engine_cli.h"
 #include "generate_requests.h"
 #include "runtime/factory/runner_factory.h"
 #include "runtime/sampler.h"
@@ -34,7 +35,7 @@ runtime::SamplingParams sampling_from_args(const cli::Args& args) {
 
 int run_single(const cli::Args& args) {
     if (args.has("requests-file")) return cli::run_generate_requests(args);
-    const std::string model_dir = args.require("model");
+    const std::string model_dir = cli::model_folder(args);
     const std::vector<int> prompt = cli::parse_int_list(args.require("prompt-ids"), "prompt-ids");
     const long long max_tokens = args.get_int("max-tokens", 16);
     if (max_tokens < 1) throw_expected(ErrorCode::invalid_argument, "--max-tokens must be at least 1");
@@ -94,7 +95,7 @@ LORADESK_COMMAND(
      "continue a prompt of token ids (greedy or sampled)",
      "loradeskd generate --model DIR [--adapter [NAME=]DIR]... (--prompt-ids 1,2,3 | --requests-file F.jsonl) "
      "[--max-tokens N] [sampling options] [--json]",
-     {{"model", "DIR", "Hugging Face model directory"},
+     {{"model", "DIR|ORG/NAME", "Hugging Face model directory, or a Hub id in the Hugging Face cache"},
       {"prompt-ids", "IDS", "comma-separated token ids"},
       {"max-tokens", "N", "tokens to generate (default 16)"},
       {"temperature", "T", "0 = greedy (default)"},
@@ -106,7 +107,8 @@ LORADESK_COMMAND(
       {"presence-penalty", "X", "OpenAI presence penalty (default 0)"},
       {"frequency-penalty", "X", "OpenAI frequency penalty (default 0)"},
       {"ignore-eos", "", "do not stop at end-of-sequence tokens"},
-      {"adapter", "[NAME=]DIR", "PEFT LoRA adapter; with --requests-file each request names one", true},
+      {"adapter", "[NAME=]DIR|ID",
+       "PEFT LoRA adapter (folder or Hub id in the cache); with --requests-file each request names one", true},
       {"requests-file", "F.jsonl", "run every request of the file concurrently through the scheduler"},
       {"max-lora-rank", "R", "largest adapter rank accepted (default 256)"},
       {"max-loras", "N", "--requests-file: distinct adapters per batch (default 4)"},

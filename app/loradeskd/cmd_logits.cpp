@@ -5,6 +5,7 @@
 #include "adapter_option.h"
 #include "cli.h"
 #include "core/error.h"
+#include "engine_cli.h"
 #include "runtime/factory/runner_factory.h"
 #include "runtime/sequence_driver.h"
 
@@ -15,7 +16,7 @@ using namespace loradesk;
 int run_logits(const cli::Args& args) {
     const std::vector<int> ids = cli::parse_int_list(args.require("prompt-ids"), "prompt-ids");
     auto runner =
-        runtime::create_runner(args.get("device", "cpu"), args.require("model"), int(args.get_int("threads", 0)));
+        runtime::create_runner(args.get("device", "cpu"), cli::model_folder(args), int(args.get_int("threads", 0)));
     const int vocab = runner->config().vocab_size;
     for (int id : ids)
         if (id < 0 || id >= vocab)
@@ -51,10 +52,10 @@ int run_logits(const cli::Args& args) {
 LORADESK_COMMAND({"logits",
                   "print the logits of a prompt (last position, or all)",
                   "loradeskd logits --model DIR [--adapter DIR] --prompt-ids 1,2,3 [--all-positions] [--json]",
-                  {{"model", "DIR", "Hugging Face model directory"},
+                  {{"model", "DIR|ORG/NAME", "Hugging Face model directory, or a Hub id in the Hugging Face cache"},
                    {"prompt-ids", "IDS", "comma-separated token ids"},
                    {"all-positions", "", "a row for every prompt position, not only the last"},
-                   {"adapter", "DIR", "apply this PEFT LoRA adapter"},
+                   {"adapter", "DIR|ID", "apply this PEFT LoRA adapter (folder or Hub id in the Hugging Face cache)"},
                    {"max-lora-rank", "R", "largest adapter rank accepted (default 256)"},
                    {"device", "DEV", "cpu (default) or auto"},
                    {"threads", "N", "CPU threads (0 = all cores)"},

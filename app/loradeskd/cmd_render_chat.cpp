@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "core/error.h"
+#include "engine_cli.h"
 #include "tokenizer/jinja/chat_template.h"
 
 namespace {
@@ -28,7 +29,7 @@ nlohmann::ordered_json read_json_file(const std::string& path, const char* optio
 }
 
 int run(const cli::Args& args) {
-    auto ct = jinja::ChatTemplate::from_model_dir(args.require("tokenizer"));
+    auto ct = jinja::ChatTemplate::from_model_dir(cli::model_folder(args, "tokenizer"));
     nlohmann::ordered_json messages = read_json_file(args.require("messages-file"), "messages-file");
     nlohmann::ordered_json tools =
         args.has("tools-file") ? read_json_file(args.get("tools-file"), "tools-file") : nlohmann::ordered_json();
@@ -48,13 +49,15 @@ int run(const cli::Args& args) {
 
 }  // namespace
 
-LORADESK_COMMAND({"render-chat",
-                  "render a chat template over messages (prints the prompt exactly)",
-                  "loradeskd render-chat --tokenizer DIR --messages-file F.json [--tools-file F.json] "
-                  "[--add-generation-prompt] [--kwargs JSON]",
-                  {{"tokenizer", "DIR", "directory with tokenizer_config.json and/or chat_template.jinja"},
-                   {"messages-file", "FILE", "JSON array of OpenAI chat messages"},
-                   {"tools-file", "FILE", "JSON array of tool definitions (passed as `tools`)"},
-                   {"add-generation-prompt", "", "append the assistant turn header"},
-                   {"kwargs", "JSON", "extra template variables, e.g. '{\"enable_thinking\":false}'"}},
-                  run});
+LORADESK_COMMAND(
+    {"render-chat",
+     "render a chat template over messages (prints the prompt exactly)",
+     "loradeskd render-chat --tokenizer DIR --messages-file F.json [--tools-file F.json] "
+     "[--add-generation-prompt] [--kwargs JSON]",
+     {{"tokenizer", "DIR|ORG/NAME",
+       "directory with tokenizer_config.json and/or chat_template.jinja, or a Hub id in the Hugging Face cache"},
+      {"messages-file", "FILE", "JSON array of OpenAI chat messages"},
+      {"tools-file", "FILE", "JSON array of tool definitions (passed as `tools`)"},
+      {"add-generation-prompt", "", "append the assistant turn header"},
+      {"kwargs", "JSON", "extra template variables, e.g. '{\"enable_thinking\":false}'"}},
+     run});

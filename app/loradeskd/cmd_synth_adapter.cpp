@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "core/error.h"
+#include "engine_cli.h"
 #include "lora/adapter_synth.h"
 #include "model/dequantize.h"
 #include "model/model_config.h"
@@ -61,7 +62,7 @@ double base_weight_std(const std::string& model_dir, runtime::LoraModule m) {
 }
 
 int run_synth_adapter(const cli::Args& args) {
-    std::string model_dir = args.require("model");
+    std::string model_dir = cli::model_folder(args);
     model::ModelConfig base = model::load_model_config(model_dir);
     lora::SynthAdapterSpec spec;
     spec.rank = int(args.get_int("rank", 8));
@@ -94,7 +95,8 @@ LORADESK_COMMAND({"synth-adapter",
                   "write a synthetic PEFT LoRA adapter for a base model",
                   "loradeskd synth-adapter --model DIR --rank R --alpha A [--rslora] [--targets q_proj,v_proj] "
                   "[--layers 0,2] [--seed N] [--dtype f32|bf16] [--rank-pattern JSON] [--alpha-pattern JSON] --out DIR",
-                  {{"model", "DIR", "base model directory (config.json + safetensors)"},
+                  {{"model", "DIR|ORG/NAME",
+                    "base model directory (config.json + safetensors), or a Hub id in the Hugging Face cache"},
                    {"rank", "R", "LoRA rank r (default 8)"},
                    {"alpha", "A", "lora_alpha (default 2r)"},
                    {"rslora", "", "use_rslora: scale alpha/sqrt(r) instead of alpha/r"},

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "core/error.h"
+#include "engine_cli.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -29,7 +30,7 @@ std::string ids_json(const std::vector<int32_t>& ids) {
 }
 
 int run_tokenize(const loradesk::cli::Args& args) {
-    auto tok = loradesk::tokenizer::Tokenizer::load(args.require("tokenizer"));
+    auto tok = loradesk::tokenizer::Tokenizer::load(loradesk::cli::model_folder(args, "tokenizer"));
     const bool special = !args.flag("no-special");
     int sources = int(args.has("text")) + int(args.has("text-file")) + int(args.has("batch"));
     if (sources != 1) throw_expected(ErrorCode::invalid_argument, "give exactly one of --text, --text-file or --batch");
@@ -69,7 +70,9 @@ LORADESK_COMMAND({
     "Turn text into token ids with a model's tokenizer",
     "loradeskd tokenize --tokenizer DIR (--text T | --text-file F | --batch F.json) [--no-special] [--json]",
     {
-        {"tokenizer", "DIR", "folder with tokenizer.json (and tokenizer_config.json), usually the model folder"},
+        {"tokenizer", "DIR|ORG/NAME",
+         "folder with tokenizer.json (and tokenizer_config.json), usually the model folder; or a Hub id in the Hugging "
+         "Face cache"},
         {"text", "T", "text to tokenize"},
         {"text-file", "F", "read the text from a file (bytes as they are)"},
         {"batch", "F.json", "JSON array of strings; prints a JSON array of id arrays"},

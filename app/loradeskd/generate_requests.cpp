@@ -8,6 +8,7 @@
 #include "adapter_option.h"
 #include "api/engine.h"
 #include "core/error.h"
+#include "engine_cli.h"
 
 namespace loradesk::cli {
 namespace {
@@ -90,7 +91,7 @@ json run_one(api::RequestStream& stream) {
 
 int run_generate_requests(const Args& args) {
     api::EngineOptions o;
-    o.model_dir = args.require("model");
+    o.model_dir = cli::model_folder(args);
     for (auto& spec : args.all("adapter")) o.named_adapters.push_back(split_adapter_spec(spec));
     o.device = args.get("device", "cpu");
     o.cpu_threads = int(args.get_int("threads", 0));

@@ -25,6 +25,7 @@ namespace loradesk::api {
 
 struct EngineOptions {
     std::string model_dir;                  // Hugging Face model folder
+    std::string served_model_id;            // the id /v1/models lists; empty = the folder's name
     std::vector<std::string> adapter_dirs;  // each subfolder with adapter_config.json is registered by name
     std::vector<std::pair<std::string, std::string>> named_adapters;  // (name, dir) registered as given
     std::string device = "auto";                                      // auto | cpu | cuda

@@ -83,7 +83,7 @@ std::shared_ptr<EngineCore> build_core(const EngineOptions& options) {
     core->options = options;
     core->options.model_dir = fs::canonical(options.model_dir).string();
     const std::string& dir = core->options.model_dir;
-    core->model_id = fs::path(dir).filename().string();
+    core->model_id = options.served_model_id.empty() ? fs::path(dir).filename().string() : options.served_model_id;
     core->config = model::load_model_config(dir);
     core->parameters = count_parameters(core->config);
     core->max_context = options.max_context > 0 ? std::min(options.max_context, core->config.max_position_embeddings)

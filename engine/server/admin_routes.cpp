@@ -186,8 +186,8 @@ HttpResponse Router::load_lora(const HttpRequest& request) {
     require_available();
     const nlohmann::json body = parse_json_body(request.body);
     const std::string name = require_string(body, "lora_name");
-    const std::string path =
-        resolve_adapter_path(require_string(body, "lora_path"), m_options.adapter_roots, "lora_path");
+    const std::string path = resolve_adapter_path(require_string(body, "lora_path"), m_options.adapter_roots,
+                                                  "lora_path", m_options.hub_cache_dir);
     const Status s = m_engine.load_adapter(name, path);
     if (!s.ok()) throw api_error_from_status(s, s.code == ErrorCode::conflict ? "lora_name" : "lora_path");
     return text_response(fmt::format("Success: LoRA adapter '{}' added successfully", name));

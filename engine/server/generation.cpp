@@ -25,7 +25,7 @@ void apply_lora_path(api::Engine& engine, ParsedGeneration& parsed) {
         if (fs::weakly_canonical(a.path, ec).string() == parsed.lora_path) name = a.name;
     }
     if (name.empty()) {
-        name = fs::path(parsed.lora_path).filename().string();
+        name = parsed.lora_name.empty() ? fs::path(parsed.lora_path).filename().string() : parsed.lora_name;
         const Status s = engine.load_adapter(name, parsed.lora_path);
         if (!s.ok()) throw api_error_from_status(s, "lora_path");
     }

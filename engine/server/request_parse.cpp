@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <limits>
 
+#include "core/error.h"
+#include "hub/hf_cache.h"
 #include "server/api_error.h"
 #include "server/json_fields.h"
 #include "server/output_constraint.h"
@@ -48,7 +50,9 @@ void parse_common(const json& body, const nlohmann::ordered_json& ordered, const
     }
     if (const json* v = field(body, "lora_path")) {
         if (!v->is_string()) throw_invalid("lora_path", "'lora_path' must be a string");
-        out.lora_path = resolve_adapter_path(v->get<std::string>(), options.adapter_roots, "lora_path");
+        out.lora_path =
+            resolve_adapter_path(v->get<std::string>(), options.adapter_roots, "lora_path", options.hub_cache_dir);
+        out.lora_name = adapter_name_for(v->get<std::string>(), out.lora_path);
     }
     req.model = out.model;
     req.grammar = output_constraint_grammar(ordered);
@@ -287,9 +291,29 @@ ParsedGeneration parse_completion_request(const json& body, const ServerOptions&
     return out;
 }
 
-std::string resolve_adapter_path(const std::string& path, const std::vector<std::string>& roots,
-                                 const std::string& param) {
+std::string adapter_name_for(const std::string& reference, const std::string& resolved) {
     namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::exists(reference, ec))
+        if (const auto id = hub::parse_hub_id(reference)) return id->repo.substr(id->repo.find('/') + 1);
+    return fs::path(resolved).filename().string();
+}
+
+std::string resolve_adapter_path(const std::string& path, const std::vector<std::string>& roots,
+                                 const std::string& param, const std::string& hub_cache_dir) {
+    namespace fs = std::filesystem;
+    std::error_code exists_ec;
+    if (!hub_cache_dir.empty() && !fs::exists(path, exists_ec)) {
+        if (const auto id = hub::parse_hub_id(path)) {
+            // A Hub id reads only the snapshot of the Hugging Face cache, which resolve_snapshot confines; the
+            // server never downloads (that would block a worker for minutes): `loradeskd pull ID --adapter` does.
+            try {
+                return hub::resolve_snapshot(hub_cache_dir, *id, hub::RepoContent::adapter).path;
+            } catch (const ExpectedError& e) {
+                throw_invalid(param, e.what());
+            }
+        }
+    }
     if (roots.empty())
         throw_invalid(param,
                       "loading adapters by path is disabled: start the server with --adapters DIR and put "

@@ -25,7 +25,8 @@ constexpr std::size_t kPromptBytesPerToken = 64;
 struct ParsedGeneration {
     Endpoint endpoint = Endpoint::chat;
     std::string model;      // as the client wrote it (echoed in responses)
-    std::string lora_path;  // canonical folder inside an adapter root, when given
+    std::string lora_path;  // canonical folder inside an adapter root or the Hugging Face cache, when given
+    std::string lora_name;  // the name lora_path is loaded under when no adapter serves it yet
     // One request per prompt (completions accept a batch of prompts; chat has one). Each is submitted n times.
     std::vector<api::GenerateRequest> prompts;
     std::vector<std::string> echo_texts;  // per prompt: text to prepend when echo (completions: the prompt)
@@ -57,8 +58,13 @@ ParsedGeneration parse_completion_request(const nlohmann::json& body, const Serv
                                           const nlohmann::ordered_json* ordered = nullptr);
 
 // Canonicalises `path` and checks that it lies inside one of `roots` (no traversal, no symlink escape).
-// Throws ApiError 400 naming `param` when it does not, or when no roots are configured.
+// With a `hub_cache_dir`, an `org/name[@revision]` that is no existing path resolves to its snapshot in that
+// Hugging Face cache instead (hub::resolve_snapshot; never downloads). Throws ApiError 400 naming `param` when
+// it does not resolve, or when it is a path and no roots are configured.
 std::string resolve_adapter_path(const std::string& path, const std::vector<std::string>& roots,
-                                 const std::string& param);
+                                 const std::string& param, const std::string& hub_cache_dir = {});
+// The name an adapter loaded by reference gets: a Hub id's repository name ("org/my-lora@v2" -> "my-lora"),
+// else the folder's name.
+std::string adapter_name_for(const std::string& reference, const std::string& resolved);
 
 }  // namespace loradesk::server

@@ -15,6 +15,9 @@ struct ServerOptions {
     int port = 8080;                         // 0 = any free port (tests)
     std::string api_key;                     // empty = accept any key (local use); else Bearer / x-api-key / api-key
     std::vector<std::string> adapter_roots;  // lora_path / load_lora_adapter paths must lie inside one
+    // lora_path / load_lora_adapter also take Hub ids (org/name[@revision]), read from this Hugging Face cache;
+    // empty = Hub ids are not accepted.
+    std::string hub_cache_dir;
     // Allowed browser origins; "*" in the port position matches any port, a lone "*" allows any origin.
     std::vector<std::string> cors_origins = {"http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"};
     // Extra Host header names accepted on a loopback bind without an API key (DNS-rebinding defence).

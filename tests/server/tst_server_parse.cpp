@@ -262,6 +262,36 @@ class TstServerParse : public QObject {
         QVERIFY_THROWS_EXCEPTION(ApiError, resolve_adapter_path((root / "a").string(), {}, "lora_path"));
     }
 
+    // Hub ids resolve from the Hugging Face cache (even without adapter roots), never outside it; without a cache
+    // they are refused as before.
+    void lora_path_takes_hub_ids_from_the_cache() {
+        namespace fs = std::filesystem;
+        QTemporaryDir tmp;
+        const fs::path cache = tmp.path().toStdString();
+        const std::string commit(40, 'a');
+        const fs::path repo = cache / "models--acme--sql-lora";
+        fs::create_directories(repo / "blobs");
+        fs::create_directories(repo / "refs");
+        fs::create_directories(repo / "snapshots" / commit);
+        std::ofstream(repo / "blobs" / "cfg") << R"({"peft_type":"LORA"})";
+        std::ofstream(repo / "refs" / "main") << commit;
+        fs::create_symlink("../../blobs/cfg", repo / "snapshots" / commit / "adapter_config.json");
+        const std::string snapshot = fs::canonical(repo / "snapshots" / commit).string();
+        QCOMPARE(resolve_adapter_path("acme/sql-lora", {}, "lora_path", cache.string()), snapshot);
+        QCOMPARE(resolve_adapter_path("acme/sql-lora@" + commit, {}, "lora_path", cache.string()), snapshot);
+        QCOMPARE(adapter_name_for("acme/sql-lora@main", snapshot), std::string("sql-lora"));
+        try {
+            resolve_adapter_path("acme/absent", {}, "lora_path", cache.string());
+            QFAIL("accepted an id that is not cached");
+        } catch (const ApiError& e) {
+            QCOMPARE(e.param, std::string("lora_path"));
+            QVERIFY2(std::string(e.what()).find("loradeskd pull acme/absent --adapter") != std::string::npos, e.what());
+        }
+        for (const char* bad : {"../../etc", "acme/sql-lora@../../x", "/etc"})
+            QVERIFY_THROWS_EXCEPTION(ApiError, resolve_adapter_path(bad, {}, "lora_path", cache.string()));
+        QVERIFY_THROWS_EXCEPTION(ApiError, resolve_adapter_path("acme/sql-lora", {}, "lora_path"));  // no cache given
+    }
+
     void deep_json_is_refused_while_parsing() {
         // {"a": [[...]]}: the object is one level, each bracket one more.
         auto nested = [](int levels) {
