@@ -17,7 +17,7 @@ void resolve_default_model(ServeOptions& o) {
     if (!kit)
         throw_expected(ErrorCode::not_found,
                        "no --model given and the demo kit was not found (set LORADESK_DEMO_DIR to a folder with "
-                       "model/ and adapters/, or pass --model DIR)");
+                       "model/ and adapters/, or pass --model DIR or --model org/name from the Hugging Face cache)");
     o.engine.model_dir = kit->model_dir;
     for (auto& a : kit->adapters) o.engine.named_adapters.push_back(a);
     if (!kit->adapters.empty())

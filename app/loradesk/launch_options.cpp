@@ -39,8 +39,9 @@ std::string resolveModel(LaunchOptions& launch, const ui::AppSettings& settings)
     if (!launch.forceDemo && !e.model_dir.empty()) return {};
     const auto kit = cli::find_demo_kit();
     if (!kit)
-        return "no model to serve: pass --model DIR (a Hugging Face folder with config.json and safetensors), "
-               "or set LORADESK_DEMO_DIR to the demo kit";
+        return "no model to serve: pass --model DIR (a Hugging Face folder with config.json and safetensors) or "
+               "--model org/name (a model in the Hugging Face cache; `loradeskd pull org/name` fetches one), or set "
+               "LORADESK_DEMO_DIR to the demo kit";
     e.model_dir = kit->model_dir;
     for (const auto& named : kit->adapters) e.named_adapters.push_back(named);
     // The server may load adapters from the kit's folder (load_lora_adapter), as for `loradeskd serve`.
