@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "checkpoint_edit.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
 #include "model/model_weights.h"
@@ -15,36 +16,6 @@
 using namespace loradesk;
 using namespace loradesk::model;
 namespace fs = std::filesystem;
-
-namespace {
-
-// Rewrites dir/model.safetensors with `edit` applied to a copy of its tensors.
-template <class Edit>
-void rewrite(const std::string& dir, Edit edit) {
-    SafetensorsWriter w;
-    {
-        SafetensorsFile f(dir + "/model.safetensors");
-        for (const TensorView& t : f.tensors()) {
-            std::string name = t.name;
-            DType dtype = t.dtype;
-            std::vector<int64_t> shape = t.shape;
-            std::vector<uint8_t> bytes(t.data, t.data + t.nbytes);
-            if (edit(name, dtype, shape, bytes)) w.add(name, dtype, shape, std::move(bytes));
-        }
-    }
-    w.write(dir + "/model.safetensors");
-}
-
-std::string expect_error(const std::string& dir) {
-    try {
-        ModelWeights w(dir);
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
-
-}  // namespace
 
 class TstModelWeights : public QObject {
     Q_OBJECT
@@ -132,10 +103,11 @@ class TstModelWeights : public QObject {
         SynthOptions o;
         o.out_dir = tmp.path().toStdString();
         synth_model(o);
-        rewrite(o.out_dir, [](std::string& n, DType&, std::vector<int64_t>&, std::vector<uint8_t>&) {
-            return n != "model.layers.1.mlp.up_proj.weight";
-        });
-        std::string msg = expect_error(o.out_dir);
+        testing::rewrite_checkpoint(o.out_dir,
+                                    [](std::string& n, DType&, std::vector<int64_t>&, std::vector<uint8_t>&) {
+                                        return n != "model.layers.1.mlp.up_proj.weight";
+                                    });
+        std::string msg = testing::weights_error(o.out_dir);
         QVERIFY2(QString::fromStdString(msg).contains("has no tensor 'model.layers.1.mlp.up_proj.weight'"),
                  msg.c_str());
     }
@@ -144,11 +116,13 @@ class TstModelWeights : public QObject {
         SynthOptions o;
         o.out_dir = tmp.path().toStdString();
         synth_model(o);
-        rewrite(o.out_dir, [](std::string& n, DType&, std::vector<int64_t>& shape, std::vector<uint8_t>&) {
-            if (n == "model.layers.0.self_attn.k_proj.weight") std::swap(shape[0], shape[1]);
-            return true;
-        });
-        std::string msg = expect_error(o.out_dir);
+        testing::rewrite_checkpoint(o.out_dir,
+                                    [](std::string& n, DType&, std::vector<int64_t>& shape, std::vector<uint8_t>&) {
+                                        if (n == "model.layers.0.self_attn.k_proj.weight")
+                                            std::swap(shape[0], shape[1]);
+                                        return true;
+                                    });
+        std::string msg = testing::weights_error(o.out_dir);
         QVERIFY2(
             QString::fromStdString(msg).contains("k_proj.weight") && QString::fromStdString(msg).contains("[128, 96]"),
             msg.c_str());
@@ -158,18 +132,19 @@ class TstModelWeights : public QObject {
         SynthOptions o;
         o.out_dir = tmp.path().toStdString();
         synth_model(o);
-        rewrite(o.out_dir, [](std::string& n, DType& dtype, std::vector<int64_t>&, std::vector<uint8_t>&) {
-            if (n == "model.norm.weight") dtype = DType::i16;
-            return true;
-        });
-        std::string msg = expect_error(o.out_dir);
+        testing::rewrite_checkpoint(o.out_dir,
+                                    [](std::string& n, DType& dtype, std::vector<int64_t>&, std::vector<uint8_t>&) {
+                                        if (n == "model.norm.weight") dtype = DType::i16;
+                                        return true;
+                                    });
+        std::string msg = testing::weights_error(o.out_dir);
         QVERIFY2(
             QString::fromStdString(msg).contains("model.norm.weight") && QString::fromStdString(msg).contains("I16"),
             msg.c_str());
     }
     void no_config() {
         QTemporaryDir tmp;
-        QVERIFY(QString::fromStdString(expect_error(tmp.path().toStdString())).contains("config.json"));
+        QVERIFY(QString::fromStdString(testing::weights_error(tmp.path().toStdString())).contains("config.json"));
     }
 };
 

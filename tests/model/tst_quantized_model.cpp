@@ -7,6 +7,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "checkpoint_edit.h"
 #include "core/error.h"
 #include "model/dequantize.h"
 #include "model/dequantized_layers.h"
@@ -25,32 +26,6 @@ json with_quant(const json& q) { return {{"quantization_config", q}}; }
 std::string parse_error(const json& q) {
     try {
         parse_quant_config(with_quant(q));
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
-
-// Rewrites dir/model.safetensors with `edit` applied to a copy of its tensors (return false to drop one).
-template <class Edit>
-void rewrite(const std::string& dir, Edit edit) {
-    SafetensorsWriter w;
-    {
-        SafetensorsFile f(dir + "/model.safetensors");
-        for (const TensorView& t : f.tensors()) {
-            std::string name = t.name;
-            DType dtype = t.dtype;
-            std::vector<int64_t> shape = t.shape;
-            std::vector<uint8_t> bytes(t.data, t.data + t.nbytes);
-            if (edit(name, dtype, shape, bytes)) w.add(name, dtype, shape, std::move(bytes));
-        }
-    }
-    w.write(dir + "/model.safetensors");
-}
-
-std::string load_error(const std::string& dir) {
-    try {
-        ModelWeights w(dir);
     } catch (const Error& e) {
         return e.what();
     }
@@ -287,22 +262,23 @@ class TstQuantizedModel : public QObject {
         o.out_dir = tmp.path().toStdString();
         o.quant = quant.toStdString();
         synth_model(o);
-        rewrite(o.out_dir, [&](std::string& name, DType& dtype, std::vector<int64_t>& shape, std::vector<uint8_t>& b) {
-            if (name != tensor.toStdString()) return true;
-            if (edit == "drop") return false;
-            if (edit == "reshape") {
-                int64_t n = 1;
-                for (int64_t d : shape) n *= d;
-                shape = {n};
-            } else if (edit == "dtype") {
-                dtype = dtype == DType::f8_e4m3 ? DType::u8 : DType::i16;
-                if (dtype == DType::i16) shape.back() *= int64_t(b.size() / 2) / (shape[0] * shape.back());
-            } else if (edit == "g_idx") {
-                b[0] = 9;
-            }
-            return true;
-        });
-        const std::string e = load_error(o.out_dir);
+        testing::rewrite_checkpoint(
+            o.out_dir, [&](std::string& name, DType& dtype, std::vector<int64_t>& shape, std::vector<uint8_t>& b) {
+                if (name != tensor.toStdString()) return true;
+                if (edit == "drop") return false;
+                if (edit == "reshape") {
+                    int64_t n = 1;
+                    for (int64_t d : shape) n *= d;
+                    shape = {n};
+                } else if (edit == "dtype") {
+                    dtype = dtype == DType::f8_e4m3 ? DType::u8 : DType::i16;
+                    if (dtype == DType::i16) shape.back() *= int64_t(b.size() / 2) / (shape[0] * shape.back());
+                } else if (edit == "g_idx") {
+                    b[0] = 9;
+                }
+                return true;
+            });
+        const std::string e = testing::weights_error(o.out_dir);
         QVERIFY2(e.find(message.toStdString()) != std::string::npos, e.c_str());
     }
 };
