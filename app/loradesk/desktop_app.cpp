@@ -21,7 +21,9 @@ QString instanceName() {
 
 void rememberLaunch(QSettings& store, ui::AppSettings& settings, const LaunchOptions& launch) {
     const api::EngineOptions& e = launch.serve.engine;
-    if (launch.explicitModel && !launch.serve.demo) settings.modelDir = QString::fromStdString(e.model_dir);
+    // The reference as typed: a Hub id stays an id, so a later pull of a newer revision is what starts next time.
+    if (launch.explicitModel && !launch.serve.demo)
+        settings.modelDir = QString::fromStdString(launch.modelReference.empty() ? e.model_dir : launch.modelReference);
     if (launch.explicitLimits) {
         settings.device = QString::fromStdString(e.device);
         settings.maxLoras = e.max_loras;

@@ -5,6 +5,8 @@
 
 #include "core/error.h"
 #include "demo_kit.h"
+#include "hub/hf_cache.h"
+#include "hub/hub_id.h"
 
 namespace loradesk::app {
 
@@ -21,6 +23,7 @@ LaunchOptions parseLaunchOptions(const cli::Args& args) {
     l.headless = args.flag("headless");
     l.forceDemo = args.flag("demo");
     l.explicitModel = args.has("model") || l.forceDemo;
+    l.modelReference = args.get("model");
     for (const char* o : {"device", "max-loras", "max-loras-cpu", "max-lora-rank", "kv-memory"})
         l.explicitLimits = l.explicitLimits || args.has(o);
     for (const char* o : {"host", "port", "api-key", "api-key-file"})
@@ -36,7 +39,18 @@ std::string resolveModel(LaunchOptions& launch, const ui::AppSettings& settings)
         launch.serve.port = settings.port;
         launch.serve.api_key = settings.apiKey.toStdString();
     }
-    if (!launch.forceDemo && !e.model_dir.empty()) return {};
+    if (!launch.forceDemo && !e.model_dir.empty()) {
+        if (launch.explicitModel) return {};  // the command line's --model was resolved as it was parsed
+        // A remembered Hub id is served from its snapshot, under its own name, as on the command line.
+        try {
+            const std::string resolved = hub::resolve_reference(e.model_dir, hub::RepoContent::model);
+            if (resolved != e.model_dir) e.served_model_id = hub::parse_hub_id(e.model_dir)->repo;
+            e.model_dir = resolved;
+        } catch (const Error& err) {
+            return err.what();
+        }
+        return {};
+    }
     const auto kit = cli::find_demo_kit();
     if (!kit)
         return "no model to serve: pass --model DIR (a Hugging Face folder with config.json and safetensors) or "

@@ -18,13 +18,15 @@ struct LaunchOptions {
     bool explicitLimits = false;  // any of --device/--max-loras*/--max-lora-rank/--kv-memory
     bool explicitServer = false;  // any of --host/--port/--api-key/--api-key-file
     bool forceDemo = false;
+    std::string modelReference;  // --model as typed (a folder or a Hub id): what the settings remember
 };
 
 std::vector<cli::OptionSpec> launchOptionSpecs();
 // Throws Error(invalid_argument) naming the option.
 LaunchOptions parseLaunchOptions(const cli::Args& args);
-// Fills the model from the settings (unless given) and the demo kit (when still none); returns a
-// message for the user when there is no model at all.
+// Fills the model from the settings (unless given; a remembered Hub id resolves from the Hugging Face cache)
+// and the demo kit (when still none); returns a message for the user when there is no model at all or a
+// remembered Hub id is not in the cache.
 std::string resolveModel(LaunchOptions& launch, const ui::AppSettings& settings);
 
 }  // namespace loradesk::app

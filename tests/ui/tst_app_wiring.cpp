@@ -1,7 +1,10 @@
 // The app's wiring below the window: which model a launch serves (command line > settings > demo kit)
 // and the Server view's control over engine/server — it binds, answers HTTP, refuses a taken port with
 // a clear message, and restarts on another port.
+#include <QDir>
+#include <QFile>
 #include <QTcpSocket>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include "cli.h"
@@ -37,6 +40,7 @@ class TestAppWiring : public QObject {
     void modelPrecedence_data();
     void modelPrecedence();
     void explicitFlags();
+    void rememberedHubIdResolvesFromTheCache();
     void serverControlServesAndRestarts();
 };
 
@@ -91,6 +95,36 @@ void TestAppWiring::explicitFlags() {
     QCOMPARE(launch.serve.port, 7000);
     QCOMPARE(launch.serve.engine.max_loras, 2);
     QVERIFY_THROWS_EXCEPTION(Error, parse({"--port", "99999"}));
+}
+
+// Settings remember --model as typed; a Hub id is resolved from the Hugging Face cache at the next launch.
+void TestAppWiring::rememberedHubIdResolvesFromTheCache() {
+    QTemporaryDir cache;
+    const QString commit(40, QChar('a'));
+    const QString repo = cache.filePath("models--acme--fortune");
+    QVERIFY(QDir().mkpath(repo + "/refs") && QDir().mkpath(repo + "/snapshots/" + commit));
+    QFile ref(repo + "/refs/main");
+    QVERIFY(ref.open(QIODevice::WriteOnly) && ref.write(commit.toUtf8()) == 40);
+    ref.close();
+    QFile config(repo + "/snapshots/" + commit + "/config.json");
+    QVERIFY(config.open(QIODevice::WriteOnly) && config.write("{}") == 2);
+    config.close();
+    qputenv("HF_HUB_CACHE", cache.path().toUtf8());
+
+    app::LaunchOptions launch = parse({"--model", "acme/fortune"});
+    QCOMPARE(launch.modelReference, std::string("acme/fortune"));  // what the settings keep
+    ui::AppSettings settings;
+    settings.modelDir = "acme/fortune";
+    launch = parse({});
+    QVERIFY(app::resolveModel(launch, settings).empty());
+    QCOMPARE(QString::fromStdString(launch.serve.engine.model_dir), repo + "/snapshots/" + commit);
+    QCOMPARE(launch.serve.engine.served_model_id, std::string("acme/fortune"));
+
+    settings.modelDir = "acme/missing";
+    launch = parse({});
+    const std::string problem = app::resolveModel(launch, settings);
+    QVERIFY2(problem.find("loradeskd pull acme/missing") != std::string::npos, problem.c_str());
+    qunsetenv("HF_HUB_CACHE");
 }
 
 void TestAppWiring::serverControlServesAndRestarts() {
