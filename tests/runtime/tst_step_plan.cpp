@@ -62,6 +62,13 @@ QList<int> slice(const LaunchPlan& p, std::size_t offset, std::size_t n) {
 
 QList<int> list(const std::vector<int32_t>& v) { return QList<int>(v.begin(), v.end()); }
 
+// Whether the metadata block at `at` holds `v`'s bytes (an empty vector: trivially; memcmp may not see its
+// null data()).
+template <class T>
+bool holds(const int32_t* at, const std::vector<T>& v) {
+    return v.empty() || std::memcmp(at, v.data(), v.size() * sizeof(T)) == 0;
+}
+
 // The real rows of the batch sit at the layout's offsets, and the plan structs are 16-byte aligned.
 void check_rows(const LaunchPlan& p, const ForwardBatch& b) {
     const MetaLayout& L = p.layout;
@@ -81,9 +88,9 @@ void check_rows(const LaunchPlan& p, const ForwardBatch& b) {
     }
     QCOMPARE(L.items % 4, std::size_t(0));
     QCOMPARE(std::size_t(p.shape.n_items), p.attention.items.size());
-    QCOMPARE(std::memcmp(p.meta.data() + L.items, p.attention.items.data(), p.attention.items.size() * 16), 0);
-    QCOMPARE(std::memcmp(p.meta.data() + L.groups, p.attention.groups.data(), p.attention.groups.size() * 16), 0);
-    QCOMPARE(std::memcmp(p.meta.data() + L.tiles, p.tiles.data(), p.tiles.size() * 8), 0);
+    QVERIFY(holds(p.meta.data() + L.items, p.attention.items));
+    QVERIFY(holds(p.meta.data() + L.groups, p.attention.groups));
+    QVERIFY(holds(p.meta.data() + L.tiles, p.tiles));
     const int32_t* base = reinterpret_cast<const int32_t*>(std::uintptr_t(1) << 20);
     const StepMeta sm = bind_step_meta(p, base);
     QCOMPARE(sm.n_segs, p.shape.n_segs);
@@ -346,8 +353,8 @@ class TstStepPlan : public QObject {
             QVERIFY(plan_graph_step(b, config(), limits(), fresh));
             QVERIFY(plan_graph_step(b, config(), limits(), reused));
             QCOMPARE(list(reused.meta), list(fresh.meta));
-            QVERIFY(std::memcmp(&reused.layout, &fresh.layout, sizeof(MetaLayout)) == 0);
-            QVERIFY(std::memcmp(&reused.shape, &fresh.shape, sizeof(StepShape)) == 0);
+            QVERIFY(reused.layout == fresh.layout);
+            QVERIFY(reused.shape == fresh.shape);
             check_rows(reused, b);
             const Key key{reused.bucket, reused.shape.any_lora, reused.splits, reused.seg_cap};
             auto [it, first] = captured.try_emplace(key, reused);
@@ -356,8 +363,8 @@ class TstStepPlan : public QObject {
             const LaunchPlan& cap = it->second;
             MetaLayout a = cap.layout, r = reused.layout;
             a.total = r.total = 0;  // only the page tables' length (the block's end) may change
-            QVERIFY2(std::memcmp(&a, &r, sizeof(MetaLayout)) == 0, qPrintable(QString("step %1").arg(step)));
-            QVERIFY(std::memcmp(&cap.shape, &reused.shape, sizeof(StepShape)) == 0);
+            QVERIFY2(a == r, qPrintable(QString("step %1").arg(step)));
+            QVERIFY(cap.shape == reused.shape);
             const int32_t* base = reinterpret_cast<const int32_t*>(std::uintptr_t(1) << 20);
             const StepMeta sc = bind_step_meta(cap, base), sr = bind_step_meta(reused, base);
             QVERIFY(sc.token_ids == sr.token_ids && sc.positions == sr.positions && sc.kv_slots == sr.kv_slots &&

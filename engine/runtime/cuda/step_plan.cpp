@@ -96,12 +96,17 @@ void pack_rows(const ForwardBatch& b, const PlannerConfig& cfg, int n_pad, Launc
         h[L.seg_indptr + g + 1] = n, h[L.seg_slot + g] = 0;
 }
 
+// memcpy of an empty vector would pass its null data() pointer, which memcpy forbids even for 0 bytes.
+template <class T>
+void copy_into(int32_t* dst, const std::vector<T>& src) {
+    if (!src.empty()) std::memcpy(dst, src.data(), src.size() * sizeof(T));
+}
+
 void pack_attention(LaunchPlan& plan) {
     int32_t* h = plan.meta.data();
-    const kernels::AttentionPlan& a = plan.attention;
-    std::memcpy(h + plan.layout.items, a.items.data(), a.items.size() * sizeof(kernels::AttentionWorkItem));
-    std::memcpy(h + plan.layout.groups, a.groups.data(), a.groups.size() * sizeof(kernels::AttentionMergeGroup));
-    std::memcpy(h + plan.layout.tiles, plan.tiles.data(), plan.tiles.size() * sizeof(kernels::PrefillTile));
+    copy_into(h + plan.layout.items, plan.attention.items);
+    copy_into(h + plan.layout.groups, plan.attention.groups);
+    copy_into(h + plan.layout.tiles, plan.tiles);
 }
 
 // Prefill tiles for long new-token runs, split-K items for the rest. Long prompts over long cached prefixes

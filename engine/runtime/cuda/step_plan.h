@@ -40,6 +40,7 @@ struct PlannerLimits {
 struct MetaLayout {
     std::size_t token_ids = 0, positions = 0, kv_slots = 0, qo = 0, kv_indptr = 0, last = 0, seg_indptr = 0,
                 seg_slot = 0, logits = 0, items = 0, groups = 0, tiles = 0, kv_indices = 0, total = 0;
+    bool operator==(const MetaLayout&) const = default;
 };
 
 // The launch shape of one step (graph steps: the bucket's, fixed by the graph key).
@@ -47,6 +48,7 @@ struct StepShape {
     int n = 0, n_seqs = 0, n_logits = 0, n_segs = 0, max_seg_len = 0, n_items = 0, n_groups = 0, n_tiles = 0;
     bool any_lora = false;
     bool split_decode_only = false;  // every sequence of the split plan has one query token (attention_decode)
+    bool operator==(const StepShape&) const = default;  // field-wise: the struct has padding bytes
 };
 
 // A step's shape and pointers into the uploaded meta block.
