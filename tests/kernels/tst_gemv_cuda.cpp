@@ -7,6 +7,7 @@
 
 #include "device_buffer.h"
 #include "gemv_case.h"
+#include "gemv_device_slices.h"
 #include "launchers.h"
 #include "ref/ref_kernels.h"
 
@@ -67,16 +68,9 @@ class TstGemvCuda : public QObject {
         DeviceBuffer<int32_t> d_ranks(c.ranks), d_segp(c.seg_indptr.empty() ? std::vector<int32_t>{0} : c.seg_indptr),
             d_segs(c.seg_slot.empty() ? std::vector<int32_t>{0} : c.seg_slot), d_sync(std::vector<int32_t>{0, 0});
         DeviceBuffer<float> d_scales(c.scales);
-        std::vector<std::unique_ptr<DeviceBuffer<uint16_t>>> bufs;
-        std::vector<const uint16_t*> da, dbt;
-        for (int j = 0; j < slices; ++j) {
-            bufs.push_back(std::make_unique<DeviceBuffer<uint16_t>>(c.a[j]));
-            da.push_back(bufs.back()->get());
-            bufs.push_back(std::make_unique<DeviceBuffer<uint16_t>>(c.bt[j]));
-            dbt.push_back(bufs.back()->get());
-        }
+        const DeviceLoraSlices lora(c, slices);
         void* y_dev = f32 ? static_cast<void*>(d_yf.get()) : static_cast<void*>(d_yb.get());
-        GemvParams p = c.params(d_w.get(), d_x.get(), d_b.get(), y_dev, d_xa.get(), da, dbt, d_ranks.get(),
+        GemvParams p = c.params(d_w.get(), d_x.get(), d_b.get(), y_dev, d_xa.get(), lora.a, lora.bt, d_ranks.get(),
                                 d_scales.get(), d_segp.get(), d_segs.get(), d_sync.get());
         QVERIFY(gemv_supported(p));
         for (int run = 0; run < 2; ++run) {

@@ -22,6 +22,7 @@
 
 #include "device_buffer.h"
 #include "gemv_case.h"
+#include "gemv_device_slices.h"
 #include "launchers.h"
 #include "ref/ref_kernels.h"
 #include "sm_hog.h"
@@ -103,15 +104,8 @@ class TstGemvProgressCuda : public QObject {
         DeviceBuffer<float> d_xa(c.xa.size() + 1), d_scales(c.scales);
         DeviceBuffer<int32_t> d_ranks(c.ranks), d_segp(c.seg_indptr), d_segs(c.seg_slot),
             d_sync(std::vector<int32_t>(2 * kLaunches, 0));
-        std::vector<std::unique_ptr<DeviceBuffer<uint16_t>>> bufs;
-        std::vector<const uint16_t*> da, dbt;
-        for (int j = 0; j < slices; ++j) {
-            bufs.push_back(std::make_unique<DeviceBuffer<uint16_t>>(c.a[j]));
-            da.push_back(bufs.back()->get());
-            bufs.push_back(std::make_unique<DeviceBuffer<uint16_t>>(c.bt[j]));
-            dbt.push_back(bufs.back()->get());
-        }
-        GemvParams p = c.params(d_w.get(), d_x.get(), nullptr, d_y.get(), d_xa.get(), da, dbt, d_ranks.get(),
+        const DeviceLoraSlices lora(c, slices);
+        GemvParams p = c.params(d_w.get(), d_x.get(), nullptr, d_y.get(), d_xa.get(), lora.a, lora.bt, d_ranks.get(),
                                 d_scales.get(), d_segp.get(), d_segs.get(), d_sync.get());
         p.reverse_block_order = reverse;
         QVERIFY(gemv_supported(p));

@@ -49,6 +49,15 @@ LoraWeights random_lora(const model::ModelConfig& c, int rank, uint64_t seed) {
     return w;
 }
 
+// A synthesized Qwen3-shaped "tiny" checkpoint in `dir` (a fixed seed per test, so failures reproduce).
+model::ModelConfig synth_tiny(const std::string& dir, uint64_t seed = model::SynthOptions{}.seed) {
+    model::SynthOptions so;
+    so.preset = "tiny";
+    so.out_dir = dir;
+    so.seed = seed;
+    return model::synth_model(so);
+}
+
 double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
     double num = 0, den = 0;
     for (std::size_t i = 0; i < a.size(); ++i) {
@@ -184,12 +193,9 @@ class TstCudaRunner : public QObject {
     // the reload changed the logits by far more than the tolerance).
     void graphs_match_eager() {
         QTemporaryDir dir;
-        model::SynthOptions so;
-        so.preset = "tiny";
-        so.out_dir = dir.path().toStdString();
-        so.seed = 11;
-        const model::ModelConfig c = model::synth_model(so);
-        cuda::CudaRunner g(so.out_dir), e(so.out_dir), stale(so.out_dir);
+        const std::string model_dir = dir.path().toStdString();
+        const model::ModelConfig c = synth_tiny(model_dir, 11);
+        cuda::CudaRunner g(model_dir), e(model_dir), stale(model_dir);
         e.set_cuda_graphs(false);
         stale.set_cuda_graphs(false);
         const int page_size = 16, n_pages = 256, n_seqs = 40;
@@ -272,12 +278,9 @@ class TstCudaRunner : public QObject {
     // step with a larger metadata block, so its stale metadata, workspace and pages all differ.
     void steps_do_not_depend_on_history() {
         QTemporaryDir dir;
-        model::SynthOptions so;
-        so.preset = "tiny";
-        so.out_dir = dir.path().toStdString();
-        so.seed = 13;
-        const model::ModelConfig c = model::synth_model(so);
-        cuda::CudaRunner fresh(so.out_dir), used(so.out_dir);
+        const std::string model_dir = dir.path().toStdString();
+        const model::ModelConfig c = synth_tiny(model_dir, 13);
+        cuda::CudaRunner fresh(model_dir), used(model_dir);
         std::vector<SequenceDriver> drivers;
         drivers.reserve(2);
         for (cuda::CudaRunner* r : {&fresh, &used}) {
@@ -369,12 +372,9 @@ class TstCudaRunner : public QObject {
     // on a decode step replayed from a graph.
     void forward_sampled_matches_forward() {
         QTemporaryDir dir;
-        model::SynthOptions so;
-        so.preset = "tiny";
-        so.out_dir = dir.path().toStdString();
-        so.seed = 5;
-        const model::ModelConfig c = model::synth_model(so);
-        cuda::CudaRunner full(so.out_dir), sampled(so.out_dir);
+        const std::string model_dir = dir.path().toStdString();
+        const model::ModelConfig c = synth_tiny(model_dir, 5);
+        cuda::CudaRunner full(model_dir), sampled(model_dir);
         SequenceDriver df(full, 64, 16), ds(sampled, 64, 16);
         std::mt19937 rng(9);
         std::vector<SequenceDriver::Work> w;
@@ -432,12 +432,9 @@ class TstCudaRunner : public QObject {
     // batch uses, once per upload (lora_upload_waits counts the waits issued).
     void prepared_slots_and_per_slot_waits() {
         QTemporaryDir dir;
-        model::SynthOptions so;
-        so.preset = "tiny";
-        so.out_dir = dir.path().toStdString();
-        so.seed = 5;
-        const model::ModelConfig c = model::synth_model(so);
-        cuda::CudaRunner gpu(so.out_dir);
+        const std::string model_dir = dir.path().toStdString();
+        const model::ModelConfig c = synth_tiny(model_dir, 5);
+        cuda::CudaRunner gpu(model_dir);
         gpu.set_cuda_graphs(false);
         gpu.configure_lora_slots(3, 16);
         const LoraWeights w = random_lora(c, 12, 5);
@@ -498,7 +495,7 @@ class TstCudaRunner : public QObject {
         QVERIFY(rel_l2(l2b, l1) < 1e-6);
 
         // Forms of another runner or of another slot configuration are refused; bad weights fail to prepare.
-        cuda::CudaRunner second(so.out_dir);
+        cuda::CudaRunner second(model_dir);
         second.configure_lora_slots(3, 16);
         QVERIFY_THROWS_EXCEPTION(Error, second.load_prepared_lora_slot(1, other));
         QVERIFY_THROWS_EXCEPTION(Error, gpu.prepare_lora(random_lora(c, 17, 1)));  // rank over the slot size
@@ -508,11 +505,9 @@ class TstCudaRunner : public QObject {
 
     void rejects_bad_lora() {
         QTemporaryDir dir;
-        model::SynthOptions so;
-        so.preset = "tiny";
-        so.out_dir = dir.path().toStdString();
-        const model::ModelConfig c = model::synth_model(so);
-        cuda::CudaRunner gpu(so.out_dir);
+        const std::string model_dir = dir.path().toStdString();
+        const model::ModelConfig c = synth_tiny(model_dir);
+        cuda::CudaRunner gpu(model_dir);
         gpu.configure_lora_slots(2, 8);
         auto throws = [&](int slot, const LoraWeights& w) {
             try {
