@@ -109,17 +109,19 @@ std::string api_key_from(const Args& args) {
 
 }  // namespace
 
+void resolve_model_reference(api::EngineOptions& e) {
+    // A Hub id is served under its own name, not under its snapshot folder's commit hash.
+    const std::string resolved = hub::resolve_reference(e.model_dir, hub::RepoContent::model);
+    if (resolved != e.model_dir) e.served_model_id = hub::parse_hub_id(e.model_dir)->repo;
+    e.model_dir = resolved;
+}
+
 ServeOptions serve_options_from_args(const Args& args) {
     ServeOptions o;
     auto& e = o.engine;
     e.model_dir = args.get("model");
     o.demo = args.flag("demo") || e.model_dir.empty();
-    if (!o.demo) {
-        // A Hub id is served under its own name, as vLLM does, not under its snapshot folder's commit hash.
-        const std::string resolved = hub::resolve_reference(e.model_dir, hub::RepoContent::model);
-        if (resolved != e.model_dir) e.served_model_id = hub::parse_hub_id(e.model_dir)->repo;
-        e.model_dir = resolved;
-    }
+    if (!o.demo) resolve_model_reference(e);
     e.adapter_dirs = args.all("adapters");
     for (auto& spec : args.all("adapter")) {
         auto eq = spec.find('=');

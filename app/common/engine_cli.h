@@ -31,6 +31,9 @@ std::string model_folder(const Args& args, const std::string& option = "model");
 // Throws Error(invalid_argument) naming the option on bad values, Error(not_found) for an unreadable key file
 // or a Hub id (--model, --adapter NAME=ORG/NAME) missing from the Hugging Face cache (saying to pull it).
 ServeOptions serve_options_from_args(const Args& args);
+// Turns e.model_dir, when it is a Hub id and no existing folder, into its snapshot in the Hugging Face cache and
+// serves it under the id (served_model_id), as vLLM does. Throws Error(not_found) saying to pull a missing id.
+void resolve_model_reference(api::EngineOptions& e);
 // $XDG_DATA_HOME/loradesk, else $HOME/.local/share/loradesk: the one default data directory of loradeskd serve,
 // loradeskd catalog and the desktop app. Throws Error(invalid_argument) naming --data-dir when neither is set.
 std::string default_data_dir();

@@ -5,8 +5,6 @@
 
 #include "core/error.h"
 #include "demo_kit.h"
-#include "hub/hf_cache.h"
-#include "hub/hub_id.h"
 
 namespace loradesk::app {
 
@@ -43,9 +41,7 @@ std::string resolveModel(LaunchOptions& launch, const ui::AppSettings& settings)
         if (launch.explicitModel) return {};  // the command line's --model was resolved as it was parsed
         // A remembered Hub id is served from its snapshot, under its own name, as on the command line.
         try {
-            const std::string resolved = hub::resolve_reference(e.model_dir, hub::RepoContent::model);
-            if (resolved != e.model_dir) e.served_model_id = hub::parse_hub_id(e.model_dir)->repo;
-            e.model_dir = resolved;
+            cli::resolve_model_reference(e);
         } catch (const Error& err) {
             return err.what();
         }
