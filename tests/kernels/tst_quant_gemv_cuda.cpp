@@ -8,6 +8,7 @@
 #include "device_buffer.h"
 #include "kernel_test_util.h"
 #include "quant_case.h"
+#include "quant_dequant.h"
 #include "quant_gemv.h"
 #include "ref/ref_kernels.h"
 #include "ref/ref_quant.h"
@@ -120,6 +121,75 @@ class TstQuantGemvCuda : public QObject {
                     if (b) QFAIL("workspace not zero after the launch");
             }
         }
+    }
+
+    // quant_dequantize (the prefill path's expansion to bf16) equals the twin's f32 weights rounded once, bit for
+    // bit, over the whole matrix and over an inner row range (the runner expands projections in row slices).
+    void quant_dequantize_data() {
+        QTest::addColumn<int>("format");
+        QTest::addColumn<int>("n");
+        QTest::addColumn<int>("k");
+        QTest::addColumn<int>("group");
+        QTest::addColumn<bool>("act_order");
+        QTest::addColumn<bool>("zero_plus_one");
+        QTest::addColumn<int>("scaling");
+        for (auto [n, k] : std::vector<std::pair<int, int>>{{8, 128}, {56, 384}, {776, 4096}, {264, 2048}}) {
+            QTest::newRow(qPrintable(QString("awq %1x%2").arg(n).arg(k)))
+                << int(QuantFormat::awq_int4) << n << k << 128 << false << false << 0;
+            for (bool act : {false, true})
+                QTest::newRow(qPrintable(QString("gptq %1x%2 %3").arg(n).arg(k).arg(act ? "act" : "seq")))
+                    << int(QuantFormat::gptq_int4) << n << k << 128 << act << act << 0;
+        }
+        QTest::newRow("awq 40x320 g64") << int(QuantFormat::awq_int4) << 40 << 320 << 64 << false << false << 0;
+        QTest::newRow("gptq 48x2048 g32 act") << int(QuantFormat::gptq_int4) << 48 << 2048 << 32 << true << true << 0;
+        for (auto [n, k] : std::vector<std::pair<int, int>>{{1, 128}, {7, 384}, {129, 4096}, {300, 200}})
+            for (Fp8Scaling s : {Fp8Scaling::per_tensor, Fp8Scaling::per_channel, Fp8Scaling::block128})
+                QTest::newRow(qPrintable(QString("fp8 %1x%2 scaling%3").arg(n).arg(k).arg(int(s))))
+                    << int(QuantFormat::fp8_e4m3) << n << k << 128 << false << false << int(s);
+    }
+
+    void quant_dequantize() {
+        QFETCH(int, format);
+        QFETCH(int, n);
+        QFETCH(int, k);
+        QFETCH(int, group);
+        QFETCH(bool, act_order);
+        QFETCH(bool, zero_plus_one);
+        QFETCH(int, scaling);
+        QuantCase c(QuantFormat(format), n, k, group, act_order, zero_plus_one, Fp8Scaling(scaling), uint32_t(n + k));
+        const QuantGemvParams host = c.params(nullptr, 0, nullptr, 0, 1, c.qweight.data(), c.qzeros.data(),
+                                              c.s16.data(), c.g_idx.data(), c.w8.data(), c.w_scale.data(), nullptr);
+        const std::vector<float> want = ref::quant_dequantize(host);
+        auto nonempty = [](auto v) { return v.empty() ? decltype(v)(1) : v; };
+        DeviceBuffer<uint16_t> ds(nonempty(c.s16));
+        DeviceBuffer<int32_t> dqw(nonempty(c.qweight)), dqz(nonempty(c.qzeros)), dg(nonempty(c.g_idx));
+        DeviceBuffer<uint8_t> dw8(nonempty(c.w8));
+        DeviceBuffer<float> dsc(nonempty(c.w_scale));
+        const QuantGemvParams p = c.params(nullptr, 0, nullptr, 0, 1, dqw.get(), dqz.get(), ds.get(), dg.get(),
+                                           dw8.get(), dsc.get(), nullptr);
+        const int align = format == int(QuantFormat::fp8_e4m3) ? 1 : 8;
+        std::vector<std::pair<int, int>> ranges{{0, n}};
+        if (n >= 3 * align) ranges.push_back({align, n - 2 * align});
+        for (auto [begin, rows] : ranges) {
+            QVERIFY(quant_dequantize_supported(p, begin, rows));
+            DeviceBuffer<uint16_t> out(std::vector<uint16_t>(std::size_t(rows) * k + 8, 0x7fc1));
+            cuda_check(loradesk::kernels::quant_dequantize(p, begin, rows, out.get(), nullptr), "quant_dequantize");
+            cuda_check(cudaDeviceSynchronize(), "quant_dequantize");
+            const auto got = out.download();
+            for (std::size_t i = 0; i < std::size_t(rows) * k; ++i) {
+                const uint16_t w = ref::f32_to_bf16(want[std::size_t(begin) * k + i]);
+                if (got[i] != w)
+                    QFAIL(qPrintable(QString("rows %1+%2: element %3 is %4, want %5")
+                                         .arg(begin)
+                                         .arg(rows)
+                                         .arg(i)
+                                         .arg(got[i], 0, 16)
+                                         .arg(w, 0, 16)));
+            }
+            for (std::size_t i = std::size_t(rows) * k; i < got.size(); ++i)
+                QVERIFY2(got[i] == 0x7fc1, "quant_dequantize wrote past its rows");
+        }
+        QVERIFY(!quant_dequantize_supported(p, 0, n + 1));
     }
 
     void unsupported_shapes_are_refused() {
