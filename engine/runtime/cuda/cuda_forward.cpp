@@ -12,6 +12,8 @@
 
 #include "core/error.h"
 #include "launchers.h"
+#include "quant_dequant.h"
+#include "quant_gemv.h"
 #include "runtime/cuda/cuda_runner_impl.h"
 
 namespace loradesk::runtime::cuda {
@@ -118,10 +120,39 @@ void CudaRunner::Impl::apply_lora(const StepMeta& sm, int layer, int first_modul
     launch_check(kernels::sgmv_expand(p, stream), "sgmv_expand");
 }
 
+void CudaRunner::Impl::quant_matmul(const DeviceQuantSite& site, const uint16_t* x, int64_t x_stride, int n,
+                                    uint16_t* y, int64_t y_stride) {
+    for (const DeviceQuantSite::Part& part : site.parts) {
+        kernels::QuantGemvParams p = part.p;
+        p.x = x, p.x_row_stride = x_stride, p.y = y + part.out_offset, p.y_row_stride = y_stride;
+        p.n_tokens = n, p.workspace = quant_workspace;
+        if (n <= kernels::kQuantGemvMaxTokens && kernels::quant_gemv_supported(p)) {
+            launch_check(kernels::quant_gemv(p, stream), "quant_gemv");
+            continue;
+        }
+        // Slices of whole 8-row packs (int4 packs 8 columns per word) that fit the scratch.
+        const int rows = int(std::min<int64_t>(p.n, dequant_scratch_elems / p.k / 8 * 8));
+        for (int r = 0; r < p.n; r += rows) {
+            const int len = std::min(rows, p.n - r);
+            launch_check(kernels::quant_dequantize(p, r, len, dequant_scratch, stream), "quant_dequantize");
+            gemm(dequant_scratch, x, n, p.k, len, y + part.out_offset + r, y_stride, false);
+        }
+    }
+}
+
 void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const uint16_t* w, const uint16_t* bias,
                                   const uint16_t* x, int64_t x_stride, int in, int out, uint16_t* y, int64_t y_stride,
                                   int first_module, int n_modules, bool swiglu) {
     const int n = sm.n;
+    const DeviceQuantSite& quant = layers[std::size_t(layer)].quant[site];
+    if (!quant.parts.empty()) {
+        // Bias, LoRA and SwiGLU follow as separate launches, as after cuBLAS (not fused into quant_gemv yet).
+        quant_matmul(quant, x, x_stride, n, y, y_stride);
+        if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");
+        apply_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride);
+        if (swiglu) launch_check(kernels::silu_mul(y, n, out / 2, act, stream), "silu_mul");
+        return;
+    }
     if (use_gemv(n)) {
         kernels::GemvParams g;
         g.w = w, g.x = x, g.x_row_stride = x_stride, g.n_tokens = n, g.in = in, g.out_rows = out, g.bias = bias;

@@ -1,6 +1,5 @@
-// CudaRunner setup: device checks, weight upload (bf16, fused QKV and gate/up matrices; quantized
-// projections are dequantized to bf16 on the host for now), the KV pool.
-// LoRA slots are in cuda_runner_lora.cpp, the forward pass in cuda_forward.cpp.
+// CudaRunner setup: device checks, arenas, the KV pool. Weight upload is in cuda_weights.cpp, LoRA slots in
+// cuda_runner_lora.cpp, the forward pass in cuda_forward.cpp.
 #include "runtime/cuda/cuda_runner.h"
 
 #include <fmt/format.h>
@@ -11,9 +10,6 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "launchers.h"
-#include "model/dequantize.h"
-#include "model/model_weights.h"
-#include "ref/ref_kernels.h"
 #include "runtime/cuda/cuda_runner_impl.h"
 
 namespace loradesk::runtime::cuda {
@@ -67,44 +63,6 @@ void PinnedBuffer::reserve(std::size_t bytes) {
     m_bytes = bytes;
 }
 
-namespace {
-
-std::size_t align_up(std::size_t v) { return (v + 255) & ~std::size_t(255); }
-
-// One part of an uploaded matrix: a float tensor, or a quantized projection (its dense pointer is null).
-struct UploadPart {
-    UploadPart(const model::TensorView* t) : dense(t) {}  // NOLINT(google-explicit-constructor): list brevity
-    UploadPart(const model::TensorView* t, const model::QuantizedLinear* q) : dense(t), quant(q) {}
-    std::size_t numel() const {
-        return quant ? std::size_t(quant->out_features * quant->in_features) : std::size_t(dense->numel());
-    }
-    const model::TensorView* dense = nullptr;
-    const model::QuantizedLinear* quant = nullptr;
-};
-
-// Appends a part as bf16 to host staging. Quantized projections are dequantized (f32, then rounded to bf16)
-// until the quantized GEMV/GEMM kernels exist: correct, but no memory saving on the device yet.
-void append_bf16(const UploadPart& p, std::vector<uint16_t>& out) {
-    if (p.quant) {
-        const std::vector<float> f = model::dequantize(*p.quant);
-        const std::size_t at = out.size();
-        out.resize(at + f.size());
-        for (std::size_t i = 0; i < f.size(); ++i) out[at + i] = f32_to_bf16(f[i]);
-        return;
-    }
-    const model::TensorView* t = p.dense;
-    std::size_t n = std::size_t(t->numel()), at = out.size();
-    out.resize(at + n);
-    if (t->dtype == DType::bf16) {
-        std::memcpy(out.data() + at, t->data, n * 2);
-        return;
-    }
-    std::vector<float> f = t->to_f32();
-    for (std::size_t i = 0; i < n; ++i) out[at + i] = f32_to_bf16(f[i]);
-}
-
-}  // namespace
-
 std::pair<int, int> CudaRunner::Impl::module_dims(int m) const {
     switch (LoraModule(m)) {
         case LoraModule::q:
@@ -121,79 +79,6 @@ std::pair<int, int> CudaRunner::Impl::module_dims(int m) const {
             return {cfg.intermediate_size, cfg.hidden_size};
     }
     return {0, 0};
-}
-
-// Plans every tensor's place in one arena, converts on the host and copies, one tensor group at a time.
-void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
-    model::ModelWeights w(model_dir);
-    cfg = w.config();
-    if (cfg.head_dim % 2 != 0 || cfg.head_dim > 256)
-        throw_expected(ErrorCode::unsupported,
-                       fmt::format("the CUDA runner supports head_dim up to 256 (even); this model has {} "
-                                   "(use --device cpu)",
-                                   cfg.head_dim));
-    struct Item {
-        std::vector<UploadPart> parts;
-        const uint16_t** dst;
-    };
-    std::vector<Item> items;
-    layers.assign(std::size_t(cfg.n_layers), {});
-    items.push_back({{&w.embed()}, &embed});
-    items.push_back({{&w.final_norm()}, &final_norm});
-    if (!cfg.tie_word_embeddings) items.push_back({{&w.lm_head()}, &lm_head});
-    for (int l = 0; l < cfg.n_layers; ++l) {
-        const auto& s = w.layer(l);
-        DeviceLayer& d = layers[std::size_t(l)];
-        items.push_back({{s.input_norm}, &d.in_norm});
-        items.push_back({{s.post_norm}, &d.post_norm});
-        items.push_back({{{s.q, s.quant.q}, {s.k, s.quant.k}, {s.v, s.quant.v}}, &d.wqkv});
-        items.push_back({{{s.o, s.quant.o}}, &d.wo});
-        items.push_back({{{s.gate, s.quant.gate}, {s.up, s.quant.up}}, &d.wgu});
-        items.push_back({{{s.down, s.quant.down}}, &d.wd});
-        if (s.q_norm) items.push_back({{s.q_norm}, &d.q_norm});
-        if (s.k_norm) items.push_back({{s.k_norm}, &d.k_norm});
-        if (s.q_bias) items.push_back({{s.q_bias, s.k_bias, s.v_bias}, &d.bqkv});
-        if (s.o_bias) items.push_back({{s.o_bias}, &d.bo});
-        if (s.gate_bias) items.push_back({{s.gate_bias, s.up_bias}, &d.bgu});
-        if (s.down_bias) items.push_back({{s.down_bias}, &d.bd});
-    }
-    if (w.quantized())
-        log::info(
-            "{} weights ({:.2f} GiB packed): dequantized to bf16 on upload; quantized GPU kernels are not "
-            "implemented yet, so they take bf16 memory",
-            model::quant_description(cfg.quant), w.quantized_bytes() / 1073741824.0);
-    std::vector<std::size_t> offsets;
-    std::size_t total = 0;
-    for (const auto& it : items) {
-        offsets.push_back(total);
-        std::size_t n = 0;
-        for (const auto& p : it.parts) n += p.numel();
-        total += align_up(n * 2);
-    }
-    const std::size_t freq_offset = total;
-    total += align_up(std::size_t(cfg.head_dim / 2) * sizeof(float));
-    weights.allocate(total, "the model weights");
-    std::vector<uint16_t> host;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-        host.clear();
-        for (const auto& p : items[i].parts) append_bf16(p, host);
-        cuda_check(cudaMemcpy(weights.data() + offsets[i], host.data(), host.size() * 2, cudaMemcpyHostToDevice),
-                   "weight upload");
-        *items[i].dst = reinterpret_cast<const uint16_t*>(weights.data() + offsets[i]);
-    }
-    if (cfg.tie_word_embeddings) lm_head = embed;
-    kernels::ref::RopeScalingSpec rs;
-    rs.kind = cfg.rope_scaling.type == model::RopeType::linear   ? kernels::RopeKind::linear
-              : cfg.rope_scaling.type == model::RopeType::llama3 ? kernels::RopeKind::llama3
-                                                                 : kernels::RopeKind::default_;
-    rs.factor = cfg.rope_scaling.factor;
-    rs.low_freq_factor = cfg.rope_scaling.low_freq_factor;
-    rs.high_freq_factor = cfg.rope_scaling.high_freq_factor;
-    rs.original_max_position_embeddings = cfg.rope_scaling.original_max_position_embeddings;
-    auto freq = kernels::ref::rope_inv_freq(cfg.head_dim, cfg.rope_theta, rs);
-    inv_freq = reinterpret_cast<float*>(weights.data() + freq_offset);
-    cuda_check(cudaMemcpy(inv_freq, freq.data(), freq.size() * sizeof(float), cudaMemcpyHostToDevice),
-               "rope table upload");
 }
 
 CudaRunner::CudaRunner(const std::string& model_dir, int device, CudaRunnerOptions options)
@@ -223,7 +108,7 @@ CudaRunner::CudaRunner(const std::string& model_dir, int device, CudaRunnerOptio
     m->upload_weights(model_dir);
     m->slot_loaded.assign(1, false);
     m->plan_workspace();
-    log::info("CUDA runner on {}: {:.2f} GiB of bf16 weights", m->name, m->weights.bytes() / 1073741824.0);
+    log::info("CUDA runner on {}: {:.2f} GiB of weights", m->name, m->weights.bytes() / 1073741824.0);
 }
 
 CudaRunner::~CudaRunner() {

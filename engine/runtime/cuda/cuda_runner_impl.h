@@ -17,6 +17,7 @@
 
 #include "attention_plan.h"
 #include "model/model_config.h"
+#include "quant_params.h"
 #include "runtime/cuda/cuda_runner.h"
 #include "runtime/cuda/step_plan.h"
 
@@ -62,12 +63,23 @@ struct LoraPinnedPool {
     ~LoraPinnedPool();
 };
 
+// A call site whose projections are quantized (cuda_weights.cpp): one part per matrix the kernels read, each
+// writing output columns [out_offset, + p.n) of the site's output. Empty for a bf16 site.
+struct DeviceQuantSite {
+    struct Part {
+        kernels::QuantGemvParams p;  // device pointers; x, y, n_tokens and workspace are set per call
+        int out_offset = 0;
+    };
+    std::vector<Part> parts;
+};
+
 struct DeviceLayer {
     const uint16_t *in_norm = nullptr, *post_norm = nullptr, *q_norm = nullptr, *k_norm = nullptr;
     const uint16_t *wqkv = nullptr, *bqkv = nullptr;  // [q_dim + 2 kv_dim, hidden], rows q | k | v
     const uint16_t *wo = nullptr, *bo = nullptr;      // [hidden, q_dim]
     const uint16_t *wgu = nullptr, *bgu = nullptr;    // [2 inter, hidden], rows gate | up
     const uint16_t *wd = nullptr, *bd = nullptr;      // [hidden, inter]
+    DeviceQuantSite quant[4];  // per call site (0 q|k|v, 1 o, 2 gate|up, 3 down); its bf16 matrix is then null
 };
 
 struct CudaRunner::Impl {
@@ -90,6 +102,11 @@ struct CudaRunner::Impl {
     const uint16_t *embed = nullptr, *final_norm = nullptr, *lm_head = nullptr;
     std::vector<DeviceLayer> layers;
     float* inv_freq = nullptr;  // [head_dim / 2], inside the weights arena
+    // Quantized checkpoints, inside the weights arena: quant_gemv's split-K workspace (zero between launches) and
+    // the scratch the other steps dequantize a projection into, a slice of rows at a time, for cuBLAS.
+    void* quant_workspace = nullptr;
+    uint16_t* dequant_scratch = nullptr;
+    int64_t dequant_scratch_elems = 0;
 
     DeviceArena kv;
     int n_pages = 0, page_size = 0;  // the arena holds one more page, scratch_page = n_pages, for graph padding
@@ -156,6 +173,10 @@ struct CudaRunner::Impl {
     void projection(const StepMeta& sm, int layer, int site, const uint16_t* w, const uint16_t* bias, const uint16_t* x,
                     int64_t x_stride, int in, int out, uint16_t* y, int64_t y_stride, int first_module, int n_modules,
                     bool swiglu);
+    // y[:, 0 .. site width) = x W^T for a quantized site: quant_gemv for 1-2 tokens where it takes the shapes,
+    // else each part dequantized a slice of rows at a time into dequant_scratch and multiplied by cuBLAS.
+    void quant_matmul(const DeviceQuantSite& site, const uint16_t* x, int64_t x_stride, int n, uint16_t* y,
+                      int64_t y_stride);
     // The skinny GEMM beats cuBLAS at 1-2 tokens on Qwen3-8B shapes and loses from 4 on (gemv_bench, H100:
     // x reuse across tokens through L1 does not keep up), so larger batches go to cuBLAS.
     static constexpr int kSkinnyMaxTokens = 2;
