@@ -92,12 +92,20 @@ void LocalModelsPanel::showEvent(QShowEvent* event) {
 }
 
 void LocalModelsPanel::refresh() {
-    if (m_scanning) return;
+    if (m_scanning) {
+        m_again = true;  // the scan under way may have missed what changed: scan once more when it lands
+        return;
+    }
     m_scanning = true;
     m_scannedOnce = true;
     m_refresh->setEnabled(false);
     runAsync<Scan>(this, scanDefaultCache, [this](Scan s) {
         m_scanning = false;
+        if (m_again) {
+            m_again = false;
+            refresh();
+            return;
+        }
         m_refresh->setEnabled(true);
         const QString selected = selectedId();
         m_cacheDir = s.dir;

@@ -28,7 +28,7 @@ class LocalModelsPanel : public QWidget {
     void setServingAvailable(bool on);
 
   public slots:
-    void refresh();  // rescans the cache in the background; scanned() when done
+    void refresh();  // rescans the cache in the background; scanned() when the list is current
 
   signals:
     void scanned();
@@ -50,6 +50,7 @@ class LocalModelsPanel : public QWidget {
     QPushButton* m_useModel;
     QString m_cacheDir;
     bool m_scanning = false;
+    bool m_again = false;
     bool m_scannedOnce = false;
     bool m_canServe = false;
 };
