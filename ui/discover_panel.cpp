@@ -188,7 +188,8 @@ void DiscoverPanel::showResults(const HubQueryResult& r, const QString& what) {
     else if (r.listings.isEmpty())
         showMessage(tr("The Hub lists nothing for %1").arg(what), false);
     else
-        showMessage(tr("%n repositories for %1, most downloaded first", nullptr, int(r.listings.size())).arg(what),
+        showMessage((r.listings.size() == 1 ? tr("1 repository") : tr("%1 repositories").arg(r.listings.size())) +
+                        tr(" for %1, most downloaded first").arg(what),
                     false);
     if (!r.listings.isEmpty()) m_table->selectRow(0);
     updateButtons();
@@ -239,8 +240,8 @@ void DiscoverPanel::onProgress(const DownloadProgress& p) {
 
 void DiscoverPanel::onFinished(const DownloadResult& r) {
     m_progress->setValue(100);
-    m_progressText->setText(tr("%n files downloaded", nullptr, r.filesDownloaded) +
-                            (r.filesCached ? tr(", %n already cached", nullptr, r.filesCached) : QString()));
+    m_progressText->setText(tr("%1 files downloaded").arg(r.filesDownloaded) +
+                            (r.filesCached ? tr(", %1 already cached").arg(r.filesCached) : QString()));
     showMessage(tr("%1 is in the Hugging Face cache (commit %2): %3").arg(r.id, r.commit.left(7), r.snapshot), false);
     if (r.adapter) {
         m_downloadedAdapter = r.id.section(QLatin1Char('@'), 0, 0);

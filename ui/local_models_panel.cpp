@@ -116,9 +116,8 @@ void LocalModelsPanel::refresh() {
             m_where->setText(
                 tr("The Hugging Face cache (%1) holds no models yet: Discover finds and downloads them.").arg(s.dir));
         else
-            m_where->setText(tr("%n repositories in the Hugging Face cache (%1), shared with transformers and vLLM.",
-                                nullptr, int(s.repos.size()))
-                                 .arg(s.dir));
+            m_where->setText((s.repos.size() == 1 ? tr("1 repository") : tr("%1 repositories").arg(s.repos.size())) +
+                             tr(" in the Hugging Face cache (%1), shared with transformers and vLLM.").arg(s.dir));
         selectRepo(selected);
         updateButtons();
         emit scanned();

@@ -38,8 +38,11 @@ MainWindow::MainWindow(QWidget* parent)
     m_nav->setFrameShape(QFrame::NoFrame);
     // A sidebar, as current desktop apps draw one: the window's colour, roomy rows, the selection rounded.
     m_nav->setStyleSheet(
-        QStringLiteral("QListWidget#navigation { background: transparent; }"
-                       "QListWidget#navigation::item { padding: 6px 8px; border-radius: 6px; }"));
+        QStringLiteral("QListWidget#navigation { background: transparent; outline: 0; show-decoration-selected: 1; }"
+                       "QListWidget#navigation::item { padding: 6px 8px; border-radius: 6px; }"
+                       "QListWidget#navigation::item:hover { background: palette(midlight); }"
+                       "QListWidget#navigation::item:selected { background: palette(highlight);"
+                       " color: palette(highlighted-text); }"));
     m_stack = new QStackedWidget(central);
     layout->addWidget(m_nav);
     layout->addWidget(m_stack, 1);

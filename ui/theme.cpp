@@ -2,6 +2,7 @@
 #include "ui/theme.h"
 
 #include <QApplication>
+#include <QPainter>
 #include <QPalette>
 #include <QStyle>
 #include <QStyleFactory>
@@ -102,9 +103,21 @@ bool paletteIsDark() {
 QIcon navigationIcon(const QString& name) {
     static const bool registered = (initIconResources(), true);
     Q_UNUSED(registered);
-    QIcon icon(QStringLiteral(":/loradesk/icons/%1.svg").arg(name));
-    if (!icon.pixmap(16, 16).isNull()) return icon;
-    return QApplication::style()->standardIcon(QStyle::SP_FileDialogListView);
+    const QIcon svg(QStringLiteral(":/loradesk/icons/%1.svg").arg(name));
+    if (svg.pixmap(16, 16).isNull()) return QApplication::style()->standardIcon(QStyle::SP_FileDialogListView);
+    // The grey strokes read on light and dark windows; on the selection's colour they turn white.
+    QIcon icon;
+    for (int size : {16, 20, 24, 40, 48}) {
+        const QPixmap normal = svg.pixmap(size, size);
+        QPixmap white = normal;
+        QPainter paint(&white);
+        paint.setCompositionMode(QPainter::CompositionMode_SourceIn);
+        paint.fillRect(white.rect(), Qt::white);
+        paint.end();
+        icon.addPixmap(normal, QIcon::Normal);
+        icon.addPixmap(white, QIcon::Selected);
+    }
+    return icon;
 }
 
 }  // namespace loradesk::ui
