@@ -85,11 +85,17 @@ QString colorSchemeName(ColorScheme scheme) {
 
 void applyColorScheme(ColorScheme scheme) {
     const SystemLook& system = systemLook();
+    // A palette set by the app stops following the platform theme's changes, so "system" sets nothing until
+    // Light or Dark has replaced it.
+    static bool replaced = false;
     if (scheme == ColorScheme::system) {
+        if (!replaced) return;
+        replaced = false;
         if (QApplication::style()->name() != system.style) QApplication::setStyle(system.style);
         QApplication::setPalette(system.palette);
         return;
     }
+    replaced = true;
     // Fusion draws with the palette it is given; platform styles (GTK, Breeze) may not.
     if (QApplication::style()->name() != QLatin1String("fusion")) QApplication::setStyle(QStringLiteral("Fusion"));
     QApplication::setPalette(scheme == ColorScheme::dark ? darkPalette() : lightPalette());

@@ -67,7 +67,8 @@ class TestUiModelsPage : public QObject {
     QTemporaryDir m_dir;
     QString m_cache;
     int m_n = 0;
-    testing::FakeHub m_hub;  // acme/fortune (model), acme/bofh-lora (adapter of kit/model), acme/secret (gated)
+    // acme/fortune (model; main and v2), acme/bofh-lora (adapter of kit/model), acme/secret (gated)
+    testing::FakeHub m_hub;
     std::shared_ptr<testing::ScriptedEngine> m_engine;
     MainWindow* m_window = nullptr;
 };
@@ -77,8 +78,9 @@ void TestUiModelsPage::initTestCase() {
                           "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"})
         qunsetenv(k);
     qputenv("HF_HOME", (m_dir.path() + "/hf-home").toUtf8());  // no token file of the user's
-    QVERIFY(m_hub.start({"--repo", "acme/fortune=" + kModelDir, "--repo", "acme/bofh-lora=" + kAdapterDir, "--repo",
-                         "acme/secret=" + kAdapterDir, "--gated", "acme/secret", "--token", "hf_right"}));
+    QVERIFY(m_hub.start({"--repo", "acme/fortune=" + kModelDir, "--repo", "acme/fortune@v2=" + kModelDir, "--repo",
+                         "acme/bofh-lora=" + kAdapterDir, "--repo", "acme/secret=" + kAdapterDir, "--gated",
+                         "acme/secret", "--token", "hf_right"}));
 }
 
 void TestUiModelsPage::init() {
@@ -137,6 +139,10 @@ void TestUiModelsPage::searchListsReposWithSizes() {
     searchFor("bofh");
     QCOMPARE(results->ids(), QStringList{"acme/bofh-lora"});
     QCOMPARE(results->index(0, 0).data(HubSearchModel::AdapterRole).toBool(), true);
+    // An id with a revision is asked for directly and keeps its revision, so Download fetches that one.
+    searchFor("acme/fortune@v2");
+    QCOMPARE(results->ids(), QStringList{"acme/fortune@v2"});
+    QVERIFY(results->listingAt(0)->bytes > 12000000);
 }
 
 void TestUiModelsPage::unknownIdSaysWhatToDo() {

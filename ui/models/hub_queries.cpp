@@ -50,7 +50,8 @@ HubQueryResult searchHub(const QString& text, int limit) {
         for (const auto& m : api.search_models(http, query, limit)) r.listings << listingOf(m);
         const auto id = hub::parse_hub_id(query);
         if (!id) return;
-        const QString exact = QString::fromStdString(id->repo);
+        // With a revision ("org/name@v2") the listing keeps it, so that Download fetches that revision.
+        const QString exact = QString::fromStdString(id->text());
         if (std::any_of(r.listings.begin(), r.listings.end(), [&](const HubListing& l) { return l.id == exact; }))
             return;
         const hub::ModelInfo info = api.model_info(http, *id);  // throws the Hub's reason

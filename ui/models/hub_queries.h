@@ -17,7 +17,8 @@ struct HubQueryResult {
 };
 
 // Repositories whose id contains `text`, most downloaded first. An `org/name` id the search does not list is
-// asked for directly, so an exact id always shows, or fails with the Hub's reason (not found, gated, ...).
+// asked for directly, so an exact id always shows, or fails with the Hub's reason (not found, gated, ...); an
+// `org/name@revision` is listed with its revision.
 HubQueryResult searchHub(const QString& text, int limit = 30);
 // The Hub's adapters of `baseModel` (base_model:adapter:<id>), most downloaded first.
 HubQueryResult searchAdapters(const QString& baseModel, int limit = 30);
