@@ -1,9 +1,10 @@
 // The Models page driven with QTest through the main window, against tests/hub/fake_hub.py on 127.0.0.1 (the
 // Hub's endpoints and answers) and the real hub::pull() writing a temporary Hugging Face cache: a free-text
 // search, an unknown id and the Hub's adapters of the served model, a download whose progress reaches 100 %
-// and leaves the cache layout, a cancel in the middle of a throttled download (nothing looks complete), a gated
-// repository's message, the cached list refreshed after a download, "Serve it" loading the adapter into the
-// engine double, "use as base model", and the first-start dialog listing the cached model.
+// and leaves the cache layout, a cancel in the middle of a throttled download (nothing looks complete), the
+// messages for a gated repository, HF_HUB_OFFLINE and an unreachable Hub, the cached list refreshed after a download,
+// "Serve it" loading the adapter into the engine double, "use as base model", and the first-start dialog listing the
+// cached model.
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
@@ -52,6 +53,7 @@ class TestUiModelsPage : public QObject {
     void downloadReachesTheCacheAndTheList();
     void cancelLeavesNothingComplete();
     void gatedRepositoryExplains();
+    void offlineAndUnreachableExplain();
     void serveItLoadsTheAdapter();
     void useAsBaseModel();
     void firstRunListsCachedModels();
@@ -253,6 +255,25 @@ void TestUiModelsPage::gatedRepositoryExplains() {
              qPrintable(message));
     QCOMPARE(discover()->progressText(), QString("failed"));
     QVERIFY(!QFile::exists(repoDir("acme/secret") + "/refs/main"));
+}
+
+// HF_HUB_OFFLINE and a Hub that cannot be reached: the search and the download say so, and what to do.
+void TestUiModelsPage::offlineAndUnreachableExplain() {
+    searchFor("acme/fortune");
+    QSignalSpy failed(discover()->downloader(), &HubDownload::failed);
+    qputenv("HF_HUB_OFFLINE", "1");
+    QVERIFY(download("acme/fortune"));
+    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 20000);
+    QVERIFY2(discover()->message().contains("unset HF_HUB_OFFLINE to download it"), qPrintable(discover()->message()));
+    searchFor("fortune");
+    QVERIFY2(discover()->message().contains("HF_HUB_OFFLINE is set") && discover()->message().contains("unset it"),
+             qPrintable(discover()->message()));
+    qunsetenv("HF_HUB_OFFLINE");
+
+    qputenv("HF_ENDPOINT", "http://127.0.0.1:1");  // nothing listens there
+    searchFor("fortune");
+    QVERIFY2(discover()->message().contains("cannot reach the Hub at http://127.0.0.1:1"),
+             qPrintable(discover()->message()));
 }
 
 void TestUiModelsPage::serveItLoadsTheAdapter() {
