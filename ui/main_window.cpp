@@ -7,6 +7,7 @@
 #include <QProgressBar>
 #include <QStackedWidget>
 #include <QStatusBar>
+#include <iterator>
 
 #include "ui/adapter_detail_page.h"
 #include "ui/adapters_page.h"
@@ -14,9 +15,11 @@
 #include "ui/logs_page.h"
 #include "ui/models/engine_poller.h"
 #include "ui/models/log_model.h"
+#include "ui/models_page.h"
 #include "ui/playground_page.h"
 #include "ui/server_page.h"
 #include "ui/settings_page.h"
+#include "ui/theme.h"
 
 namespace loradesk::ui {
 
@@ -29,7 +32,17 @@ MainWindow::MainWindow(QWidget* parent)
     auto* layout = new QHBoxLayout(central);
     m_nav = new QListWidget(central);
     m_nav->setObjectName("navigation");
-    m_nav->setFixedWidth(160);
+    m_nav->setFixedWidth(180);
+    m_nav->setIconSize(QSize(20, 20));
+    m_nav->setSpacing(2);
+    m_nav->setFrameShape(QFrame::NoFrame);
+    // A sidebar, as current desktop apps draw one: the window's colour, roomy rows, the selection rounded.
+    m_nav->setStyleSheet(
+        QStringLiteral("QListWidget#navigation { background: transparent; outline: 0; show-decoration-selected: 1; }"
+                       "QListWidget#navigation::item { padding: 6px 8px; border-radius: 6px; }"
+                       "QListWidget#navigation::item:hover { background: palette(midlight); }"
+                       "QListWidget#navigation::item:selected { background: palette(highlight);"
+                       " color: palette(highlighted-text); }"));
     m_stack = new QStackedWidget(central);
     layout->addWidget(m_nav);
     layout->addWidget(m_stack, 1);
@@ -44,13 +57,14 @@ MainWindow::MainWindow(QWidget* parent)
     m_dashboard = new DashboardPage(m_stack);
     m_adapters = new AdaptersPage(m_stack);
     m_detail = new AdapterDetailPage(m_stack);
+    m_models = new ModelsPage(m_stack);
     m_playground = new PlaygroundPage(m_stack);
     m_server = new ServerPage(m_stack);
     m_logs = new LogsPage(m_logModel, m_stack);
     m_settings = new SettingsPage(m_stack);
     for (int p = 0; p < PageCount; ++p) {
         m_stack->addWidget(page(Page(p)));
-        m_nav->addItem(pageTitle(Page(p)));
+        m_nav->addItem(new QListWidgetItem(navigationIcon(pageIconName(Page(p))), pageTitle(Page(p))));
     }
     connect(m_nav, &QListWidget::currentRowChanged, m_stack, &QStackedWidget::setCurrentIndex);
     m_nav->setCurrentRow(Dashboard);
@@ -62,6 +76,8 @@ MainWindow::MainWindow(QWidget* parent)
         m_detail->showAdapter(name);
         showPage(Detail);
     });
+    connect(m_models, &ModelsPage::adaptersChanged, m_poller, &EnginePoller::refreshNow);
+    connect(m_models, &ModelsPage::modelChosen, this, &MainWindow::modelChosen);
     connect(m_server, &ServerPage::configChanged, this, &MainWindow::serverConfigChanged);
     connect(m_server, &ServerPage::runningChanged, this, [this](bool on, const QString& url) {
         statusBar()->showMessage(on ? tr("Serving on %1").arg(url) : tr("HTTP server stopped"));
@@ -78,6 +94,8 @@ QString MainWindow::pageTitle(Page page) {
             return tr("Adapters");
         case Detail:
             return tr("Adapter detail");
+        case Models:
+            return tr("Models");
         case Playground:
             return tr("Playground");
         case Server:
@@ -91,6 +109,13 @@ QString MainWindow::pageTitle(Page page) {
     }
 }
 
+QString MainWindow::pageIconName(Page page) {
+    static const char* names[] = {"dashboard",  "adapters", "detail", "models",
+                                  "playground", "server",   "logs",   "settings"};
+    static_assert(std::size(names) == PageCount);
+    return page >= 0 && page < PageCount ? QLatin1String(names[page]) : QString();
+}
+
 QWidget* MainWindow::page(Page page) const {
     switch (page) {
         case Dashboard:
@@ -99,6 +124,8 @@ QWidget* MainWindow::page(Page page) const {
             return m_adapters;
         case Detail:
             return m_detail;
+        case Models:
+            return m_models;
         case Playground:
             return m_playground;
         case Server:
@@ -125,6 +152,7 @@ void MainWindow::setEngine(std::shared_ptr<api::Engine> engine) {
     m_engine = engine;
     m_adapters->setEngine(engine);
     m_detail->setEngine(engine);
+    m_models->setEngine(engine);
     m_playground->setEngine(engine);
     m_poller->setEngine(engine);
     m_starting->hide();
@@ -146,6 +174,7 @@ void MainWindow::onSnapshot() {
     m_adapters->setAdapters(s.adapters);
     m_playground->setAdapters(s.adapters);
     m_server->setAdapters(s.adapters, QString::fromStdString(s.model.id));
+    m_models->setServedModel(QString::fromStdString(s.model.id));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

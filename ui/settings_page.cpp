@@ -21,11 +21,11 @@ SettingsPage::SettingsPage(QWidget* parent) : QWidget(parent) {
     auto* modelRow = new QHBoxLayout;
     m_model = new QLineEdit(this);
     m_model->setObjectName("modelEdit");
-    m_model->setPlaceholderText(tr("empty: the demo model"));
+    m_model->setPlaceholderText(tr("a folder or a Hub id (org/name); empty: the demo kit"));
     auto* browse = new QPushButton(tr("Browse…"), this);
     modelRow->addWidget(m_model, 1);
     modelRow->addWidget(browse);
-    form->addRow(tr("Base model folder"), modelRow);
+    form->addRow(tr("Base model"), modelRow);
 
     auto* folderBox = new QVBoxLayout;
     m_folders = new QListWidget(this);
@@ -63,6 +63,12 @@ SettingsPage::SettingsPage(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("Adapters in host memory"), m_maxLorasCpu);
     form->addRow(tr("Largest adapter rank"), m_maxRank);
     form->addRow(tr("KV cache memory"), m_kvMemory);
+    m_scheme = new QComboBox(this);
+    m_scheme->setObjectName("colorSchemeCombo");
+    m_scheme->addItem(tr("As the system"), QStringLiteral("system"));
+    m_scheme->addItem(tr("Light"), QStringLiteral("light"));
+    m_scheme->addItem(tr("Dark"), QStringLiteral("dark"));
+    form->addRow(tr("Appearance"), m_scheme);
     outer->addLayout(form);
 
     auto* saveRow = new QHBoxLayout;
@@ -87,6 +93,8 @@ SettingsPage::SettingsPage(QWidget* parent) : QWidget(parent) {
     });
     connect(remove, &QPushButton::clicked, this, [this] { delete m_folders->currentItem(); });
     connect(saveButton, &QPushButton::clicked, this, &SettingsPage::save);
+    connect(m_scheme, &QComboBox::activated, this,
+            [this] { emit colorSchemeChanged(m_scheme->currentData().toString()); });
     setSettings(m_settings);
 }
 
@@ -100,6 +108,7 @@ void SettingsPage::setSettings(const AppSettings& s) {
     m_maxLorasCpu->setValue(s.maxLorasCpu);
     m_maxRank->setValue(s.maxLoraRank);
     m_kvMemory->setValue(s.kvMemoryGb);
+    m_scheme->setCurrentIndex(std::max(0, m_scheme->findData(s.colorScheme)));
 }
 
 AppSettings SettingsPage::settings() const {
@@ -112,6 +121,7 @@ AppSettings SettingsPage::settings() const {
     s.maxLorasCpu = m_maxLorasCpu->value();
     s.maxLoraRank = m_maxRank->value();
     s.kvMemoryGb = m_kvMemory->value();
+    s.colorScheme = m_scheme->currentData().toString();
     return s;
 }
 

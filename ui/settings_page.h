@@ -1,6 +1,7 @@
 // SettingsPage: what the app remembers for its next start — the model folder, the adapter folders
 // scanned at start and the engine limits. Changing the model or limits needs an engine restart, so
-// the page saves them (settingsSaved) and says they apply at the next start.
+// the page saves them (settingsSaved) and says they apply at the next start. The appearance (system, light or
+// dark colours) applies at once.
 #pragma once
 
 #include <QWidget>
@@ -32,12 +33,14 @@ class SettingsPage : public QWidget {
 
   signals:
     void settingsSaved(const loradesk::ui::AppSettings& settings);
+    void colorSchemeChanged(const QString& scheme);  // "system", "light" or "dark"
 
   private:
     AppSettings m_settings;
     QLineEdit* m_model;
     QListWidget* m_folders;
     QComboBox* m_device;
+    QComboBox* m_scheme;
     QSpinBox* m_maxLoras;
     QSpinBox* m_maxLorasCpu;
     QSpinBox* m_maxRank;

@@ -4,10 +4,12 @@
 #include "app_runtime.h"
 #include "server_factory.h"
 #include "ui/engine_host.h"
+#include "ui/first_run_dialog.h"
 #include "ui/main_window.h"
 #include "ui/server_page.h"
 #include "ui/settings_page.h"
 #include "ui/single_instance.h"
+#include "ui/theme.h"
 #include "ui/tray_icon.h"
 
 namespace loradesk::app {
@@ -34,6 +36,15 @@ void rememberLaunch(QSettings& store, ui::AppSettings& settings, const LaunchOpt
     settings.save(store);
 }
 
+// The first start asks demo kit or cached model, and remembers the answer as --model would (a Hub id as typed).
+// Closing the dialog starts the demo kit without remembering, so the question comes again next time.
+void askFirstRunChoice(QSettings& store, ui::AppSettings& settings) {
+    ui::FirstRunDialog dialog;
+    if (dialog.exec() != QDialog::Accepted) return;
+    settings.modelDir = dialog.chosenModel();
+    settings.save(store);
+}
+
 }  // namespace
 
 int runDesktop(QApplication& app, LaunchOptions launch) {
@@ -42,6 +53,8 @@ int runDesktop(QApplication& app, LaunchOptions launch) {
 
     QSettings store;
     ui::AppSettings settings = ui::AppSettings::load(store);
+    ui::applyColorScheme(ui::colorSchemeFromName(settings.colorScheme));
+    if (needsFirstRunChoice(launch, store)) askFirstRunChoice(store, settings);
     const std::string problem = resolveModel(launch, settings);
 
     ui::MainWindow window;
@@ -56,6 +69,17 @@ int runDesktop(QApplication& app, LaunchOptions launch) {
     QObject::connect(window.settings(), &ui::SettingsPage::settingsSaved, &window, [&](const ui::AppSettings& s) {
         settings = s;
         settings.save(store);
+    });
+    QObject::connect(window.settings(), &ui::SettingsPage::colorSchemeChanged, &window, [&](const QString& scheme) {
+        ui::applyColorScheme(ui::colorSchemeFromName(scheme));
+        settings.colorScheme = scheme;
+        settings.save(store);
+    });
+    // The Models page's "use as base model": remembered as --model ID would be, served from the next start.
+    QObject::connect(&window, &ui::MainWindow::modelChosen, &window, [&](const QString& id) {
+        settings.modelDir = id;
+        settings.save(store);
+        window.settings()->setSettings(settings);
     });
     window.show();
     if (!problem.empty()) {

@@ -62,4 +62,10 @@ std::string resolveModel(LaunchOptions& launch, const ui::AppSettings& settings)
     return {};
 }
 
+bool needsFirstRunChoice(const LaunchOptions& launch, const QSettings& store) {
+    if (launch.explicitModel || launch.headless) return false;
+    if (qEnvironmentVariableIntValue("LORADESK_NO_FIRST_RUN") == 1) return false;
+    return !store.contains(QStringLiteral("engine/model"));
+}
+
 }  // namespace loradesk::app

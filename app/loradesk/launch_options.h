@@ -3,6 +3,7 @@
 // --model, then the remembered settings, then the demo kit.
 #pragma once
 
+#include <QSettings>
 #include <string>
 #include <vector>
 
@@ -28,5 +29,9 @@ LaunchOptions parseLaunchOptions(const cli::Args& args);
 // and the demo kit (when still none); returns a message for the user when there is no model at all or a
 // remembered Hub id is not in the cache.
 std::string resolveModel(LaunchOptions& launch, const ui::AppSettings& settings);
+// Whether the first start should ask which model to serve (ui/first_run_dialog.h): no --model or --demo, and
+// settings that were never written (any start that loaded a model writes them, so it is asked once).
+// LORADESK_NO_FIRST_RUN=1 skips it for scripted starts.
+bool needsFirstRunChoice(const LaunchOptions& launch, const QSettings& store);
 
 }  // namespace loradesk::app

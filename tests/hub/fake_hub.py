@@ -5,6 +5,7 @@ shapes huggingface_hub reads from the real Hub.
   GET  /api/models/{org}/{name}/revision/{rev}[?blobs=true]  model info: sha, gated, siblings (rfilename, size,
                                                                blobId, lfs {sha256, size, pointerSize})
   GET  /api/models?filter=base_model:adapter:{org}/{name}     adapters whose adapter_config.json names that base
+  GET  /api/models?search=TEXT[&limit=N]                       repos whose id contains TEXT (case-insensitive)
   HEAD/GET /{org}/{name}/resolve/{rev}/{path}                 git files: 200 with ETag "<git blob sha1>";
                                                                LFS files (*.safetensors, *.bin, *.gguf): 302 to
                                                                /cdn/<sha256> with X-Linked-Etag, X-Linked-Size;
@@ -16,7 +17,8 @@ Errors as the Hub sends them: 401 + X-Error-Code RepoNotFound (unknown repo, ano
 several branches of one repo are several revisions). Test modes: --gated ID (needs --token T), --corrupt ID:PATH
 (serves that file with one byte changed, listed with the true hash), --drop-after N --drop-times K (the first K
 LFS downloads send N bytes of the body and hang up; K=-1: all), --cdn-host NAME (LFS redirects go to another
-origin, as the Hub's do). --log FILE gets one JSON line per request.
+origin, as the Hub's do), --throttle BYTES (the file host sends LFS bodies at BYTES per second, as a slow link
+does, so a download can be watched and cancelled). --log FILE gets one JSON line per request.
 Prints "PORT <n>" once listening.
 """
 import argparse
@@ -26,6 +28,7 @@ import os
 import socket
 import sys
 import threading
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -70,6 +73,7 @@ class State:
         self.corrupt = set(args.corrupt)
         self.drop_after = args.drop_after
         self.drops_left = args.drop_times
+        self.throttle = args.throttle
         self.lock = threading.Lock()
         self.log = open(args.log, "a", buffering=1) if args.log else None
         for spec in args.repo:
@@ -150,7 +154,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.resolve(f"{parts[0]}/{parts[1]}", parts[3], "/".join(parts[4:]))
             if len(parts) == 2 and parts[0] == "cdn":
                 return self.cdn(parts[1])
-        except BrokenPipeError:
+        except (BrokenPipeError, ConnectionResetError):  # the client hung up (a cancelled download)
             return
         self.error(404, "EntryNotFound", "no such endpoint")
 
@@ -189,19 +193,26 @@ class Handler(BaseHTTPRequestHandler):
     def model_list(self, query):
         flt = (query.get("filter") or [""])[0]
         base = flt[len("base_model:adapter:"):] if flt.startswith("base_model:adapter:") else None
+        search = (query.get("search") or [""])[0].lower()
+        limit = int((query.get("limit") or ["1000"])[0])
         out = []
         for repo in self.state.repos.values():
             files = repo.commits[repo.branches.get("main") or next(iter(repo.commits))]
             cfg = files.get("adapter_config.json")
-            if cfg is None or base is None:
+            adapter_of = json.loads(cfg[0]).get("base_model_name_or_path") if cfg else None
+            if base is not None and (cfg is None or adapter_of != base):
                 continue
-            if json.loads(cfg[0]).get("base_model_name_or_path") != base:
+            if search and search not in repo.id.lower():
                 continue
+            if base is None and not search:
+                continue
+            tags = ["peft", "safetensors", f"base_model:adapter:{adapter_of}"] if cfg else ["safetensors"]
             out.append({"_id": hashlib.md5(repo.id.encode()).hexdigest()[:24], "id": repo.id, "likes": 3,
-                        "downloads": 100 + len(out), "private": False, "tags": ["peft", "safetensors",
-                        f"base_model:adapter:{base}"], "library_name": "peft", "createdAt": "2025-01-01T00:00:00.000Z",
+                        "downloads": 100 + len(out), "private": False, "tags": tags,
+                        "library_name": "peft" if cfg else "transformers", "createdAt": "2025-01-01T00:00:00.000Z",
                         "modelId": repo.id})
-        self.send(200, json.dumps(out).encode())
+        out.sort(key=lambda m: -m["downloads"])
+        self.send(200, json.dumps(out[:limit]).encode())
 
     def resolve(self, repo_id, rev, path):
         repo, commit = self.find(repo_id, rev)
@@ -257,7 +268,21 @@ class Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True
             return
+        if drop and self.state.throttle > 0:
+            return self.send_slowly(status, body, headers)
         self.send(status, body, headers, "application/octet-stream")
+
+    def send_slowly(self, status, body, headers):
+        self.send_response(status)
+        self.send_header("Content-Type", "application/octet-stream")
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        chunk = max(1, self.state.throttle // 20)  # 20 writes a second
+        for i in range(0, len(body), chunk):
+            self.wfile.write(body[i:i + chunk])
+            self.wfile.flush()
+            time.sleep(0.05)
 
 
 def main():
@@ -269,6 +294,7 @@ def main():
     p.add_argument("--corrupt", action="append", default=[])
     p.add_argument("--drop-after", type=int, default=-1)
     p.add_argument("--drop-times", type=int, default=-1)
+    p.add_argument("--throttle", type=int, default=0, help="LFS bodies at most this many bytes per second")
     p.add_argument("--log")
     p.add_argument("--cdn-host", default="", help="redirect LFS files to this host name (another origin)")
     args = p.parse_args()

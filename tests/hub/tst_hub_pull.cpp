@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "fake_hub_process.h"
 #include "hub/download/pull.h"
 #include "server/socket_client.h"
 
@@ -45,35 +46,6 @@ QString blob_name(const QString& path) {
     const QByteArray data = file_bytes(path);
     return path.endsWith(".safetensors") ? sha256_hex(data) : git_blob_hex(data);
 }
-
-struct FakeHub {
-    QProcess process;
-    int port = 0;
-    QString log;
-
-    bool start(const QStringList& args, const QString& log_file = {}) {
-        log = log_file;
-        QStringList a{LORADESK_SOURCE_DIR "/tests/hub/fake_hub.py"};
-        a += args;
-        if (!log.isEmpty()) a += {"--log", log};
-        process.start(PYTHON3, a);
-        if (!process.waitForReadyRead(15000)) return false;
-        const QByteArray line = process.readLine().trimmed();
-        port = line.startsWith("PORT ") ? line.mid(5).toInt() : 0;
-        return port > 0;
-    }
-    QString endpoint() const { return QString("http://127.0.0.1:%1").arg(port); }
-    QList<QJsonObject> requests() const {
-        QList<QJsonObject> out;
-        for (const QByteArray& line : file_bytes(log).split('\n'))
-            if (!line.isEmpty()) out.push_back(QJsonDocument::fromJson(line).object());
-        return out;
-    }
-    ~FakeHub() {
-        process.kill();
-        process.waitForFinished(5000);
-    }
-};
 
 struct Run {
     int code = -1;

@@ -3,6 +3,7 @@
 // a clear message, and restarts on another port.
 #include <QDir>
 #include <QFile>
+#include <QSettings>
 #include <QTcpSocket>
 #include <QTemporaryDir>
 #include <QTest>
@@ -41,6 +42,7 @@ class TestAppWiring : public QObject {
     void modelPrecedence();
     void explicitFlags();
     void rememberedHubIdResolvesFromTheCache();
+    void firstRunAsksOnlyOnce();
     void serverControlServesAndRestarts();
 };
 
@@ -125,6 +127,23 @@ void TestAppWiring::rememberedHubIdResolvesFromTheCache() {
     const std::string problem = app::resolveModel(launch, settings);
     QVERIFY2(problem.find("loradeskd pull acme/missing") != std::string::npos, problem.c_str());
     qunsetenv("HF_HUB_CACHE");
+}
+
+// The first-start question comes only without --model/--demo, with a window, and while the settings were never
+// written (a start that loaded a model writes them); LORADESK_NO_FIRST_RUN=1 skips it for scripted starts.
+void TestAppWiring::firstRunAsksOnlyOnce() {
+    QTemporaryDir dir;
+    QSettings store(dir.filePath("s.ini"), QSettings::IniFormat);
+    QVERIFY(app::needsFirstRunChoice(parse({}), store));
+    QVERIFY(!app::needsFirstRunChoice(parse({"--demo"}), store));
+    QVERIFY(!app::needsFirstRunChoice(parse({"--model", "/cli/model"}), store));
+    QVERIFY(!app::needsFirstRunChoice(parse({"--headless"}), store));
+    qputenv("LORADESK_NO_FIRST_RUN", "1");
+    QVERIFY(!app::needsFirstRunChoice(parse({}), store));
+    qunsetenv("LORADESK_NO_FIRST_RUN");
+    ui::AppSettings settings;  // the demo kit chosen: an empty model, remembered
+    settings.save(store);
+    QVERIFY(!app::needsFirstRunChoice(parse({}), store));
 }
 
 void TestAppWiring::serverControlServesAndRestarts() {

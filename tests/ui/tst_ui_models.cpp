@@ -247,6 +247,7 @@ void TestUiModels::settingsRoundTrip() {
     a.kvMemoryGb = 2.5;
     a.port = 9100;
     a.apiKey = "secret";
+    a.colorScheme = "dark";
     a.save(file);
     const AppSettings b = AppSettings::load(file);
     QCOMPARE(b.modelDir, a.modelDir);
@@ -255,6 +256,7 @@ void TestUiModels::settingsRoundTrip() {
     QCOMPARE(b.kvMemoryGb, 2.5);
     QCOMPARE(b.port, 9100);
     QCOMPARE(b.apiKey, QString("secret"));
+    QCOMPARE(b.colorScheme, QString("dark"));
     api::EngineOptions o;
     o.model_dir = "/from/cli";
     b.applyTo(o, true, false);
@@ -273,11 +275,13 @@ void TestUiModels::settingsRejectOutOfRange() {
     file.setValue("engine/device", "tpu");
     file.setValue("server/port", 70000);
     file.setValue("engine/kvMemoryGb", "lots");
+    file.setValue("ui/colorScheme", "purple");
     const AppSettings s = AppSettings::load(file);
     QCOMPARE(s.maxLoras, 4);
     QCOMPARE(s.device, QString("auto"));
     QCOMPARE(s.port, 8080);
     QCOMPARE(s.kvMemoryGb, 0.5);
+    QCOMPARE(s.colorScheme, QString("system"));
 }
 
 QTEST_GUILESS_MAIN(TestUiModels)

@@ -2,6 +2,7 @@
 // and actions (pin, unload, alias, import, remove, an adapter for another base model), playground send
 // and side-by-side compare, dashboard numbers, log level filter, server start/stop and snippets, and the
 // adapter detail with its charts.
+#include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
@@ -12,6 +13,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QStyle>
 #include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -36,6 +38,7 @@
 #include "ui/playground_page.h"
 #include "ui/server_page.h"
 #include "ui/settings_page.h"
+#include "ui/theme.h"
 
 using namespace loradesk;
 using namespace loradesk::ui;
@@ -56,6 +59,7 @@ class TestUiViews : public QObject {
     void serverStartStopAndSnippets();
     void detailShowsHistoryCharts();
     void settingsSaveTheForm();
+    void appearanceAppliesAtOnce();
 
   private:
     bool hasCall(const std::string& call) const {
@@ -294,6 +298,28 @@ void TestUiViews::settingsSaveTheForm() {
     QCOMPARE(s.device, QString("cpu"));
     QCOMPARE(s.port, 9000);  // fields the page does not show are kept
     QVERIFY(page->findChild<QLabel*>("settingsNote")->text().contains("Restart"));
+}
+
+// The appearance combo: Dark and Light switch to Fusion palettes at once, "As the system" restores the platform's.
+void TestUiViews::appearanceAppliesAtOnce() {
+    SettingsPage* page = m_window->settings();
+    auto* combo = page->findChild<QComboBox*>("colorSchemeCombo");
+    QSignalSpy changed(page, &SettingsPage::colorSchemeChanged);
+    connect(page, &SettingsPage::colorSchemeChanged, this,
+            [](const QString& scheme) { applyColorScheme(colorSchemeFromName(scheme)); });
+    const QColor systemWindow = QApplication::palette().color(QPalette::Window);
+    combo->setCurrentIndex(combo->findData("dark"));
+    emit combo->activated(combo->currentIndex());
+    QCOMPARE(changed.last()[0].toString(), QString("dark"));
+    QVERIFY(paletteIsDark());
+    QCOMPARE(QApplication::style()->name(), QString("fusion"));
+    combo->setCurrentIndex(combo->findData("light"));
+    emit combo->activated(combo->currentIndex());
+    QVERIFY(!paletteIsDark());
+    combo->setCurrentIndex(combo->findData("system"));
+    emit combo->activated(combo->currentIndex());
+    QCOMPARE(QApplication::palette().color(QPalette::Window), systemWindow);
+    QCOMPARE(page->settings().colorScheme, QString("system"));
 }
 
 QTEST_MAIN(TestUiViews)

@@ -32,6 +32,8 @@ AppSettings AppSettings::load(QSettings& s) {
     a.port = intIn(s, "server/port", a.port, 0, 65535);
     a.apiKey = s.value(QStringLiteral("server/apiKey")).toString();
     a.serverOnStart = s.value(QStringLiteral("server/startWithApp"), a.serverOnStart).toBool();
+    const QString scheme = s.value(QStringLiteral("ui/colorScheme"), a.colorScheme).toString();
+    if (scheme == QLatin1String("light") || scheme == QLatin1String("dark")) a.colorScheme = scheme;
     return a;
 }
 
@@ -47,6 +49,7 @@ void AppSettings::save(QSettings& s) const {
     s.setValue(QStringLiteral("server/port"), port);
     s.setValue(QStringLiteral("server/apiKey"), apiKey);
     s.setValue(QStringLiteral("server/startWithApp"), serverOnStart);
+    s.setValue(QStringLiteral("ui/colorScheme"), colorScheme);
     s.sync();
 }
 

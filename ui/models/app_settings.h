@@ -22,6 +22,7 @@ struct AppSettings {
     int port = 8080;
     QString apiKey;
     bool serverOnStart = true;
+    QString colorScheme = QStringLiteral("system");  // "system", "light" or "dark" (ui/theme.h)
 
     static AppSettings load(QSettings& settings);
     void save(QSettings& settings) const;

@@ -1,7 +1,8 @@
 // runAsync: runs `work` on a pool thread and hands its result to `done` on the GUI thread, unless
 // `receiver` is gone by then. The result travels through the application object (alive for the whole
 // run) and is checked against a QPointer on the GUI thread, so no thread touches a dead receiver.
-// This is how every view calls the engine: the GUI thread never waits on it.
+// This is how every view calls the engine: the GUI thread never waits on it. `pool` lets slow network calls
+// (the Hub) run on a pool of their own, so that they never queue the engine calls behind them.
 #pragma once
 
 #include <QCoreApplication>
@@ -14,9 +15,10 @@
 namespace loradesk::ui {
 
 template <class T>
-void runAsync(QObject* receiver, std::function<T()> work, std::function<void(T)> done) {
+void runAsync(QObject* receiver, std::function<T()> work, std::function<void(T)> done,
+              QThreadPool* pool = QThreadPool::globalInstance()) {
     QPointer<QObject> guard(receiver);
-    QThreadPool::globalInstance()->start([guard, work = std::move(work), done = std::move(done)]() mutable {
+    pool->start([guard, work = std::move(work), done = std::move(done)]() mutable {
         T result = work();
         QMetaObject::invokeMethod(
             QCoreApplication::instance(),

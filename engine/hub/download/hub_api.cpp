@@ -223,4 +223,14 @@ std::vector<HubModelSummary> HubApi::search_adapters(HttpSession& http, const st
     return parse_model_list(reply.body);
 }
 
+std::vector<HubModelSummary> HubApi::search_models(HttpSession& http, const std::string& text, int limit) const {
+    HttpRequest r;
+    r.url = m_config.endpoint + "/api/models?search=" + url_quote(text) +
+            "&sort=downloads&direction=-1&limit=" + std::to_string(limit);
+    r.headers = m_config.auth_headers();
+    const HttpReply reply = http.fetch(r);
+    throw_if_refused(reply, text, "a search for '" + text + "'");
+    return parse_model_list(reply.body);
+}
+
 }  // namespace loradesk::hub

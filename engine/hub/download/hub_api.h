@@ -1,6 +1,7 @@
 // The Hugging Face Hub's HTTP API as hub/download uses it: where it is (HF_ENDPOINT), who asks (HF_TOKEN),
 // the model-info answer (`GET /api/models/{id}/revision/{rev}?blobs=true`), the per-file metadata of
-// `HEAD /{id}/resolve/{commit}/{path}`, adapter search (`GET /api/models?filter=base_model:adapter:{id}`), and
+// `HEAD /{id}/resolve/{commit}/{path}`, adapter search (`GET /api/models?filter=base_model:adapter:{id}`), free-text
+// search (`GET /api/models?search=...`), and
 // the messages for the Hub's refusals (gated, private, missing). Parsing is pure; requests go through an
 // HttpSession. Thread-safe apart from the session passed in.
 #pragma once
@@ -71,6 +72,8 @@ class HubApi {
                                const std::string& path) const;
     // Models whose card says they are adapters of `base` (filter=base_model:adapter:<base>), most downloaded first.
     std::vector<HubModelSummary> search_adapters(HttpSession& http, const std::string& base, int limit) const;
+    // Models whose id contains `text` (GET /api/models?search=<text>), most downloaded first.
+    std::vector<HubModelSummary> search_models(HttpSession& http, const std::string& text, int limit) const;
 
     std::string resolve_url(const std::string& repo, const std::string& commit, const std::string& path) const;
     // The reason a reply is an error, as an ExpectedError to throw, or nothing for 2xx/3xx.
