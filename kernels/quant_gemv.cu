@@ -53,6 +53,60 @@ __device__ __forceinline__ uint32_t zero_pair(uint32_t z_lo, uint32_t z_hi) {
 
 __device__ __forceinline__ uint32_t nib(uint32_t w, int i) { return (w >> (4 * i)) & 0xfu; }
 
+// The LoRA slice of site column sc for token t: false when the token's slot is the base or the adapter leaves
+// the slice alone. The slice is picked with static indices so the kernel parameters are never indexed
+// dynamically (no local-memory copy).
+struct LoraRef {
+    const float* xa;     // [rank]
+    const uint16_t* bt;  // row r at bt + r * stride, this column
+    int64_t stride;
+    int rank;
+    float scale;
+};
+
+__device__ __forceinline__ bool lora_ref(const QuantGemvParams& p, int t, int sc, LoraRef& ref) {
+    const SgmvParams& s = p.lora;
+    int slot = 0;
+    for (int g = 0; g < s.n_segs; ++g)
+        if (t >= s.seg_indptr[g] && t < s.seg_indptr[g + 1]) slot = s.seg_slot[g];
+    if (slot <= 0) return false;
+#pragma unroll
+    for (int j = 0; j < kMaxLoraSlices; ++j) {
+        const LoraSlice& sl = s.slices[j];
+        if (j >= s.n_slices || sc < sl.out_offset || sc >= sl.out_offset + sl.out_features) continue;
+        ref.rank = min(sl.ranks[slot], s.max_rank);
+        ref.scale = sl.scales[slot];
+        ref.xa = s.xa + int64_t(t) * s.n_slices * s.max_rank + j * s.max_rank;
+        ref.bt = sl.bt + int64_t(slot - 1) * s.slot_stride + (sc - sl.out_offset);
+        ref.stride = sl.out_features;
+        return ref.rank > 0;
+    }
+    return false;
+}
+
+// Epilogue of column c for token t, by one thread. Neighbouring threads take neighbouring columns, so the Bt
+// loads coalesce; the rank loop is unrolled so they are all in flight at once.
+__device__ float epilogue1(const QuantGemvParams& p, int t, int c) {
+    float add = p.bias ? bf(p.bias + c) : 0.f;
+    LoraRef ref;
+    if (!p.lora_expand || !lora_ref(p, t, p.lora_col + c, ref)) return add;
+    float d = 0.f;
+#pragma unroll 16
+    for (int r = 0; r < ref.rank; ++r) d += __ldcg(ref.xa + r) * bf(ref.bt + r * ref.stride);
+    return add + ref.scale * d;
+}
+
+// The LoRA part of the epilogue of one column, by a whole warp (each lane a share of the rank; every lane gets
+// the sum): the fp8 kernel's warps own two rows each and finish them together.
+__device__ float lora_warp(const QuantGemvParams& p, int t, int c) {
+    const int lane = threadIdx.x & 31;
+    LoraRef ref;
+    if (!lora_ref(p, t, p.lora_col + c, ref)) return 0.f;  // the same answer for the whole warp
+    float d = 0.f;
+    for (int r = lane; r < ref.rank; r += 32) d += __ldcg(ref.xa + r) * bf(ref.bt + r * ref.stride);
+    return ref.scale * warp_sum(d);
+}
+
 // x[t, k_begin .. k_begin + len) as f32 into xs[t * kMaxChunk ...].
 template <int NT>
 __device__ void stage_x(const QuantGemvParams& p, int k_begin, int len, float* xs) {
@@ -108,6 +162,18 @@ __device__ void finish_tile(const QuantGemvParams& p, const float (&acc)[C][NT],
             __stcg(reinterpret_cast<float4*>(wsp), make_float4(0.f, 0.f, 0.f, 0.f));
         }
         if (threadIdx.x == 0) counters[tile] = 0;
+    }
+    if (p.bias || p.lora_expand) {  // the whole block computes the tile's epilogue, a column per thread
+        __shared__ float epi[NT * kW];
+        for (int e = threadIdx.x; e < NT * kW; e += blockDim.x) {
+            const int c = tile * kW + e % kW;
+            epi[e] = c < p.n ? epilogue1(p, e / kW, c) : 0.f;
+        }
+        __syncthreads();
+        if (mine) {
+            const float* q = epi + t * kW + (col - tile * kW);
+            v.x += q[0], v.y += q[1], v.z += q[2], v.w += q[3];
+        }
     }
     if (mine) {
         __nv_bfloat16* y = reinterpret_cast<__nv_bfloat16*>(p.y) + t * p.y_row_stride + col;
@@ -342,7 +408,10 @@ __global__ void __launch_bounds__(32 * kFp8Warps) fp8_kernel(QuantGemvParams p) 
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
-        for (int t = 0; t < NT; ++t) acc[i][t] = warp_sum(acc[i][t]);
+        for (int t = 0; t < NT; ++t) {
+            acc[i][t] = warp_sum(acc[i][t]);
+            if (p.lora_expand) acc[i][t] += lora_warp(p, t, i == 0 ? row0 : row1);
+        }
     if (lane < 2 * NT) {
         const int i = lane / NT, t = lane % NT;
         float v = 0.f;
@@ -351,8 +420,11 @@ __global__ void __launch_bounds__(32 * kFp8Warps) fp8_kernel(QuantGemvParams p) 
 #pragma unroll
             for (int tt = 0; tt < NT; ++tt)
                 if (ii == i && tt == t) v = acc[ii][tt];
-        if (i == 0 || has1)
-            reinterpret_cast<__nv_bfloat16*>(p.y)[t * p.y_row_stride + (i == 0 ? row0 : row1)] = __float2bfloat16_rn(v);
+        if (i == 0 || has1) {
+            const int row = i == 0 ? row0 : row1;
+            if (p.bias) v += bf(p.bias + row);
+            reinterpret_cast<__nv_bfloat16*>(p.y)[t * p.y_row_stride + row] = __float2bfloat16_rn(v);
+        }
     }
 }
 
@@ -393,6 +465,7 @@ cudaError_t launch(const QuantGemvParams& p, cudaStream_t stream) {
 bool quant_gemv_supported(const QuantGemvParams& p) {
     if (p.n_tokens < 1 || p.n_tokens > kQuantGemvMaxTokens || p.n <= 0 || p.k <= 0 || !p.x || !p.y) return false;
     if (p.n_tokens > 1 && (p.x_row_stride < p.k || p.y_row_stride < p.n)) return false;
+    if (p.lora_expand && (p.lora.n_slices < 1 || p.lora.n_slices > kMaxLoraSlices)) return false;
     if (p.format == QuantFormat::fp8_e4m3)
         return p.k % 16 == 0 && p.x_row_stride % 8 == 0 && aligned16(p.x) && aligned16(p.w_fp8) && p.w_scale;
     if (p.format == QuantFormat::awq_int4 && p.g_idx) return false;

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernel_params.h"
+
 namespace loradesk::kernels {
 
 enum class QuantFormat {
@@ -53,6 +55,19 @@ struct QuantGemvParams {
     const uint8_t* w_fp8 = nullptr;  // e4m3 [N, K]
     const float* w_scale = nullptr;  // see Fp8Scaling
     Fp8Scaling fp8_scaling = Fp8Scaling::block128;
+
+    // Optional epilogue, added in f32 before the single rounding to bf16 (what would otherwise be a bias_add and
+    // an sgmv_expand launch after the GEMV):
+    //   bias: y[t, c] += bias[c] (bf16 [n]);
+    //   lora_expand: the expand of `lora` (segments, slices, ranks, scales, xa as sgmv_expand reads them; xa
+    //   written by sgmv_shrink before this launch): for token t in a segment of slot s > 0 and the slice j holding
+    //   site column lora_col + c, y[t, c] += scale_j[s] * sum_{r < rank_j[s]} xa[t, j * max_rank + r] *
+    //   Bt_j[r, lora_col + c - out_offset_j]. lora_col places this matrix among the slices' columns (a site split
+    //   into several matrices); lora.x and lora.y are unused.
+    const uint16_t* bias = nullptr;
+    bool lora_expand = false;
+    int lora_col = 0;
+    SgmvParams lora;
 
     // int4 split-K: k rows per block, a multiple of group_size up to 1024; 0 lets the launcher choose (tests and
     // the bench set it to cover and compare the splits).

@@ -2,6 +2,7 @@
 // quant_params.h), independent of the kernel's bit tricks.
 #include "ref/ref_quant.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -81,6 +82,29 @@ std::vector<float> quant_dequantize(const QuantGemvParams& p) {
     return w;
 }
 
+double quant_epilogue(const QuantGemvParams& p, int t, int n) {
+    double add = p.bias ? double(bf16_to_f32(p.bias[n])) : 0.0;
+    if (!p.lora_expand) return add;
+    const SgmvParams& s = p.lora;
+    int slot = 0;
+    for (int g = 0; g < s.n_segs; ++g)
+        if (t >= s.seg_indptr[g] && t < s.seg_indptr[g + 1]) slot = s.seg_slot[g];
+    if (slot <= 0) return add;
+    const int c = p.lora_col + n;
+    for (int j = 0; j < s.n_slices; ++j) {
+        const LoraSlice& sl = s.slices[j];
+        if (c < sl.out_offset || c >= sl.out_offset + sl.out_features) continue;
+        const int rank = std::min(sl.ranks[slot], s.max_rank);
+        double d = 0;
+        for (int r = 0; r < rank; ++r)
+            d += double(s.xa[int64_t(t) * s.n_slices * s.max_rank + j * s.max_rank + r]) *
+                 bf16_to_f32(
+                     sl.bt[int64_t(slot - 1) * s.slot_stride + int64_t(r) * sl.out_features + c - sl.out_offset]);
+        add += double(sl.scales[slot]) * d;
+    }
+    return add;
+}
+
 void quant_gemv(const QuantGemvParams& p) {
     const std::vector<float> w = quant_dequantize(p);
     for (int t = 0; t < p.n_tokens; ++t)
@@ -88,7 +112,7 @@ void quant_gemv(const QuantGemvParams& p) {
             double d = 0;
             for (int k = 0; k < p.k; ++k)
                 d += double(bf16_to_f32(p.x[t * p.x_row_stride + k])) * w[std::size_t(n) * p.k + k];
-            p.y[t * p.y_row_stride + n] = f32_to_bf16(float(d));
+            p.y[t * p.y_row_stride + n] = f32_to_bf16(float(d + quant_epilogue(p, t, n)));
         }
 }
 

@@ -15,7 +15,9 @@ float fp8_e4m3_to_f32(uint8_t v);  // e4m3fn: no infinities, 0x7f / 0xff are NaN
 
 // w [p.n, p.k] row-major, f32, as the formula of QuantGemvParams gives it.
 std::vector<float> quant_dequantize(const QuantGemvParams& p);
-// y as quant_gemv computes it (workspace unused).
+// y as quant_gemv computes it, epilogue included (workspace unused).
 void quant_gemv(const QuantGemvParams& p);
+// What the epilogue adds to output (t, n): bias and LoRA expand, per quant_params.h.
+double quant_epilogue(const QuantGemvParams& p, int t, int n);
 
 }  // namespace loradesk::kernels::ref

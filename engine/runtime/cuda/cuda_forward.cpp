@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -124,12 +125,6 @@ void CudaRunner::Impl::quant_matmul(const DeviceQuantSite& site, const uint16_t*
                                     uint16_t* y, int64_t y_stride) {
     for (const DeviceQuantSite::Part& part : site.parts) {
         kernels::QuantGemvParams p = part.p;
-        p.x = x, p.x_row_stride = x_stride, p.y = y + part.out_offset, p.y_row_stride = y_stride;
-        p.n_tokens = n, p.workspace = quant_workspace;
-        if (n <= kernels::kQuantGemvMaxTokens && kernels::quant_gemv_supported(p)) {
-            launch_check(kernels::quant_gemv(p, stream), "quant_gemv");
-            continue;
-        }
         // Slices of whole 8-row packs (int4 packs 8 columns per word) that fit the scratch.
         const int rows = int(std::min<int64_t>(p.n, dequant_scratch_elems / p.k / 8 * 8));
         for (int r = 0; r < p.n; r += rows) {
@@ -140,16 +135,42 @@ void CudaRunner::Impl::quant_matmul(const DeviceQuantSite& site, const uint16_t*
     }
 }
 
+bool CudaRunner::Impl::quant_gemv_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
+                                       const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride,
+                                       int first_module, int n_modules) {
+    if (sm.n > kernels::kQuantGemvMaxTokens) return false;
+    std::array<kernels::QuantGemvParams, 3> launches;  // a site has at most q|k|v parts
+    int n_launches = 0;
+    const bool lora = sm.any_lora && n_slots > 0;
+    kernels::SgmvParams lp;
+    if (lora) lp = lora_params(sm, layer, first_module, n_modules, x, x_stride);
+    for (const DeviceQuantSite::Part& part : site.parts) {
+        kernels::QuantGemvParams p = part.p;
+        p.x = x, p.x_row_stride = x_stride, p.y = y + part.out_offset, p.y_row_stride = y_stride;
+        p.n_tokens = sm.n, p.workspace = quant_workspace;
+        p.bias = bias ? bias + part.out_offset : nullptr;
+        p.lora_expand = lora, p.lora = lp, p.lora_col = part.out_offset;
+        if (!kernels::quant_gemv_supported(p) || n_launches == int(launches.size())) return false;
+        launches[std::size_t(n_launches++)] = p;
+    }
+    // The shrink writes xa first; each GEMV adds bias and the expand to its outputs before rounding them once.
+    if (lora) launch_check(kernels::sgmv_shrink(lp, stream), "sgmv_shrink");
+    for (int i = 0; i < n_launches; ++i)
+        launch_check(kernels::quant_gemv(launches[std::size_t(i)], stream), "quant_gemv");
+    return true;
+}
+
 void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const uint16_t* w, const uint16_t* bias,
                                   const uint16_t* x, int64_t x_stride, int in, int out, uint16_t* y, int64_t y_stride,
                                   int first_module, int n_modules, bool swiglu) {
     const int n = sm.n;
     const DeviceQuantSite& quant = layers[std::size_t(layer)].quant[site];
     if (!quant.parts.empty()) {
-        // Bias, LoRA and SwiGLU follow as separate launches, as after cuBLAS (not fused into quant_gemv yet).
-        quant_matmul(quant, x, x_stride, n, y, y_stride);
-        if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");
-        apply_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride);
+        if (!quant_gemv_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules)) {
+            quant_matmul(quant, x, x_stride, n, y, y_stride);
+            if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");
+            apply_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride);
+        }
         if (swiglu) launch_check(kernels::silu_mul(y, n, out / 2, act, stream), "silu_mul");
         return;
     }

@@ -173,8 +173,13 @@ struct CudaRunner::Impl {
     void projection(const StepMeta& sm, int layer, int site, const uint16_t* w, const uint16_t* bias, const uint16_t* x,
                     int64_t x_stride, int in, int out, uint16_t* y, int64_t y_stride, int first_module, int n_modules,
                     bool swiglu);
-    // y[:, 0 .. site width) = x W^T for a quantized site: quant_gemv for 1-2 tokens where it takes the shapes,
-    // else each part dequantized a slice of rows at a time into dequant_scratch and multiplied by cuBLAS.
+    // A quantized site at 1-2 tokens: sgmv_shrink (with LoRA), then quant_gemv per part with bias and the LoRA
+    // expand in its epilogue. False, launching nothing, when the kernel does not take the shapes.
+    bool quant_gemv_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
+                         const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride, int first_module,
+                         int n_modules);
+    // y[:, 0 .. site width) = x W^T for a quantized site otherwise: each part dequantized a slice of rows at a
+    // time into dequant_scratch and multiplied by cuBLAS (bias and LoRA follow as separate launches).
     void quant_matmul(const DeviceQuantSite& site, const uint16_t* x, int64_t x_stride, int n, uint16_t* y,
                       int64_t y_stride);
     // The skinny GEMM beats cuBLAS at 1-2 tokens on Qwen3-8B shapes and loses from 4 on (gemv_bench, H100:

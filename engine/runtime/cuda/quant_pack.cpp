@@ -164,8 +164,7 @@ bool pack_part(const std::vector<const QuantizedLinear*>& ps, PackedQuantPart& p
 }  // namespace
 
 std::size_t PackedQuantPart::bytes() const {
-    return 4 * (qweight.size() + qzeros.size() + g_idx.size()) + 2 * scales.size() + w_fp8.size() +
-           4 * w_scale.size();
+    return 4 * (qweight.size() + qzeros.size() + g_idx.size()) + 2 * scales.size() + w_fp8.size() + 4 * w_scale.size();
 }
 
 kernels::QuantGemvParams PackedQuantPart::host_params() const {

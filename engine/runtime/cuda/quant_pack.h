@@ -21,7 +21,7 @@ namespace loradesk::runtime::cuda {
 // n_tokens and workspace per call), its tensors in the layouts QuantGemvParams names.
 struct PackedQuantPart {
     kernels::QuantGemvParams params;
-    int out_offset = 0;  // first output column of this part within the site's output
+    int out_offset = 0;                           // first output column of this part within the site's output
     std::vector<int32_t> qweight, qzeros, g_idx;  // g_idx empty unless act-order (g_idx[k] != k / G somewhere)
     std::vector<uint16_t> scales;                 // int4: fp16 [ceil(K/G), N]
     std::vector<uint8_t> w_fp8;                   // fp8 [N, K]
