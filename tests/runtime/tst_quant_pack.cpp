@@ -46,9 +46,11 @@ struct HandMade {
     std::vector<uint8_t> w, s;
     TensorView wt, st;
     QuantizedLinear l;
-    HandMade(int out, int in, int block, float scale) : w(std::size_t(out) * in, 0x38), s(4 * ((out + block - 1) / block) * ((in + block - 1) / block)) {
+    HandMade(int out, int in, int block, float scale)
+        : w(std::size_t(out) * in, 0x38), s(4 * ((out + block - 1) / block) * ((in + block - 1) / block)) {
         for (std::size_t i = 0; i < s.size(); i += 4) std::memcpy(s.data() + i, &scale, 4);
-        wt.name = "hand.weight", wt.dtype = DType::f8_e4m3, wt.shape = {out, in}, wt.data = w.data(), wt.nbytes = w.size();
+        wt.name = "hand.weight", wt.dtype = DType::f8_e4m3, wt.shape = {out, in}, wt.data = w.data(),
+        wt.nbytes = w.size();
         st.name = "hand.weight_scale_inv", st.dtype = DType::f32;
         st.shape = {(out + block - 1) / block, (in + block - 1) / block}, st.data = s.data(), st.nbytes = s.size();
         l.format = QuantFormat::fp8_block, l.out_features = out, l.in_features = in, l.qweight = &wt, l.scales = &st;
@@ -77,8 +79,7 @@ class TstQuantPack : public QObject {
         synth_model(o);
         ModelWeights w(o.out_dir);
         const LayerQuant& l = w.layer(1).quant;
-        const std::vector<std::vector<const QuantizedLinear*>> sites{
-            {l.q, l.k, l.v}, {l.o}, {l.gate, l.up}, {l.down}};
+        const std::vector<std::vector<const QuantizedLinear*>> sites{{l.q, l.k, l.v}, {l.o}, {l.gate, l.up}, {l.down}};
         for (const auto& ps : sites) {
             const PackedQuantSite site = pack_quant_site(ps);
             QVERIFY2(!site.parts.empty(), site.why_not.c_str());
@@ -89,7 +90,10 @@ class TstQuantPack : public QObject {
             for (std::size_t i = 0; i < got.size(); ++i)
                 if (got[i] != want[i])
                     QFAIL(qPrintable(QString("%1: element %2 is %3, want %4")
-                                         .arg(ps.front()->qweight->name.c_str()).arg(i).arg(got[i]).arg(want[i])));
+                                         .arg(ps.front()->qweight->name.c_str())
+                                         .arg(i)
+                                         .arg(got[i])
+                                         .arg(want[i])));
             std::size_t stored = 0;
             for (const QuantizedLinear* p : ps) stored += p->bytes();
             QVERIFY2(site.bytes() <= stored + 4 * std::size_t(ps.front()->out_features) * ps.size(),
