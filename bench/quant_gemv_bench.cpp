@@ -64,7 +64,7 @@ void check(Kind kind, int n, int k, int tokens) {
     auto nonempty = [](auto v) { return v.empty() ? decltype(v)(1) : v; };
     DeviceBuffer<uint16_t> dx(x), dy(want.size()), ds(nonempty(c.s16));
     DeviceBuffer<int32_t> dqw(nonempty(c.qweight)), dqz(nonempty(c.qzeros)), dg(nonempty(c.g_idx));
-    DeviceBuffer<uint8_t> dw8(nonempty(c.w8)), dws(std::vector<uint8_t>(quant_gemv_workspace_bytes(n), 0));
+    DeviceBuffer<uint8_t> dw8(nonempty(c.w8)), dws(std::vector<uint8_t>(quant_gemv_workspace_bytes(n, k, 128), 0));
     DeviceBuffer<float> dsc(nonempty(c.w_scale));
     const QuantGemvParams p = c.params(dx.get(), k, dy.get(), n, tokens, dqw.get(), dqz.get(), ds.get(), dg.get(),
                                        dw8.get(), dsc.get(), dws.get());
@@ -109,7 +109,7 @@ Timed time_kind(Kind kind, const Shape& s, int tokens, int chunk = 0) {
     }
     std::mt19937 rng(2);
     DeviceBuffer<uint16_t> dx(random_bf16(rng, std::size_t(tokens) * k)), dy(std::size_t(tokens) * n);
-    DeviceBuffer<uint8_t> dws(std::vector<uint8_t>(quant_gemv_workspace_bytes(n), 0));
+    DeviceBuffer<uint8_t> dws(std::vector<uint8_t>(quant_gemv_workspace_bytes(n, k, 128), 0));
     std::vector<QuantGemvParams> qp(static_cast<std::size_t>(copies));
     std::vector<GemvParams> gp(static_cast<std::size_t>(copies));
     for (int c = 0; c < copies; ++c) {

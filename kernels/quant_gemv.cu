@@ -1,10 +1,11 @@
-// Weight-only quantized GEMV for 1-2 decode tokens: AWQ / GPTQ int4 and fp8 e4m3 weights, read in the
+// Weight-only quantized GEMV for 1-4 decode tokens: AWQ / GPTQ int4 and fp8 e4m3 weights, read in the
 // layouts the checkpoints store (quant_params.h) and dequantized in registers, f32 accumulation, bf16 out.
 // fp8 is row-major [N, K] like the bf16 GEMV: a warp owns two rows. The int4 layouts put K on the slow axis,
-// so each block owns a column tile and a k-range (split-K): partial sums go to an f32 workspace with vector
-// atomics and the last block of a tile rounds to bf16 and re-zeroes it. Nibbles become (q - z) with the
-// fp16 magic number (0x6400 | q = 1024 + q, exact); scales multiply once per group (AWQ) or per 8 rows (GPTQ).
-// H100 SXM, quant_gemv_bench, Qwen3-8B projections at 1 token, us (GB/s of stored bytes), bf16 GEMV alongside:
+// so each block owns a column tile and a k-range (split-K): each split stores its partial sums in an f32
+// workspace and the last block of a tile adds them in split order (deterministic: identical rows and repeated
+// runs give identical bits) and rounds to bf16. Nibbles become (q - z) with the fp16 magic number (0x6400 | q = 1024 +
+// q, exact); scales multiply once per group (AWQ) or per 8 rows (GPTQ). H100 SXM, quant_gemv_bench, Qwen3-8B
+// projections at 1 token, us (GB/s of stored bytes), bf16 GEMV alongside:
 //   q 4096x4096: bf16 14.7 (2278) | AWQ 8.5 (1030) | GPTQ 10.4 (839) | GPTQ act-order 16.7 (523) | fp8 8.6 (1960)
 //   gate/up 12288x4096: bf16 37.6 (2675) | AWQ 19.5 (1341) | GPTQ 25.2 (1037) | act 42.3 (619) | fp8 22.3 (2261)
 //   one layer's 7 projections: bf16 164.6 us; AWQ 1.92x, GPTQ 1.55x, act-order 0.95x, fp8 1.79x faster.
@@ -107,6 +108,12 @@ __device__ float lora_warp(const QuantGemvParams& p, int t, int c) {
     return ref.scale * warp_sum(d);
 }
 
+// Shared floats an int4 kernel needs: x staged for NT tokens, then (reusing it) the per-warp partial sums of a
+// 32 * C column tile that finish_tile reduces.
+__host__ __device__ constexpr int smem_floats(int C, int NT) {
+    return NT * kMaxChunk > kWarps * NT * 32 * C ? NT * kMaxChunk : kWarps * NT * 32 * C;
+}
+
 // x[t, k_begin .. k_begin + len) as f32 into xs[t * kMaxChunk ...].
 template <int NT>
 __device__ void stage_x(const QuantGemvParams& p, int k_begin, int len, float* xs) {
@@ -119,11 +126,12 @@ __device__ void stage_x(const QuantGemvParams& p, int k_begin, int len, float* x
 // Sums the per-warp partials of a C * 32-column tile (lane owns columns lane * C ..) and either writes y (one
 // split) or adds them into the workspace; the last split of the tile to arrive writes y and zeroes its part.
 template <int C, int NT>
-__device__ void finish_tile(const QuantGemvParams& p, const float (&acc)[C][NT], int tile, int n_splits) {
+__device__ void finish_tile(const QuantGemvParams& p, const float (&acc)[C][NT], int tile, int n_splits, float* smem) {
     constexpr int kW = 32 * C, kQuads = NT * kW / 4;
-    __shared__ float4 red[kWarps * NT * kW / 4];
+    float4* red = reinterpret_cast<float4*>(smem);  // the x staging area, free once every warp is done with it
     __shared__ int last;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads();
 #pragma unroll
     for (int t = 0; t < NT; ++t)
 #pragma unroll
@@ -140,17 +148,11 @@ __device__ void finish_tile(const QuantGemvParams& p, const float (&acc)[C][NT],
             const float4 r = red[((w * NT + t) * kW) / 4 + i % (kW / 4)];
             v.x += r.x, v.y += r.y, v.z += r.z, v.w += r.w;
         }
-    float* ws = static_cast<float*>(p.workspace);
-    int* counters = reinterpret_cast<int*>(ws + kQuantGemvMaxTokens * p.n);
-    float* wsp = ws + t * p.n + col;
+    int* counters = static_cast<int*>(p.workspace);
+    float* parts = reinterpret_cast<float*>(static_cast<char*>(p.workspace) + kQuantGemvCounterBytes);
     if (n_splits > 1) {
-        if (mine) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-            atomicAdd(reinterpret_cast<float4*>(wsp), v);
-#else
-            atomicAdd(wsp, v.x), atomicAdd(wsp + 1, v.y), atomicAdd(wsp + 2, v.z), atomicAdd(wsp + 3, v.w);
-#endif
-        }
+        // Each split stores its partial; the last block of the tile to arrive adds them in split order.
+        if (mine) __stcg(reinterpret_cast<float4*>(parts + (int64_t(blockIdx.y) * NT + t) * p.n + col), v);
         __threadfence();
         __syncthreads();
         if (threadIdx.x == 0) last = atomicAdd(counters + tile, 1) == n_splits - 1;
@@ -158,8 +160,11 @@ __device__ void finish_tile(const QuantGemvParams& p, const float (&acc)[C][NT],
         if (!last) return;
         __threadfence();
         if (mine) {
-            v = __ldcg(reinterpret_cast<const float4*>(wsp));
-            __stcg(reinterpret_cast<float4*>(wsp), make_float4(0.f, 0.f, 0.f, 0.f));
+            v = make_float4(0.f, 0.f, 0.f, 0.f);
+            for (int sp = 0; sp < n_splits; ++sp) {
+                const float4 r = __ldcg(reinterpret_cast<const float4*>(parts + (int64_t(sp) * NT + t) * p.n + col));
+                v.x += r.x, v.y += r.y, v.z += r.z, v.w += r.w;
+            }
         }
         if (threadIdx.x == 0) counters[tile] = 0;
     }
@@ -187,7 +192,7 @@ __device__ void finish_tile(const QuantGemvParams& p, const float (&acc)[C][NT],
 // column and multiplies by the scale once.
 template <int NT>
 __global__ void __launch_bounds__(kThreads) awq_kernel(QuantGemvParams p, int chunk, int n_splits) {
-    __shared__ float xs[NT * kMaxChunk];
+    __shared__ __align__(16) float xs[smem_floats(8, NT)];
     detail::pdl_wait();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, tile = blockIdx.x;
     const int packs = p.n / 8, pack = tile * 32 + lane, G = p.group_size, rows = G / kWarps;
@@ -236,7 +241,7 @@ __global__ void __launch_bounds__(kThreads) awq_kernel(QuantGemvParams p, int ch
                 acc[2 * j][t] += s.x * gacc[2 * j][t], acc[2 * j + 1][t] += s.y * gacc[2 * j + 1][t];
         }
     }
-    finish_tile<8, NT>(p, acc, tile, n_splits);
+    finish_tile<8, NT>(p, acc, tile, n_splits, xs);
 }
 
 // GPTQ: qweight [K/8, N], lane owns 4 columns (one 16-byte load = 4 columns x 8 rows) of a 128-column tile;
@@ -244,7 +249,7 @@ __global__ void __launch_bounds__(kThreads) awq_kernel(QuantGemvParams p, int ch
 // group; with it (kActOrder) every row looks its group up in g_idx and gathers its zero and scale.
 template <int NT, bool kActOrder>
 __global__ void __launch_bounds__(kThreads) gptq_kernel(QuantGemvParams p, int chunk, int n_splits) {
-    __shared__ __align__(16) float xs[NT * kMaxChunk];
+    __shared__ __align__(16) float xs[smem_floats(4, NT)];
     __shared__ int gs[kActOrder ? kMaxChunk : 1];
     detail::pdl_wait();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, tile = blockIdx.x;
@@ -329,7 +334,7 @@ __global__ void __launch_bounds__(kThreads) gptq_kernel(QuantGemvParams p, int c
             }
         }
     }
-    finish_tile<4, NT>(p, acc, tile, n_splits);
+    finish_tile<4, NT>(p, acc, tile, n_splits, xs);
 }
 
 // fp8 [N, K]: warp owns rows 2w, 2w + 1 of the block; lanes stride K with 16-byte loads (16 weights). The
@@ -438,7 +443,7 @@ int int4_chunk(const QuantGemvParams& p, int tiles) {
     const int G = p.group_size;
     if (p.split_chunk > 0) return p.split_chunk;
     const bool awq = p.format == QuantFormat::awq_int4;
-    const int min_blocks = awq ? (p.n_tokens == 1 ? 264 : 198) : 132;
+    const int min_blocks = awq ? (p.n_tokens == 1 ? 264 : 198) : 132;  // 3-4 tokens: as for 2 (not swept)
     auto round_down = [G](int c) { return c / G * G > G ? c / G * G : G; };
     int chunk = round_down(min((awq ? 256 : 512) * p.n_tokens, kMaxChunk));
     while (chunk > G && int64_t(tiles) * ((p.k + chunk - 1) / chunk) < min_blocks) chunk = round_down(chunk / 2);
@@ -463,7 +468,9 @@ cudaError_t launch(const QuantGemvParams& p, cudaStream_t stream) {
 }  // namespace
 
 bool quant_gemv_supported(const QuantGemvParams& p) {
-    if (p.n_tokens < 1 || p.n_tokens > kQuantGemvMaxTokens || p.n <= 0 || p.k <= 0 || !p.x || !p.y) return false;
+    if (p.n_tokens < 1 || p.n_tokens > kQuantGemvMaxTokens || p.n <= 0 || p.n > kQuantGemvMaxColumns || p.k <= 0 ||
+        !p.x || !p.y)
+        return false;
     if (p.n_tokens > 1 && (p.x_row_stride < p.k || p.y_row_stride < p.n)) return false;
     if (p.lora_expand && (p.lora.n_slices < 1 || p.lora.n_slices > kMaxLoraSlices)) return false;
     if (p.format == QuantFormat::fp8_e4m3)
@@ -478,7 +485,16 @@ bool quant_gemv_supported(const QuantGemvParams& p) {
 
 cudaError_t quant_gemv(const QuantGemvParams& p, cudaStream_t stream) {
     if (!quant_gemv_supported(p)) return cudaErrorInvalidValue;
-    return p.n_tokens == 1 ? launch<1>(p, stream) : launch<2>(p, stream);
+    switch (p.n_tokens) {
+        case 1:
+            return launch<1>(p, stream);
+        case 2:
+            return launch<2>(p, stream);
+        case 3:
+            return launch<3>(p, stream);
+        default:
+            return launch<4>(p, stream);
+    }
 }
 
 }  // namespace loradesk::kernels

@@ -1,4 +1,4 @@
-// CUDA launchers of the weight-only quantized GEMV (kernels/quant_gemv.cu): 1-2 decode tokens against AWQ /
+// CUDA launchers of the weight-only quantized GEMV (kernels/quant_gemv.cu): 1-4 decode tokens against AWQ /
 // GPTQ int4 or fp8 weights in their checkpoint layouts (QuantGemvParams). Same contract as launchers.h: raw
 // device pointers, an explicit stream, asynchronous, returns the launch status; never throws, logs or syncs.
 #pragma once
@@ -9,7 +9,7 @@
 
 namespace loradesk::kernels {
 
-// Whether the kernel takes these shapes and pointers: n_tokens 1-2; int4: n % 8 == 0, group_size a multiple of
+// Whether the kernel takes these shapes and pointers: n_tokens 1-4; int4: n % 8 == 0, group_size a multiple of
 // 32 up to 1024 that divides k, 16-byte aligned qweight / scales / workspace; fp8: k % 16 == 0, 16-byte aligned
 // w_fp8 and x rows. GPTQ act-order (g_idx non-null) takes a slower path: pass g_idx = null when it is k / G.
 bool quant_gemv_supported(const QuantGemvParams& p);

@@ -23,7 +23,7 @@ enum class Fp8Scaling {
     block128,     // w_scale[(n / 128) * ceil(K / 128) + k / 128] (weight_scale_inv, [ceil(N/128), ceil(K/128)])
 };
 
-constexpr int kQuantGemvMaxTokens = 2;
+constexpr int kQuantGemvMaxTokens = 4;
 
 // y[t, n] = bf16(sum_k x[t, k] * w[n, k]) for t < n_tokens, f32 accumulation, with w dequantized as:
 //   awq_int4:  w[n, k] = (q - z) * s; q nibble of qweight[k, n / 8], z nibble of qzeros[k / G, n / 8],
@@ -72,16 +72,24 @@ struct QuantGemvParams {
     // int4 split-K: k rows per block, a multiple of group_size up to 1024; 0 lets the launcher choose (tests and
     // the bench set it to cover and compare the splits).
     int split_chunk = 0;
-    // int4 split-K scratch: quant_gemv_workspace_bytes(n) bytes, all zero before the first launch that uses
-    // it; every launch leaves it zero again. Launches that may overlap need workspaces of their own.
+    // int4 split-K scratch of quant_gemv_workspace_bytes(n, k, group_size) bytes: arrival counters, zero before the
+    // first launch that uses it (every launch leaves them zero again), then one f32 partial row per split and
+    // token, summed in split order by the last block of a tile, so results do not depend on which block finishes
+    // first (identical rows and repeated runs give identical bits). Launches that may overlap need their own.
     void* workspace = nullptr;
 };
 
 inline constexpr int kAwqOrder[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 
-// f32 partial sums [kQuantGemvMaxTokens, n] then one int32 arrival counter per 128 output columns.
-inline std::size_t quant_gemv_workspace_bytes(int n) {
-    return std::size_t(kQuantGemvMaxTokens) * std::size_t(n) * 4 + std::size_t((n + 127) / 128) * 4;
+// The workspace starts with a fixed block of int32 arrival counters, one per 128 output columns, the same for
+// every n: launches of different widths share one workspace, and a wider launch's counters must not lie where a
+// narrower one left its partials. Then f32 partials [ceil(k / group_size) splits][kQuantGemvMaxTokens][n] (a
+// split covers at least one group of k).
+constexpr int kQuantGemvMaxColumns = 128 * 1024;
+constexpr std::size_t kQuantGemvCounterBytes = std::size_t(kQuantGemvMaxColumns / 128) * 4;
+inline std::size_t quant_gemv_workspace_bytes(int n, int k, int group_size) {
+    const std::size_t splits = group_size > 0 ? std::size_t((k + group_size - 1) / group_size) : 1;
+    return kQuantGemvCounterBytes + splits * std::size_t(kQuantGemvMaxTokens) * std::size_t(n) * 4;
 }
 
 }  // namespace loradesk::kernels

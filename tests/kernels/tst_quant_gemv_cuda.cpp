@@ -1,7 +1,7 @@
 // The quantized GEMV (kernels/quant_gemv.cu) against its twin: AWQ and GPTQ int4 (v1/v2 zeros, act-order
 // g_idx permutations, groups of 32/64/128) and fp8 (per-tensor, per-channel, 128x128 blocks) over odd shapes,
-// 1 and 2 tokens, padded x / y rows. Each case runs twice on one workspace, which must come back zeroed (the
-// split-K partials are summed with f32 atomics, so runs may differ in the last bit, within the tolerance). Label cuda.
+// 1 to 4 tokens, padded x / y rows. Each case runs twice on one workspace, whose counters must come back zeroed,
+// and gives the same bits both times; identical x rows give identical y rows. Label cuda.
 #include <QtTest>
 #include <cmath>
 #include <memory>
@@ -39,7 +39,7 @@ class TstQuantGemvCuda : public QObject {
                                                            {776, 4096}, {1024, 4096}, {4104, 1536}, {264, 12288}};
         const std::vector<std::pair<int, int>> fp8_shapes{{1, 128},   {3, 256},    {7, 384},
                                                           {19, 1024}, {129, 4096}, {1031, 12288}};
-        for (int t : {1, 2}) {
+        for (int t : {1, 2, 3, 4}) {
             for (auto [n, k] : int4_shapes) {
                 QTest::newRow(qPrintable(QString("awq %1x%2 t%3").arg(n).arg(k).arg(t)))
                     << int(QuantFormat::awq_int4) << n << k << 128 << false << false << 0 << t << 0;
@@ -91,16 +91,20 @@ class TstQuantGemvCuda : public QObject {
         auto nonempty = [](auto v) { return v.empty() ? decltype(v)(1) : v; };
         DeviceBuffer<uint16_t> dx(x), dy(std::vector<uint16_t>(want.size(), 0x7fc1)), ds(nonempty(c.s16));
         DeviceBuffer<int32_t> dqw(nonempty(c.qweight)), dqz(nonempty(c.qzeros)), dg(nonempty(c.g_idx));
-        DeviceBuffer<uint8_t> dw8(nonempty(c.w8)), dws(std::vector<uint8_t>(quant_gemv_workspace_bytes(n), 0));
+        DeviceBuffer<uint8_t> dw8(nonempty(c.w8)),
+            dws(std::vector<uint8_t>(quant_gemv_workspace_bytes(n, k, group), 0));
         DeviceBuffer<float> dsc(nonempty(c.w_scale));
         QuantGemvParams p = c.params(dx.get(), xs, dy.get(), ys, tokens, dqw.get(), dqz.get(), ds.get(), dg.get(),
                                      dw8.get(), dsc.get(), dws.get());
         p.split_chunk = chunk;
         QVERIFY(quant_gemv_supported(p));
+        std::vector<uint16_t> first;
         for (int run = 0; run < 2; ++run) {
             cuda_check(loradesk::kernels::quant_gemv(p, nullptr), "quant_gemv launch");
             cuda_check(cudaDeviceSynchronize(), "quant_gemv");
             const auto got = dy.download();
+            if (run == 0) first = got;
+            QVERIFY2(got == first, "a second run gave other bits: the split-K reduction must not depend on timing");
             std::vector<float> g, w;
             double max_y = 0;
             for (int t = 0; t < tokens; ++t)
@@ -118,8 +122,26 @@ class TstQuantGemvCuda : public QObject {
             QVERIFY2(err < 4e-3 && max_err <= max_y / 64,
                      qPrintable(QString("run %1: rel l2 %2, max abs err %3").arg(run).arg(err).arg(max_err)));
             if (c.format != QuantFormat::fp8_e4m3) {
-                for (uint8_t b : dws.download())
-                    if (b) QFAIL("workspace not zero after the launch");
+                const auto ws = dws.download();
+                for (std::size_t b = 0; b < kQuantGemvCounterBytes; ++b)
+                    if (ws[b]) QFAIL("the workspace's counters are not zero after the launch");
+            }
+            if (tokens > 1 && run == 0) {  // the same x in every row: identical rows (batch invariance)
+                std::vector<uint16_t> xsame(x);
+                for (int t = 1; t < tokens; ++t)
+                    std::copy(x.begin(), x.begin() + xs, xsame.begin() + std::ptrdiff_t(t) * xs);
+                DeviceBuffer<uint16_t> dsame(xsame);
+                QuantGemvParams same = p;
+                same.x = dsame.get();
+                cuda_check(loradesk::kernels::quant_gemv(same, nullptr), "quant_gemv launch");
+                cuda_check(cudaDeviceSynchronize(), "quant_gemv");
+                const auto rows = dy.download();
+                for (int t = 1; t < tokens; ++t)
+                    for (int col = 0; col < n; ++col)
+                        if (rows[std::size_t(t) * ys + col] != rows[std::size_t(col)])
+                            QFAIL(qPrintable(
+                                QString("row %1 differs from row 0 at column %2 for the same x").arg(t).arg(col)));
+                dy.upload(std::vector<uint16_t>(want.size(), 0x7fc1));
             }
         }
     }
@@ -135,7 +157,7 @@ class TstQuantGemvCuda : public QObject {
         QTest::addColumn<bool>("bias");
         for (int f : {int(QuantFormat::awq_int4), int(QuantFormat::gptq_int4), int(QuantFormat::fp8_e4m3)})
             for (bool whole : {true, false})
-                for (int t : {1, 2})
+                for (int t : {1, 2, 4})
                     for (bool base_first : {false, true}) {
                         if (t == 1 && base_first) continue;
                         const bool bias = (f + t + int(whole)) % 2 == 0;
@@ -177,10 +199,14 @@ class TstQuantGemvCuda : public QObject {
             d_ranks.push_back(std::make_unique<DeviceBuffer<int32_t>>(ranks[std::size_t(j)]));
             d_scales.push_back(std::make_unique<DeviceBuffer<float>>(scales[std::size_t(j)]));
         }
-        const std::vector<int32_t> indptr = tokens == 1 ? std::vector<int32_t>{0, 1} : std::vector<int32_t>{0, 1, 2};
-        const std::vector<int32_t> seg_slots = tokens == 1  ? std::vector<int32_t>{2}
-                                               : base_first ? std::vector<int32_t>{0, 1}
-                                                            : std::vector<int32_t>{1, 2};
+        // 4 tokens: two segments of one token around a segment of two.
+        const std::vector<int32_t> indptr = tokens == 1   ? std::vector<int32_t>{0, 1}
+                                            : tokens == 2 ? std::vector<int32_t>{0, 1, 2}
+                                                          : std::vector<int32_t>{0, 1, 3, 4};
+        const std::vector<int32_t> seg_slots =
+            tokens == 1   ? std::vector<int32_t>{2}
+            : tokens == 2 ? (base_first ? std::vector<int32_t>{0, 1} : std::vector<int32_t>{1, 2})
+                          : (base_first ? std::vector<int32_t>{0, 2, 1} : std::vector<int32_t>{1, 0, 2});
         const auto b = random_bf16(rng, std::size_t(n));
         DeviceBuffer<uint16_t> dx(x), db(b), dy(std::vector<uint16_t>(std::size_t(tokens) * n, 0));
         DeviceBuffer<float> dxa(xa);
@@ -188,7 +214,7 @@ class TstQuantGemvCuda : public QObject {
         auto nonempty = [](auto v) { return v.empty() ? decltype(v)(1) : v; };
         DeviceBuffer<uint16_t> ds(nonempty(c.s16));
         DeviceBuffer<int32_t> dqw(nonempty(c.qweight)), dqz(nonempty(c.qzeros)), dg(nonempty(c.g_idx));
-        DeviceBuffer<uint8_t> dw8(nonempty(c.w8)), dws(std::vector<uint8_t>(quant_gemv_workspace_bytes(n), 0));
+        DeviceBuffer<uint8_t> dw8(nonempty(c.w8)), dws(std::vector<uint8_t>(quant_gemv_workspace_bytes(n, k, 128), 0));
         DeviceBuffer<float> dsc(nonempty(c.w_scale));
 
         auto lora = [&](bool device) {
@@ -301,9 +327,47 @@ class TstQuantGemvCuda : public QObject {
         QVERIFY(!quant_dequantize_supported(p, 0, n + 1));
     }
 
+    // Launches of different widths share one workspace in the runner: a narrow launch's partials must not land
+    // on a wider launch's counters. Narrow and wide GPTQ/AWQ launches alternate on one workspace; every launch
+    // must give the bits of its first run.
+    void one_workspace_for_all_widths() {
+        const int k = 4096;
+        std::vector<QuantCase> cases;
+        cases.emplace_back(QuantFormat::awq_int4, 256, k, 128, false, false, Fp8Scaling::block128, 1u);
+        cases.emplace_back(QuantFormat::gptq_int4, 3072, k, 128, false, true, Fp8Scaling::block128, 2u);
+        cases.emplace_back(QuantFormat::awq_int4, 1024, k, 128, false, false, Fp8Scaling::block128, 3u);
+        std::size_t ws_bytes = 0;
+        for (const auto& c : cases) ws_bytes = std::max(ws_bytes, quant_gemv_workspace_bytes(c.n, k, 128));
+        DeviceBuffer<uint8_t> dws(std::vector<uint8_t>(ws_bytes, 0));
+        std::mt19937 rng(4);
+        DeviceBuffer<uint16_t> dx(random_bf16(rng, std::size_t(2) * k));
+        std::vector<std::unique_ptr<DeviceBuffer<int32_t>>> qw, qz;
+        std::vector<std::unique_ptr<DeviceBuffer<uint16_t>>> sc, ys;
+        std::vector<QuantGemvParams> ps;
+        for (const auto& c : cases) {
+            qw.push_back(std::make_unique<DeviceBuffer<int32_t>>(c.qweight));
+            qz.push_back(std::make_unique<DeviceBuffer<int32_t>>(c.qzeros));
+            sc.push_back(std::make_unique<DeviceBuffer<uint16_t>>(c.s16));
+            ys.push_back(std::make_unique<DeviceBuffer<uint16_t>>(std::size_t(2) * c.n));
+            ps.push_back(c.params(dx.get(), k, ys.back()->get(), c.n, 2, qw.back()->get(), qz.back()->get(),
+                                  sc.back()->get(), nullptr, nullptr, nullptr, dws.get()));
+        }
+        std::vector<std::vector<uint16_t>> first(cases.size());
+        for (int round = 0; round < 3; ++round)
+            for (std::size_t i = 0; i < cases.size(); ++i) {
+                ys[i]->upload(std::vector<uint16_t>(std::size_t(2) * cases[i].n, 0x7fc1));  // no stale result passes
+                cuda_check(loradesk::kernels::quant_gemv(ps[i], nullptr), "quant_gemv launch");
+                cuda_check(cudaDeviceSynchronize(), "quant_gemv");
+                const auto got = ys[i]->download();
+                if (round == 0) first[i] = got;
+                QVERIFY2(std::find(got.begin(), got.end(), uint16_t(0x7fc1)) == got.end(), "an output was not written");
+                QVERIFY2(got == first[i], qPrintable(QString("case %1 round %2 changed").arg(i).arg(round)));
+            }
+    }
+
     void unsupported_shapes_are_refused() {
         QuantGemvParams p;
-        p.n_tokens = 3, p.n = 8, p.k = 128;
+        p.n_tokens = 5, p.n = 8, p.k = 128;
         QCOMPARE(loradesk::kernels::quant_gemv(p, nullptr), cudaErrorInvalidValue);
         QVERIFY(!quant_gemv_supported(p));
     }

@@ -210,7 +210,7 @@ class TstCudaRunner : public QObject {
         QCOMPARE(gpu.graph_stats().workspace_grows, 0);
     }
 
-    // Quantized checkpoints at 1 and 2 decode tokens, where the runner calls the quantized GEMV (q|k|v, gate|up
+    // Quantized checkpoints at 1 to 4 decode tokens, where the runner calls the quantized GEMV (q|k|v, gate|up
     // and down; tiny's o_proj has 192 inputs, which GPTQ's 128-groups do not divide, so it takes the dequantize
     // path): logits against the CPU runner's f32 dequantization, with a LoRA adapter on one row, graphs on.
     void quantized_decode_matches_cpu_runner_data() {
@@ -219,7 +219,7 @@ class TstCudaRunner : public QObject {
         QTest::addColumn<int>("batch");
         for (const char* p : {"tiny", "tiny-qwen2"})
             for (const std::string& q : model::synth_quant_names())
-                for (int b : {1, 2})
+                for (int b : {1, 2, 3, 4})
                     QTest::newRow(qPrintable(QString("%1 %2 b%3").arg(p, q.c_str()).arg(b)))
                         << QString(p) << QString(q.c_str()) << b;
     }
@@ -275,6 +275,53 @@ class TstCudaRunner : public QObject {
         qInfo("decode logits rel-L2 at most %.2e", worst);
         QCOMPARE(bad, 0);
         QCOMPARE(gpu.graph_stats().replays, 8);
+    }
+
+    // Sequences with the same prompt, prefilled one by one and decoded together, keep bit-identical logits rows
+    // (the property `loradeskd bench` checks at every step): nothing in a step may depend on a row's position
+    // or on which block of a split-K reduction finishes first. bf16 and every quantized path, 2 and 4 rows.
+    void identical_rows_stay_identical_data() {
+        QTest::addColumn<QString>("quant");
+        QTest::addColumn<int>("batch");
+        for (const char* q : {"", "awq", "gptq", "fp8"})
+            for (int b : {2, 4})
+                QTest::newRow(qPrintable(QString("%1 b%2").arg(*q ? q : "bf16").arg(b))) << QString(q) << b;
+    }
+    void identical_rows_stay_identical() {
+        QFETCH(QString, quant);
+        QFETCH(int, batch);
+        QTemporaryDir dir;
+        model::SynthOptions so;
+        so.preset = "tiny", so.out_dir = dir.path().toStdString(), so.seed = 4, so.quant = quant.toStdString();
+        const model::ModelConfig c = model::synth_model(so);
+        cuda::CudaRunner gpu(so.out_dir);
+        const int page_size = 16, n_pages = 8 * batch;
+        std::vector<int32_t> order(static_cast<std::size_t>(n_pages));
+        std::iota(order.begin(), order.end(), 0);
+        SequenceDriver d(gpu, n_pages, page_size, order);
+        std::vector<int32_t> prompt(40);
+        std::mt19937 rng(5);
+        for (auto& t : prompt) t = int32_t(rng() % uint32_t(c.vocab_size));
+        std::vector<SequenceDriver::Work> work;
+        std::vector<float> logits;
+        for (int b = 0; b < batch; ++b) {  // one prefill step per sequence, as the bench does
+            work.push_back({d.add_sequence(0), prompt});
+            d.step({work.back()}, false, logits);
+        }
+        for (int step = 0; step < 12; ++step) {
+            const int next = int(std::max_element(logits.begin(), logits.begin() + c.vocab_size) - logits.begin());
+            for (auto& w : work) w.tokens = {int32_t(next)};
+            d.step(work, false, logits);
+            for (int b = 1; b < batch; ++b)
+                for (int v = 0; v < c.vocab_size; ++v)
+                    if (logits[std::size_t(b) * c.vocab_size + v] != logits[std::size_t(v)])
+                        QFAIL(qPrintable(QString("decode step %1: row %2 differs from row 0 at logit %3 (%4 vs %5)")
+                                             .arg(step)
+                                             .arg(b)
+                                             .arg(v)
+                                             .arg(logits[std::size_t(b) * c.vocab_size + v])
+                                             .arg(logits[std::size_t(v)])));
+        }
     }
 
     // Decode graphs against eager steps of the same runner type: batch sizes on and across bucket edges

@@ -173,7 +173,7 @@ struct CudaRunner::Impl {
     void projection(const StepMeta& sm, int layer, int site, const uint16_t* w, const uint16_t* bias, const uint16_t* x,
                     int64_t x_stride, int in, int out, uint16_t* y, int64_t y_stride, int first_module, int n_modules,
                     bool swiglu);
-    // A quantized site at 1-2 tokens: sgmv_shrink (with LoRA), then quant_gemv per part with bias and the LoRA
+    // A quantized site at 1-4 tokens: sgmv_shrink (with LoRA), then quant_gemv per part with bias and the LoRA
     // expand in its epilogue. False, launching nothing, when the kernel does not take the shapes.
     bool quant_gemv_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
                          const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride, int first_module,

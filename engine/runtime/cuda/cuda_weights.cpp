@@ -111,7 +111,8 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
     items.push_back({{&w.embed()}, &embed});
     items.push_back({{&w.final_norm()}, &final_norm});
     if (!cfg.tie_word_embeddings) items.push_back({{&w.lm_head()}, &lm_head});
-    int64_t max_part_elems = 0, max_in = 0, max_out = 0, bf16_sites = 0;
+    int64_t max_part_elems = 0, max_in = 0, bf16_sites = 0;
+    std::size_t quant_ws_bytes = 0;
     std::string first_refusal;
     for (int l = 0; l < cfg.n_layers; ++l) {
         const auto& s = w.layer(l);
@@ -132,7 +133,9 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
                         qi.part_bytes.push_back(part_bytes(part));
                         max_part_elems = std::max(max_part_elems, int64_t(part.params.n) * part.params.k);
                         max_in = std::max(max_in, int64_t(part.params.k));
-                        max_out = std::max(max_out, int64_t(part.params.n));
+                        quant_ws_bytes = std::max(
+                            quant_ws_bytes,
+                            kernels::quant_gemv_workspace_bytes(part.params.n, part.params.k, part.params.group_size));
                     }
                     quant_items.push_back(std::move(qi));
                     return;
@@ -175,7 +178,7 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
     std::size_t quant_ws_offset = 0, scratch_offset = 0;
     if (!quant_items.empty()) {
         quant_ws_offset = total;
-        total += align_up(kernels::quant_gemv_workspace_bytes(int(max_out)));
+        total += align_up(quant_ws_bytes);
         scratch_offset = total;
         dequant_scratch_elems = std::max(std::min(max_part_elems, kDequantScratchCap), 8 * max_in);
         total += align_up(std::size_t(dequant_scratch_elems) * 2);
@@ -200,10 +203,9 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
         }
     }
     if (!quant_items.empty()) {
-        // The split-K workspace starts zeroed; every quant_gemv launch leaves it zeroed again.
+        // The split-K counters start zeroed; every quant_gemv launch leaves them zeroed again.
         quant_workspace = weights.data() + quant_ws_offset;
-        cuda_check(cudaMemset(quant_workspace, 0, kernels::quant_gemv_workspace_bytes(int(max_out))),
-                   "quantized workspace");
+        cuda_check(cudaMemset(quant_workspace, 0, quant_ws_bytes), "quantized workspace");
         dequant_scratch = reinterpret_cast<uint16_t*>(weights.data() + scratch_offset);
     }
     if (cfg.tie_word_embeddings) lm_head = embed;

@@ -1,5 +1,5 @@
 // Host-side packing of a layer's quantized projections for the CUDA runner's quantized kernels
-// (kernels/quant_gemv.h for 1-2 tokens, kernels/quant_dequant.h + cuBLAS otherwise). The kernels read the
+// (kernels/quant_gemv.h for 1-4 tokens, kernels/quant_dequant.h + cuBLAS otherwise). The kernels read the
 // checkpoint layouts (quant_params.h) unconverted, so packing is concatenation: the projections of one call site
 // (q|k|v, gate|up) become one matrix along out features when their layouts allow it (same groups and g_idx; fp8
 // block rows not split), else one part per projection, written into adjacent output columns. Scales become the
