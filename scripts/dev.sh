@@ -77,7 +77,7 @@ sanitize_tests=(
   tst_cpu_runner tst_sampler tst_memory_plan
   tst_server_parse tst_server_routes tst_server_stream tst_server_metrics tst_http_server tst_http_limits
   tst_tool_call_grammar tst_engine_serving tst_structured_output
-  tst_dequantize tst_quantized_model tst_step_plan tst_hub_cache
+  tst_dequantize tst_quantized_model tst_step_plan tst_quant_pack tst_hub_cache
 )
 
 sanitize() {
