@@ -20,14 +20,9 @@ import tempfile
 import torch
 from transformers import AutoModelForCausalLM
 
+from oracle_common import loradesk_logits, rel
+
 CASES = [("tiny", 40), ("tiny-llama", 40), ("tiny-qwen2", 40), ("tiny-mistral", 40), ("qwen3-0.6b", 24)]
-
-
-def ours(exe, model_dir, ids):
-    out = subprocess.run([exe, "logits", "--model", model_dir, "--device", "cuda", "--prompt-ids",
-                          ",".join(map(str, ids)), "--all-positions", "--json"], check=True, capture_output=True,
-                         text=True).stdout
-    return torch.tensor(json.loads(out)["logits"], dtype=torch.float32)
 
 
 def ours_greedy(exe, model_dir, ids, n):
@@ -35,10 +30,6 @@ def ours_greedy(exe, model_dir, ids, n):
                           ",".join(map(str, ids)), "--max-tokens", str(n), "--ignore-eos", "--json"],
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])["output_ids"]
-
-
-def rel(a, b):
-    return float((a - b).norm() / b.norm())
 
 
 def main():
@@ -64,7 +55,7 @@ def main():
         with torch.no_grad():
             ref = f32(input_ids=x).logits[0].float().cpu()
             hb = b16(input_ids=x).logits[0].float().cpu()
-        got = ours(args.loradeskd, d, ids)
+        got = loradesk_logits(args.loradeskd, d, ids)
         top1 = (got.argmax(-1) == ref.argmax(-1)).float().mean().item()
         r_ours, r_hf = rel(got, ref), rel(hb, ref)
         # The CUDA runner may not be further from f32 than transformers' bf16 path, within a factor 2.

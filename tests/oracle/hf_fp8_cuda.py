@@ -16,7 +16,6 @@ would be off by order 1), and the CUDA runner must stay within the bf16 bound of
 usage: hf_fp8_cuda.py /path/to/loradeskd [--workdir DIR]
 """
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -25,20 +24,11 @@ import tempfile
 import torch
 from transformers import AutoModelForCausalLM, FineGrainedFP8Config
 
+from oracle_common import loradesk_logits, rel
+
 # Presets whose in_features are whole 128-blocks or not: transformers' dequantizing loader refuses a partial input
 # block (tiny-qwen2's 352-wide down_proj), which Hub FP8 releases never have; tiny has one (o_proj, 192 inputs).
 CASES = [("tiny", 40), ("qwen3-0.6b", 24)]
-
-
-def ours(exe, model_dir, ids, device):
-    out = subprocess.run([exe, "logits", "--model", model_dir, "--device", device, "--prompt-ids",
-                          ",".join(map(str, ids)), "--all-positions", "--json"], check=True, capture_output=True,
-                         text=True).stdout
-    return torch.tensor(json.loads(out)["logits"], dtype=torch.float32)
-
-
-def rel(a, b):
-    return float((a - b).norm() / b.norm())
 
 
 def main():
@@ -73,8 +63,8 @@ def main():
             mode, kinds = "dequantized by transformers, f32", ["dequantize=True"]
             with torch.no_grad():
                 hb = hf(input_ids=torch.tensor([ids], device="cuda")).logits[0].float().cpu()
-        ref = ours(args.loradeskd, d, ids, "cpu")
-        got = ours(args.loradeskd, d, ids, "cuda")
+        ref = loradesk_logits(args.loradeskd, d, ids, "cpu")
+        got = loradesk_logits(args.loradeskd, d, ids, "cuda")
         r_cuda, r_hf = rel(got, ref), rel(hb, ref)
         top1 = (got.argmax(-1) == ref.argmax(-1)).float().mean().item()
         top1_hf = (hb.argmax(-1) == ref.argmax(-1)).float().mean().item()

@@ -2,6 +2,7 @@
 runner): running loradeskd, loading a synthesized base with transformers, creating PEFT adapters whose
 B is non-zero, and the error/near-tie measures. Needs torch, transformers and peft.
 """
+import json
 import subprocess
 
 import torch
@@ -58,6 +59,13 @@ def make_adapter(model_dir, config, out_dir, seed):
     peft_model.save_pretrained(out_dir)
     peft_model.eval()
     return peft_model
+
+
+def loradesk_logits(exe, model_dir, ids, device="cuda"):
+    """`loradeskd logits --all-positions` of a prompt: f32 [len(ids), vocab]."""
+    out = run([exe, "logits", "--model", model_dir, "--device", device, "--prompt-ids", ids_arg(ids),
+               "--all-positions", "--json"])
+    return torch.tensor(json.loads(out)["logits"], dtype=torch.float32)
 
 
 def rel(a, b):
