@@ -92,9 +92,10 @@ __device__ void lora_shrink_warp(const GemvParams& p, int wid, int lane) {
 // no waits; the barrier is within the block). So the launch completes whatever order CUDA dispatches the
 // blocks in and however few of them fit on the GPU beside other work (MPS, a display, another stream): one
 // resident block would run every unit and then its rows. No co-residency, occupancy-sized grid or
-// cooperative launch is assumed. PDL does not change this: a dependent kernel starts only after every block
-// of this one has exited (no block triggers early), and this kernel's blocks that start before their
-// predecessor ends wait in griddepcontrol.wait, before they claim anything.
+// cooperative launch is assumed. PDL does not change this: a dependent kernel's blocks are released only once
+// every block of this one has started (each triggers in pdl_wait()), so they never hold a slot one of ours
+// still needs, and they wait in griddepcontrol.wait; this kernel's blocks that start before their predecessor
+// ends wait there too, before they claim anything.
 // In the usual order the first blocks have published long before the others finish streaming their rows, so
 // a consumer pays one acquire load; claims by consumers only happen when the dispatch order is unusual.
 __device__ __forceinline__ int load_acquire(const int32_t* p) {

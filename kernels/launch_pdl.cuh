@@ -1,9 +1,12 @@
 // Kernel launch with programmatic dependent launch (PDL, sm_90): a kernel launched this way may be scheduled
-// while its predecessor in the stream is still finishing, hiding the launch latency and the ramp-up of each of
+// while its predecessor in the stream is still running, hiding the launch latency and the ramp-up of each of
 // the ~10 small kernels per layer of a decode step (also inside CUDA graphs, where PDL becomes a programmatic
-// edge). Every kernel of this library calls pdl_wait() before touching global memory, which blocks until the
-// predecessor grid has completed and its writes are visible — so correctness never depends on the attribute.
-// Private to kernels/.
+// edge). Every kernel of this library calls pdl_wait() before touching memory its predecessor may write, which
+// blocks until the predecessor grid has completed and its writes are visible — so correctness never depends on
+// the attribute. pdl_wait() then releases the next kernel at once (launch_dependents): once every block of this
+// grid has passed it, the next grid's blocks may take free SM slots and run their own prologue up to their
+// pdl_wait() while this grid works, instead of being launched only when it ends. All of this grid's blocks have
+// started by then, so none of them can be kept from a slot by the waiting ones. Private to kernels/.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -17,6 +20,7 @@ bool pdl_enabled();
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" :::);
 #endif
 }
 
