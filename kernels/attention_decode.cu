@@ -4,6 +4,11 @@
 // sub-tiles where each lane owns a key for Q·K (16-byte K loads, page resolved once per key) and head_dim/32
 // columns for P·V (coalesced V rows), with an online softmax per warp; the warps' (m, l, acc) are merged
 // through shared memory before the partial is written. head_dim 64/128/256, group <= 16.
+// At head_dim 128 with up to 4 query rows (Qwen3, Llama, Mistral), Q·K reads K coalesced instead: a half-warp
+// reads whole K rows with q's columns in registers, and a reduce-scatter hands each lane its key's score.
+// With AttentionParams::merge_counters, split items need no merge launch: the last block of each group to
+// finish (an atomic count per group and KV head) merges the group's partials in item order and writes the
+// output, so the result does not depend on which block finishes last.
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -24,6 +29,7 @@ constexpr int kKeys = 32;  // keys per warp sub-tile: one per lane
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr unsigned kFull = 0xffffffffu;
+constexpr int kMergeChunk = 8;  // partials the fused merge loads at once
 
 __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
@@ -117,6 +123,62 @@ __device__ __forceinline__ void qk_dot(const uint16_t* krow, bool valid, const f
     }
 }
 
+// Whether a shape takes the coalesced Q·K: 16 lanes x 8 columns cover a 128-wide row, and R rows x 16 keys of
+// partial dot products stay in registers up to R = 4.
+template <int HD, int R>
+constexpr bool kCoalescedQk = HD == 128 && R <= 4;
+
+// Q·K of one 32-key sub-tile, coalesced (kCoalescedQk shapes): half-warp h loads keys 16 h .. 16 h + 15 of the
+// sub-tile a whole 256-byte row per load instruction (lane sub = lane & 15 takes columns [8 sub, 8 sub + 8),
+// whose q values qr holds in registers), so one instruction touches 4 cache lines instead of 32 rows. Each lane
+// then holds 16 partial sums per row; a reduce-scatter over the half-warp (exchange half of them with lane ^ 8,
+// ^ 4, ^ 2, ^ 1, keeping the other half) leaves the full score of key `lane` in each lane — the layout of
+// qk_dot, which the softmax and P·V expect. Keys from n_valid on read zeros (their scores are masked later).
+template <int R>
+__device__ __forceinline__ void qk_coalesced(const uint16_t* k_head, int64_t slot_stride, int32_t slot, int n_valid,
+                                             const float (&qr)[R][8], float (&s)[R]) {
+    const int lane = threadIdx.x & 31, half = lane >> 4, sub = lane & 15;
+    float part[R][16];
+#pragma unroll
+    for (int j0 = 0; j0 < 16; j0 += 8) {
+        uint4 kr[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const int key = half * 16 + j0 + i;
+            const int32_t sj = __shfl_sync(kFull, slot, key);
+            kr[i] = key < n_valid ? __ldg(reinterpret_cast<const uint4*>(k_head + int64_t(sj) * slot_stride) + sub)
+                                  : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            float kf[8];
+            unpack_bf16(kr[i], kf);
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                float t = qr[r][0] * kf[0];
+#pragma unroll
+                for (int c = 1; c < 8; ++c) t = fmaf(qr[r][c], kf[c], t);
+                part[r][j0 + i] = t;
+            }
+        }
+    }
+    const bool b8 = sub & 8, b4 = sub & 4, b2 = sub & 2, b1 = sub & 1;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        float v8[8], v4[4], v2[2];
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+            v8[i] = (b8 ? part[r][i + 8] : part[r][i]) + __shfl_xor_sync(kFull, b8 ? part[r][i] : part[r][i + 8], 8);
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+            v4[i] = (b4 ? v8[i + 4] : v8[i]) + __shfl_xor_sync(kFull, b4 ? v8[i] : v8[i + 4], 4);
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+            v2[i] = (b2 ? v4[i + 2] : v4[i]) + __shfl_xor_sync(kFull, b2 ? v4[i] : v4[i + 2], 2);
+        s[r] = (b1 ? v2[1] : v2[0]) + __shfl_xor_sync(kFull, b1 ? v2[0] : v2[1], 1);
+    }
+}
+
 // acc[r][c] += sum_j P[j][r] * V[key j][lane's columns] over the sub-tile's n_valid keys; the slot of key j
 // comes from lane j (which resolved its page for Q·K). P of keys past n_valid is 0 and their V loads are
 // skipped (zeros), so pool contents there (possibly NaN) never reach acc.
@@ -168,12 +230,24 @@ struct ItemView {
 };
 
 // One warp's walk over its interleaved sub-tiles (keys kv_begin + (warp + W * i) * 32 + lane).
-template <int HD, int R, int W>
-__device__ __forceinline__ void warp_walk(const ItemView& v, const int (&q_pos)[R], const float* q_s, float* p_w,
-                                          WarpState<HD, R>& st) {
+// The page of this lane's first key (kv_begin + warp * 32 + lane), 0 past kv_end.
+__device__ __forceinline__ int32_t first_page(const ItemView& v) {
+    const int key = v.kv_begin + (threadIdx.x >> 5) * kKeys + (threadIdx.x & 31);
+    return key < v.kv_end ? __ldg(v.pages + key / v.page_size) : 0;
+}
+
+template <int HD, int R, int W, bool Co>
+__device__ __forceinline__ void warp_walk(const ItemView& v, int32_t page, const int (&q_pos)[R], const float* q_s,
+                                          float* p_w, WarpState<HD, R>& st) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float qr[Co ? R : 1][8];  // coalesced Q·K: this lane's 8 columns of every row of q
+    if constexpr (Co) {
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+            for (int c = 0; c < 8; ++c) qr[r][c] = q_s[r * HD + (lane & 15) * 8 + c];
+    }
     int key = v.kv_begin + warp * kKeys + lane;
-    int32_t page = key < v.kv_end ? __ldg(v.pages + key / v.page_size) : 0;
     for (int base = v.kv_begin + warp * kKeys; base < v.kv_end; base += W * kKeys, key += W * kKeys) {
         const bool valid = key < v.kv_end;
         const int32_t slot = page * v.page_size + key % v.page_size;
@@ -182,7 +256,10 @@ __device__ __forceinline__ void warp_walk(const ItemView& v, const int (&q_pos)[
         float s[R];
 #pragma unroll
         for (int r = 0; r < R; ++r) s[r] = 0.0f;
-        qk_dot<HD, R>(v.k_head + int64_t(slot) * v.slot_stride, valid, q_s, s);
+        if constexpr (Co)
+            qk_coalesced<R>(v.k_head, v.slot_stride, slot, min(kKeys, v.kv_end - base), qr, s);
+        else
+            qk_dot<HD, R>(v.k_head + int64_t(slot) * v.slot_stride, valid, q_s, s);
         float pr[R];
 #pragma unroll
         for (int r = 0; r < R; ++r) {
@@ -257,10 +334,67 @@ __device__ __forceinline__ void block_merge_write(const WarpState<HD, R>& st, fl
     }
 }
 
-template <int HD, int R, int W>
+// The fused merge (merge_counters set): after every block of the item's group has written its partial, the last
+// one to count itself in combines the group's partials in item order (as the merge kernel does) and writes the
+// tile's rows. Partials are read through L2 (__ldcg): other blocks wrote them, this block's L1 never held them.
+template <int HD>
+__device__ __forceinline__ void merge_if_last(const AttentionParams& p, const AttentionMergeGroup* groups,
+                                              const AttentionWorkItem& it, const float* ws, const RowSink& sink) {
+    __shared__ int last;
+    __threadfence();  // this block's partial is visible device-wide before it counts itself in
+    __syncthreads();
+    const AttentionMergeGroup g = groups[it.merge_group];
+    if (threadIdx.x == 0) {
+        int32_t* counter = p.merge_counters + int64_t(it.merge_group) * p.n_kv_heads + sink.kvh;
+        last = atomicAdd(counter, 1) == g.item_end - g.item_begin - 1;
+        if (last) atomicExch(counter, 0);  // every block of the group has counted: ready for the next launch
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    for (int idx = threadIdx.x; idx < sink.tile_rows * HD; idx += blockDim.x) {
+        const int r = idx / HD, d = idx - r * HD;
+        auto part = [&](int item) {
+            return ws + ((int64_t(item) * p.n_kv_heads + sink.kvh) * kAttentionTileRows + r) * (HD + 2);
+        };
+        // Items in chunks of kMergeChunk whose loads are all issued before their math: one L2 round trip per
+        // chunk and pass instead of one per item.
+        float mx = -INFINITY;
+        for (int i0 = g.item_begin; i0 < g.item_end; i0 += kMergeChunk) {
+            float m[kMergeChunk];
+#pragma unroll
+            for (int k = 0; k < kMergeChunk; ++k) m[k] = i0 + k < g.item_end ? __ldcg(part(i0 + k)) : -INFINITY;
+#pragma unroll
+            for (int k = 0; k < kMergeChunk; ++k) mx = fmaxf(mx, m[k]);
+        }
+        float l = 0.0f, a = 0.0f;
+        if (mx != -INFINITY)
+            for (int i0 = g.item_begin; i0 < g.item_end; i0 += kMergeChunk) {
+                float m[kMergeChunk], li[kMergeChunk], ai[kMergeChunk];
+#pragma unroll
+                for (int k = 0; k < kMergeChunk; ++k) {
+                    const bool in = i0 + k < g.item_end;
+                    const float* pi = part(i0 + k);
+                    m[k] = in ? __ldcg(pi) : -INFINITY, li[k] = in ? __ldcg(pi + 1) : 0.0f;
+                    ai[k] = in ? __ldcg(pi + 2 + d) : 0.0f;
+                }
+#pragma unroll
+                for (int k = 0; k < kMergeChunk; ++k) {
+                    const float w = m[k] == -INFINITY ? 0.0f : expf(m[k] - mx);
+                    l = fmaf(w, li[k], l), a = fmaf(w, ai[k], a);
+                }
+            }
+        const int row = sink.row_begin + r, tok = row / sink.group, h = sink.kvh * sink.group + row % sink.group;
+        __nv_bfloat16* out = reinterpret_cast<__nv_bfloat16*>(p.out) + int64_t(sink.q_begin + tok) * p.n_heads * HD +
+                             int64_t(h) * HD + d;
+        *out = __float2bfloat16_rn(l > 0.0f ? a / l : 0.0f);
+    }
+}
+
+template <int HD, int R, int W, bool Co>
 __global__ void __launch_bounds__(32 * W)
-    attention_decode_kernel(AttentionParams p, const AttentionWorkItem* items, float* ws, bool direct) {
-    detail::pdl_wait();
+    attention_decode_kernel(AttentionParams p, const AttentionWorkItem* items, const AttentionMergeGroup* groups,
+                            float* ws, bool direct) {
     extern __shared__ float4 smem4[];
     float* smem = reinterpret_cast<float*>(smem4);
     float* q_s = smem;                                            // [R][HD], scaled by scale * log2 e
@@ -277,6 +411,10 @@ __global__ void __launch_bounds__(32 * W)
                      p.k_pages + int64_t(kvh) * HD,
                      p.v_pages + int64_t(kvh) * HD,
                      int64_t(p.n_kv_heads) * HD};
+    // Everything above is step metadata written before the step's first kernel (attention_decode's contract), so
+    // it is read while the predecessor (q/k norm + RoPE + KV write) still runs; q and K/V only after the wait.
+    const int32_t page0 = first_page(v);
+    detail::pdl_wait();
     // Rows of the tile: token_in_seq * group + head_in_group. Decode has one pass (R >= group rows); tiles
     // of several tokens (not decode) still come out right, in several passes.
     const int tile_rows = min(kAttentionTileRows, n_q * group - it.row_begin);
@@ -311,73 +449,140 @@ __global__ void __launch_bounds__(32 * W)
             for (int c = 0; c < HD / 32; ++c) st.acc[r][c] = 0.0f;
         }
         __syncthreads();
-        warp_walk<HD, R, W>(v, q_pos, q_s, p_w, st);
+        warp_walk<HD, R, W, Co>(v, page0, q_pos, q_s, p_w, st);
         block_merge_write<HD, R, W>(st, smem, sink, r0);
     }
+    // Only split launches (4 warps) merge; the whole-sequence kernels (8 warps) never carry the merge code.
+    if constexpr (W == kSplitWarps) {
+        if (!direct && p.merge_counters) merge_if_last<HD>(p, groups, it, ws, sink);
+    }
 }
 
-template <int HD, int R, int W>
-cudaError_t launch_decode_warps(const AttentionParams& p, const AttentionWorkItem* items, int n_items, float* ws,
-                                bool direct, cudaStream_t stream) {
+// One launch's arguments, passed down the shape dispatch.
+struct DecodeLaunch {
+    const AttentionParams* p;
+    const AttentionWorkItem* items;
+    int n_items;
+    const AttentionMergeGroup* groups;
+    float* ws;
+    bool direct;  // every item is its row tile's only one (no split)
+    detail::DecodeQkLayout layout;
+    cudaStream_t stream;
+};
+
+template <int HD, int R, int W, bool Co>
+cudaError_t launch_decode_warps(const DecodeLaunch& l) {
     constexpr int smem = decode_smem_bytes<HD, R, W>();
     if constexpr (smem > 48 * 1024) {
-        cudaError_t e =
-            cudaFuncSetAttribute(attention_decode_kernel<HD, R, W>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        cudaError_t e = cudaFuncSetAttribute(attention_decode_kernel<HD, R, W, Co>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != cudaSuccess) return e;
     }
-    return detail::launch(attention_decode_kernel<HD, R, W>, dim3(n_items, p.n_kv_heads), 32 * W, smem, stream, p,
-                          items, ws, direct);
+    return detail::launch(attention_decode_kernel<HD, R, W, Co>, dim3(l.n_items, l.p->n_kv_heads), 32 * W, smem,
+                          l.stream, *l.p, l.items, l.groups, l.ws, l.direct);
 }
 
-// direct: every item is its row tile's only one (no split) -> 8 warps writing the output; else 4 + partials.
+// direct -> 8 warps writing the output; else 4 + partials.
+template <int HD, int R, bool Co>
+cudaError_t launch_decode_layout(const DecodeLaunch& l) {
+    return l.direct ? launch_decode_warps<HD, R, kWholeWarps, Co>(l) : launch_decode_warps<HD, R, kSplitWarps, Co>(l);
+}
+
+// Blocks of one instantiation that an SM holds at once (registers and shared memory decide; cached).
+template <int HD, int R, int W, bool Co>
+int resident_blocks() {
+    static const int n = [] {
+        int b = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, attention_decode_kernel<HD, R, W, Co>, 32 * W,
+                                                          decode_smem_bytes<HD, R, W>()) != cudaSuccess)
+            cudaGetLastError(), b = 1;
+        return b > 0 ? b : 1;
+    }();
+    return n;
+}
+
+int device_sms() {
+    int dev = 0, n = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        cudaGetLastError(), n = 1;
+    return n;
+}
+
+// The coalesced Q·K holds more registers (at R = 4: 225 against 110 per thread with 8 warps). Where that costs
+// resident blocks it only pays while the whole grid still runs in one wave (decode_attention_bench: Qwen3-8B
+// batch 32 x 512 keys, 256 blocks, 44.5 us coalesced against 39.8 us lane per key; batch 1 x 8192 keys in
+// 32 splits, 256 blocks of 4 warps, 43.7 against 52.4 us).
+template <int HD, int R, int W>
+bool coalesced_pays(const DecodeLaunch& l) {
+    const int co = resident_blocks<HD, R, W, true>(), lk = resident_blocks<HD, R, W, false>();
+    return co >= lk || int64_t(l.n_items) * l.p->n_kv_heads <= int64_t(co) * device_sms();
+}
+
 template <int HD, int R>
-cudaError_t launch_decode(const AttentionParams& p, const AttentionWorkItem* items, int n_items, float* ws, bool direct,
-                          cudaStream_t stream) {
-    return direct ? launch_decode_warps<HD, R, kWholeWarps>(p, items, n_items, ws, true, stream)
-                  : launch_decode_warps<HD, R, kSplitWarps>(p, items, n_items, ws, false, stream);
+cudaError_t launch_decode(const DecodeLaunch& l) {
+    if constexpr (kCoalescedQk<HD, R>) {
+        using detail::DecodeQkLayout;
+        if (l.layout == DecodeQkLayout::coalesced ||
+            (l.layout == DecodeQkLayout::automatic &&
+             (l.direct ? coalesced_pays<HD, R, kWholeWarps>(l) : coalesced_pays<HD, R, kSplitWarps>(l))))
+            return launch_decode_layout<HD, R, true>(l);
+    }
+    return launch_decode_layout<HD, R, false>(l);
 }
 
 template <int HD>
-cudaError_t launch_decode_rows(const AttentionParams& p, int group, const AttentionWorkItem* items, int n_items,
-                               float* ws, bool direct, cudaStream_t stream) {
-    if (group <= 1) return launch_decode<HD, 1>(p, items, n_items, ws, direct, stream);
-    if (group <= 2) return launch_decode<HD, 2>(p, items, n_items, ws, direct, stream);
-    if (group <= 4) return launch_decode<HD, 4>(p, items, n_items, ws, direct, stream);
+cudaError_t launch_decode_rows(const DecodeLaunch& l, int group) {
+    if (group <= 1) return launch_decode<HD, 1>(l);
+    if (group <= 2) return launch_decode<HD, 2>(l);
+    if (group <= 4) return launch_decode<HD, 4>(l);
     // 16 rows x 8 columns of accumulators would spill at head_dim 256: two passes of 8 rows instead.
     if constexpr (HD > 128) {
-        return launch_decode<HD, 8>(p, items, n_items, ws, direct, stream);
+        return launch_decode<HD, 8>(l);
     } else {
-        if (group <= 8) return launch_decode<HD, 8>(p, items, n_items, ws, direct, stream);
-        return launch_decode<HD, 16>(p, items, n_items, ws, direct, stream);
+        if (group <= 8) return launch_decode<HD, 8>(l);
+        return launch_decode<HD, 16>(l);
     }
 }
 
 }  // namespace
 
-cudaError_t attention_decode(const AttentionParams& p, const AttentionWorkItem* items, int n_items,
-                             const AttentionMergeGroup* groups, int n_groups, float* workspace, cudaStream_t stream) {
+namespace detail {
+
+cudaError_t attention_decode_with(const AttentionParams& p, const AttentionWorkItem* items, int n_items,
+                                  const AttentionMergeGroup* groups, int n_groups, float* workspace,
+                                  DecodeQkLayout layout, cudaStream_t stream) {
     if (!attention_decode_supported(p)) return cudaErrorInvalidValue;
     if (n_items == 0) return cudaSuccess;
     const int group = p.n_heads / p.n_kv_heads;
     // As many items as merge groups: each group (row tile) has exactly one item spanning its whole causal
     // horizon, so the block can normalise and write the output itself.
     const bool direct = n_items == n_groups;
+    const DecodeLaunch l{&p, items, n_items, groups, workspace, direct, layout, stream};
     cudaError_t e = cudaErrorInvalidValue;
     switch (p.head_dim) {
         case 64:
-            e = launch_decode_rows<64>(p, group, items, n_items, workspace, direct, stream);
+            e = launch_decode_rows<64>(l, group);
             break;
         case 128:
-            e = launch_decode_rows<128>(p, group, items, n_items, workspace, direct, stream);
+            e = launch_decode_rows<128>(l, group);
             break;
         case 256:
-            e = launch_decode_rows<256>(p, group, items, n_items, workspace, direct, stream);
+            e = launch_decode_rows<256>(l, group);
             break;
         default:
             break;
     }
-    if (e != cudaSuccess || direct) return e;
+    if (e != cudaSuccess || direct || p.merge_counters) return e;
     return detail::attention_merge(p, groups, n_groups, workspace, stream);
+}
+
+}  // namespace detail
+
+cudaError_t attention_decode(const AttentionParams& p, const AttentionWorkItem* items, int n_items,
+                             const AttentionMergeGroup* groups, int n_groups, float* workspace, cudaStream_t stream) {
+    return detail::attention_decode_with(p, items, n_items, groups, n_groups, workspace,
+                                         detail::DecodeQkLayout::automatic, stream);
 }
 
 bool attention_decode_supported(const AttentionParams& p) {

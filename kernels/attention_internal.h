@@ -15,4 +15,12 @@ namespace loradesk::kernels::detail {
 cudaError_t attention_merge(const AttentionParams& p, const AttentionMergeGroup* groups, int n_groups,
                             const float* workspace, cudaStream_t stream);
 
+// attention_decode's Q·K layout: automatic (what attention_decode does: coalesced at head_dim 128 with <= 4 rows
+// unless its registers cost a second wave), or forced — coalesced where it applies, else one lane per key.
+// decode_attention_bench compares them; everything else calls attention_decode.
+enum class DecodeQkLayout { automatic, coalesced, lane_per_key };
+cudaError_t attention_decode_with(const AttentionParams& p, const AttentionWorkItem* items, int n_items,
+                                  const AttentionMergeGroup* groups, int n_groups, float* workspace,
+                                  DecodeQkLayout layout, cudaStream_t stream);
+
 }  // namespace loradesk::kernels::detail

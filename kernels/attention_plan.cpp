@@ -24,9 +24,11 @@ void plan_split_seq(int s, int n_q, int kv_len, int group_size, int kv_chunk, At
     int n_rows = n_q * group_size;
     for (int row = 0; row < n_rows; row += kAttentionTileRows) {
         int horizon = tile_horizon(n_q, kv_len, group_size, row, kAttentionTileRows);
+        const auto gi = int32_t(plan.groups.size());
         AttentionMergeGroup g{s, row, int32_t(plan.items.size()), 0};
-        for (int k = 0; k < horizon; k += kv_chunk) plan.items.push_back({s, row, k, std::min(k + kv_chunk, horizon)});
-        if (horizon <= 0) plan.items.push_back({s, row, 0, 0});
+        for (int k = 0; k < horizon; k += kv_chunk)
+            plan.items.push_back({s, row, k, std::min(k + kv_chunk, horizon), gi});
+        if (horizon <= 0) plan.items.push_back({s, row, 0, 0, gi});
         g.item_end = int32_t(plan.items.size());
         plan.groups.push_back(g);
     }
@@ -79,10 +81,11 @@ void plan_attention_splits(const int32_t* qo_indptr, const int32_t* kv_indptr, c
             int horizon = std::max(tile_horizon(n_q, kv_len, group_size, row, kAttentionTileRows), 0);
             int per = (horizon + n_splits - 1) / n_splits;
             int chunk = std::max((per + 31) / 32 * 32, 32);
+            const auto gi = int32_t(plan.groups.size());
             AttentionMergeGroup g{s, row, int32_t(plan.items.size()), 0};
             for (int k = 0; k < n_splits; ++k) {
                 int b = std::min(k * chunk, horizon), e = std::min(b + chunk, horizon);
-                plan.items.push_back({s, row, b, e});
+                plan.items.push_back({s, row, b, e, gi});
             }
             g.item_end = int32_t(plan.items.size());
             plan.groups.push_back(g);

@@ -16,6 +16,7 @@ struct AttentionWorkItem {
     int32_t row_begin;  // row = token_in_seq * group_size + head_in_group
     int32_t kv_begin;   // keys [kv_begin, kv_end) of the sequence
     int32_t kv_end;
+    int32_t merge_group;  // index of the item's AttentionMergeGroup (the decode kernel's fused merge finds it so)
 };
 
 struct AttentionMergeGroup {
@@ -62,6 +63,11 @@ void plan_attention_mixed(const int32_t* qo_indptr, const int32_t* kv_indptr, co
 // Bytes of f32 workspace the plan needs: per item, per kv head, per row: m, l and head_dim sums.
 inline std::size_t attention_workspace_bytes(std::size_t n_items, int n_kv_heads, int head_dim) {
     return n_items * std::size_t(n_kv_heads) * kAttentionTileRows * std::size_t(head_dim + 2) * sizeof(float);
+}
+
+// int32 merge counters (AttentionParams::merge_counters) for plans of up to n_groups merge groups.
+inline std::size_t attention_decode_counters(std::size_t n_groups, int n_kv_heads) {
+    return n_groups * std::size_t(n_kv_heads);
 }
 
 }  // namespace loradesk::kernels

@@ -47,6 +47,10 @@ struct AttentionParams {
     int head_dim = 0;         // <= 256
     float scale = 1.0f;       // usually 1/sqrt(head_dim)
     uint16_t* out = nullptr;  // [n_tokens, n_heads * head_dim], dense
+    // attention_decode only, optional: one zeroed int32 per (merge group, KV head) of the largest plan. With it,
+    // the last block of each split group merges the partials itself (and zeroes its counter again) instead of a
+    // merge launch; see attention_decode_counters().
+    int32_t* merge_counters = nullptr;
 };
 
 // One LoRA target inside a (possibly fused) projection output: the columns

@@ -46,6 +46,9 @@ cudaError_t gemv(const GemvParams& p, cudaStream_t stream);
 // sequence has one query token (other batches still come out right, just slowly). Needs head_dim 64, 128
 // or 256, n_heads / n_kv_heads <= 16 and 16-byte aligned K/V pools; otherwise returns cudaErrorInvalidValue
 // without launching, and the caller uses attention(). attention_decode_supported(p) asks that up front.
+// The plan (items, groups) and the batch arrays (indptrs, page tables) are read before the kernel waits for its
+// predecessor (PDL): the kernel launched just before must not write them. With p.merge_counters, split plans
+// are merged by their last block instead of a merge launch.
 cudaError_t attention_decode(const AttentionParams& p, const AttentionWorkItem* items, int n_items,
                              const AttentionMergeGroup* groups, int n_groups, float* workspace, cudaStream_t stream);
 bool attention_decode_supported(const AttentionParams& p);

@@ -238,10 +238,12 @@ class TstKernelTwins : public QObject {
         QCOMPARE(plan.groups.size(), std::size_t(11));
         QCOMPARE(plan.groups[0].item_end - plan.groups[0].item_begin, 2);
         QCOMPARE(plan.items[1].kv_end, 101);
-        for (const auto& g : plan.groups) {
+        for (std::size_t gi = 0; gi < plan.groups.size(); ++gi) {
+            const auto& g = plan.groups[gi];
             int expect_begin = 0;
             for (int i = g.item_begin; i < g.item_end; ++i) {
                 QCOMPARE(plan.items[i].kv_begin, expect_begin);
+                QCOMPARE(plan.items[i].merge_group, int(gi));  // the decode kernel's fused merge relies on it
                 expect_begin = plan.items[i].kv_end;
             }
             if (g.seq == 1) {
@@ -263,12 +265,14 @@ class TstKernelTwins : public QObject {
         plan_attention_splits(qo.data(), kv_indptr.data(), last.data(), 3, 16, 4, n_splits, plan);
         QCOMPARE(plan.groups.size(), std::size_t(1 + 1 + 10));
         QCOMPARE(plan.items.size(), plan.groups.size() * std::size_t(n_splits));
-        for (const auto& g : plan.groups) {
+        for (std::size_t gi = 0; gi < plan.groups.size(); ++gi) {
+            const auto& g = plan.groups[gi];
             QCOMPARE(g.item_end - g.item_begin, n_splits);
             int expect_begin = 0;
             for (int i = g.item_begin; i < g.item_end; ++i) {
                 const auto& it = plan.items[std::size_t(i)];
                 QCOMPARE(it.kv_begin, expect_begin);
+                QCOMPARE(it.merge_group, int(gi));
                 QVERIFY(it.kv_end >= it.kv_begin);
                 QVERIFY(it.kv_begin % 32 == 0 || it.kv_begin == it.kv_end);
                 expect_begin = it.kv_end;

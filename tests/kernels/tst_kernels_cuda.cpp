@@ -273,11 +273,28 @@ class TstKernelsCuda : public QObject {
         DeviceBuffer<AttentionWorkItem> d_items(plan.items);
         DeviceBuffer<AttentionMergeGroup> d_groups(plan.groups);
         DeviceBuffer<float> d_ws(std::vector<float>(attention_workspace_bytes(plan.items.size(), n_kv, hd) / 4, NAN));
-        const AttentionParams& d = dev.p;
+        AttentionParams d = dev.p;
         QVERIFY(attention_decode_supported(d));
-        sync_check(loradesk::kernels::attention_decode(d, d_items.get(), int(plan.items.size()), d_groups.get(),
-                                                       int(plan.groups.size()), d_ws.get(), nullptr));
-        const auto got = to_f32(dev.out.download()), want = to_f32(out);
+        // Three launches on one NaN-poisoned output each: the merge kernel, then the fused merge twice (its
+        // counters must be back at zero after each launch, or the second launch would merge too early).
+        DeviceBuffer<int32_t> counters(std::vector<int32_t>(attention_decode_counters(plan.groups.size(), n_kv), 0));
+        for (const char* mode : {"merge kernel", "fused merge", "fused merge again"}) {
+            d.merge_counters = mode[0] == 'f' ? counters.get() : nullptr;
+            dev.out.upload(std::vector<uint16_t>(out.size(), kNanBf16));
+            sync_check(loradesk::kernels::attention_decode(d, d_items.get(), int(plan.items.size()), d_groups.get(),
+                                                           int(plan.groups.size()), d_ws.get(), nullptr));
+            for (int32_t c : counters.download()) QCOMPARE(c, 0);
+            check_decode_output(mode, dev.out.download(), out, batch, seqs, plan, n_heads, hd, n_empty);
+            if (QTest::currentTestFailed()) return;
+        }
+    }
+
+    static void check_decode_output(const char* mode, const std::vector<uint16_t>& got_bf16,
+                                    const std::vector<uint16_t>& out, const PagedBatch& batch,
+                                    const std::vector<std::pair<int, int>>& seqs, const AttentionPlan& plan,
+                                    int n_heads, int hd, int n_empty) {
+        const int n = batch.n_tokens();
+        const auto got = to_f32(got_bf16), want = to_f32(out);
         // Worst (token, head) row by max abs error, so a failure names the sequence and head that differ.
         double worst = -1;
         int worst_t = -1, worst_h = -1;
@@ -292,7 +309,7 @@ class TstKernelsCuda : public QObject {
         int seq = 0;
         while (seq + 1 < batch.n_seqs() && batch.qo_indptr[seq + 1] <= worst_t) ++seq;
         QVERIFY2(err < kBf16Tol && worst < 0.05,
-                 qPrintable(QString("rel err %1; worst row: token %2 (seq %3, kv_len %4) head %5 max abs err %6; "
+                 qPrintable(QString("%10: rel err %1; worst row: token %2 (seq %3, kv_len %4) head %5 max abs err %6; "
                                     "%7 items (%8 empty), %9 groups")
                                 .arg(err)
                                 .arg(worst_t)
@@ -302,7 +319,8 @@ class TstKernelsCuda : public QObject {
                                 .arg(worst)
                                 .arg(plan.items.size())
                                 .arg(n_empty)
-                                .arg(plan.groups.size())));
+                                .arg(plan.groups.size())
+                                .arg(mode)));
     }
 
     // Shapes the decode kernel does not take come back as cudaErrorInvalidValue without a launch (the caller

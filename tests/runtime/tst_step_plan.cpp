@@ -149,15 +149,23 @@ class TstStepPlan : public QObject {
         QTest::addColumn<int>("max_items");
         QTest::addColumn<bool>("whole");
         QTest::addColumn<int>("want");
-        QTest::newRow("batch 1, 512 keys, whole sequence") << 1 << 4 << 8 << 512 << 4096 << true << 1;
+        // Decode kernel (whole): the decode_attention_bench table at Qwen3-8B (group 4) and 0.6B (group 2) shapes.
+        QTest::newRow("batch 1, 256 keys: one block") << 1 << 4 << 8 << 256 << 4096 << true << 1;
+        QTest::newRow("batch 1, 511 keys: two splits become one") << 1 << 4 << 8 << 511 << 4096 << true << 1;
+        QTest::newRow("batch 1, 512 keys") << 1 << 4 << 8 << 512 << 4096 << true << 4;
+        QTest::newRow("batch 1, 1024 keys") << 1 << 4 << 8 << 1024 << 4096 << true << 8;
+        QTest::newRow("batch 1, 4096 keys: at most 16") << 1 << 4 << 8 << 4096 << 4096 << true << 16;
+        QTest::newRow("batch 8, 2048 keys: two waves") << 8 << 4 << 8 << 2048 << 4096 << true << 4;
+        QTest::newRow("batch 16, 4096 keys, group 2: four waves") << 16 << 2 << 8 << 4096 << 4096 << true << 4;
+        QTest::newRow("batch 32, 2048 keys: one wave already") << 32 << 4 << 8 << 2048 << 4096 << true << 1;
+        QTest::newRow("group 32: two row tiles") << 256 << 32 << 2 << 4096 << 4096 << true << 1;
+        QTest::newRow("decode kernel within the workspace") << 4 << 4 << 8 << 4096 << 16 << true << 4;
+        // Split kernel only (no decode kernel for the shape).
         QTest::newRow("batch 1, 512 keys, split kernel only") << 1 << 4 << 8 << 512 << 4096 << false << 8;
-        QTest::newRow("batch 1, 1024 keys (edge)") << 1 << 4 << 8 << 1024 << 4096 << true << 1;
-        QTest::newRow("batch 1, 1025 keys") << 1 << 4 << 8 << 1025 << 4096 << true << 8;
-        QTest::newRow("batch 1, 4096 keys") << 1 << 4 << 8 << 4096 << 4096 << true << 16;
-        QTest::newRow("batch 32, 2048 keys") << 32 << 4 << 8 << 2048 << 4096 << true << 8;
-        QTest::newRow("batch 256, 32k keys: workspace") << 256 << 4 << 8 << 32768 << 4096 << true << 16;
-        QTest::newRow("group 32: two row tiles") << 256 << 32 << 2 << 4096 << 4096 << true << 8;
-        QTest::newRow("one split does not fit") << 256 << 32 << 2 << 4096 << 256 << true << 1;
+        QTest::newRow("split kernel, batch 1, 4096 keys") << 1 << 4 << 8 << 4096 << 4096 << false << 16;
+        QTest::newRow("split kernel, batch 32, 2048 keys") << 32 << 4 << 8 << 2048 << 4096 << false << 8;
+        QTest::newRow("split kernel, batch 256, 32k keys: workspace") << 256 << 4 << 8 << 32768 << 4096 << false << 16;
+        QTest::newRow("one split does not fit") << 256 << 32 << 2 << 4096 << 256 << false << 1;
     }
     void decode_splits() {
         QFETCH(int, n_seqs);

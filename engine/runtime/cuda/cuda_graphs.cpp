@@ -45,8 +45,9 @@ void CudaRunner::Impl::allocate_workspace(int n_tokens, int n_logits, int n_item
         std::size_t(ws_logits) * H * 2,                   // logit rows
         std::size_t(ws_logits) * cfg.vocab_size * 4,      // logits
         kernels::attention_workspace_bytes(std::size_t(ws_att_items), cfg.n_kv_heads, cfg.head_dim),
-        std::size_t(ws_logits) * 4,             // greedy ids
-        std::size_t(cfg.n_layers) * 4 * 2 * 4,  // gemv LoRA handshakes
+        kernels::attention_decode_counters(std::size_t(ws_att_items), cfg.n_kv_heads) * 4,  // groups <= items
+        std::size_t(ws_logits) * 4,                                                         // greedy ids
+        std::size_t(cfg.n_layers) * 4 * 2 * 4,                                              // gemv LoRA handshakes
         kCublasWorkspace,
     };
     std::size_t total = 0;
@@ -70,6 +71,10 @@ void CudaRunner::Impl::allocate_workspace(int n_tokens, int n_logits, int n_item
     logit_rows = reinterpret_cast<uint16_t*>(take());
     logits = reinterpret_cast<float*>(take());
     att_ws = reinterpret_cast<float*>(take());
+    att_counters = reinterpret_cast<int32_t*>(take());  // zero, then reset by the blocks that merge
+    cuda_check(
+        cudaMemset(att_counters, 0, kernels::attention_decode_counters(std::size_t(ws_att_items), cfg.n_kv_heads) * 4),
+        "cudaMemset");
     greedy = reinterpret_cast<int32_t*>(take());
     gemv_sync = reinterpret_cast<int32_t*>(take());
     cuda_check(cudaMemset(gemv_sync, 0, std::size_t(cfg.n_layers) * 4 * 2 * 4), "cudaMemset");  // then self-resetting
@@ -90,7 +95,7 @@ void CudaRunner::Impl::plan_workspace() {
     // Meta: per-token arrays, per-sequence arrays (a sequence has >= 1 token), plan structs, page tables.
     const std::size_t groups = std::size_t(tokens) * tiles_per_token + std::size_t(tokens);
     const std::size_t kv = 2 * std::size_t(n_pages + 1) + 2 * std::size_t(tokens);
-    const std::size_t ints = 16 * std::size_t(tokens) + 64 + 4 * (std::size_t(ws_att_items) + groups) + kv;
+    const std::size_t ints = 16 * std::size_t(tokens) + 64 + kItemInts * std::size_t(ws_att_items) + 4 * groups + kv;
     ws_meta = int(ints);
     meta_arena.allocate(ints * 4, "the step metadata");
     meta = reinterpret_cast<int32_t*>(meta_arena.data());

@@ -138,6 +138,7 @@ struct CudaRunner::Impl {
     uint16_t *xn = nullptr, *qkv = nullptr, *attn = nullptr, *proj = nullptr, *gate_up = nullptr, *act = nullptr;
     uint16_t* logit_rows = nullptr;
     float *xa = nullptr, *logits = nullptr, *att_ws = nullptr;
+    int32_t* att_counters = nullptr;  // attention_decode's fused merge (AttentionParams::merge_counters)
     int32_t *meta = nullptr, *greedy = nullptr;
     int32_t* gemv_sync = nullptr;       // [n_layers][4 LoRA sites][2]: fused-LoRA counters, zeroed at each step's start
     PinnedBuffer h_meta, h_out, h_ids;  // h_ids: forward_sampled's argmax ids

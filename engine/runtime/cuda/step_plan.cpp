@@ -13,9 +13,12 @@ constexpr int kKvChunk = 256;  // keys per eager attention work item (split-K gr
 // fill one at GQA group 4); shorter ones, decode rows included, to the split-K kernels.
 constexpr int kPrefillMinQ = 16;
 constexpr int kMaxSplits = 64;
-constexpr int kKeysPerSplit = 256;        // long contexts get more splits so that no block walks them alone
-constexpr int kWholeSequenceKeys = 1024;  // up to this context, one block per sequence and KV head (no split)
-constexpr int kSegTokens = 4;             // graph LoRA segments are cut to this many tokens (one SGMV block row)
+constexpr int kKeysPerSplit = 256;  // split kernel (attention()): long contexts get more splits
+// Decode kernel (decode_attention_bench sweep, docs/kernel-benchmarks.md): about one split per 128 keys, at most
+// 16, and no more blocks than 2 waves (4 at <= 2 query rows per KV head, whose blocks are lighter).
+constexpr int kDecodeKeysPerSplit = 128;
+constexpr int kMaxDecodeSplits = 16;
+constexpr int kSegTokens = 4;  // graph LoRA segments are cut to this many tokens (one SGMV block row)
 
 int pow2_at_least(int v) {
     int p = 1;
@@ -48,10 +51,12 @@ MetaLayout meta_layout(const StepShape& sh, std::size_t n_kv_indices) {
     L.token_ids = take(n), L.positions = take(n), L.kv_slots = take(n);
     L.qo = take(seqs + 1), L.kv_indptr = take(seqs + 1), L.last = take(seqs);
     L.seg_indptr = take(segs + 1), L.seg_slot = take(segs), L.logits = take(std::size_t(sh.n_logits));
-    static_assert(sizeof(kernels::AttentionWorkItem) == 16 && sizeof(kernels::AttentionMergeGroup) == 16);
+    static_assert(sizeof(kernels::AttentionWorkItem) == 4 * kItemInts && sizeof(kernels::AttentionMergeGroup) == 16);
     static_assert(sizeof(kernels::PrefillTile) == 8);
     at = (at + 3) / 4 * 4;  // 16-byte alignment for the plan structs
-    L.items = take(4 * std::size_t(sh.n_items)), L.groups = take(4 * std::size_t(sh.n_groups));
+    L.items = take(kItemInts * std::size_t(sh.n_items));
+    at = (at + 3) / 4 * 4;
+    L.groups = take(4 * std::size_t(sh.n_groups));
     L.tiles = take(2 * std::size_t(sh.n_tiles));
     L.kv_indices = take(n_kv_indices);
     L.total = at;
@@ -158,16 +163,24 @@ void lora_segments(const ForwardBatch& b, int max_tokens, std::vector<int32_t>& 
 
 int decode_attention_splits(const DecodeSplitShape& s) {
     const int tiles = (s.group_size + kernels::kAttentionTileRows - 1) / kernels::kAttentionTileRows;
-    const int blocks = s.n_seqs * tiles * s.n_kv_heads;
-    // About one split per kKeysPerSplit keys (like the eager chunking), and up to 8 more when the batch alone
-    // would leave most SMs idle (about two waves); each split costs a partial that the merge must read back.
-    const int fill = pow2_at_least((s.n_sms + blocks - 1) / blocks);
-    const int per_keys = pow2_at_least((s.max_kv + kKeysPerSplit - 1) / kKeysPerSplit);
-    int splits =
-        std::min(std::max(per_keys, std::min(fill, std::min(8, pow2_at_least((s.max_kv + 63) / 64)))), kMaxSplits);
-    // Up to kWholeSequenceKeys keys the decode kernel walks a sequence in one 8-warp block and writes the output
-    // itself: at batch 1 the split-K partials and the merge launch cost more than the parallelism buys.
-    if (s.max_kv <= kWholeSequenceKeys && s.whole_sequence) splits = 1;
+    const int blocks = s.n_seqs * tiles * s.n_kv_heads;  // per split
+    int splits = 1;
+    if (s.whole_sequence) {
+        // The decode kernel: one 8-warp block per sequence and KV head walks short contexts fastest; beyond, the
+        // walk is the bound and splits of ~128 keys (4-warp blocks, merged by the group's last block) win while
+        // the grid stays within a few waves. Two splits never beat one 8-warp block.
+        while (splits < kMaxDecodeSplits && 2 * splits * kDecodeKeysPerSplit <= s.max_kv) splits *= 2;
+        const int64_t max_blocks = int64_t(s.n_sms) * (s.group_size <= 2 ? 4 : 2);
+        while (splits > 1 && int64_t(blocks) * splits > max_blocks) splits /= 2;
+        if (splits == 2) splits = 1;
+    } else {
+        // The split kernel: about one split per kKeysPerSplit keys, and up to 8 more when the batch alone would
+        // leave most SMs idle (about two waves); each split costs a partial that the merge must read back.
+        const int fill = pow2_at_least((s.n_sms + blocks - 1) / blocks);
+        const int per_keys = pow2_at_least((s.max_kv + kKeysPerSplit - 1) / kKeysPerSplit);
+        splits =
+            std::min(std::max(per_keys, std::min(fill, std::min(8, pow2_at_least((s.max_kv + 63) / 64)))), kMaxSplits);
+    }
     while (splits > 1 && s.n_seqs * tiles * splits > s.max_items) splits /= 2;
     return splits;
 }

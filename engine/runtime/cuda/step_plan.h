@@ -18,6 +18,8 @@ namespace loradesk::runtime::cuda {
 inline constexpr int kGraphBuckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 // Split-K partials the workspace is planned for (about 66 KB each at 8 KV heads x 128).
 inline constexpr int kPlannedAttentionItems = 4096;
+// int32 words of one kernels::AttentionWorkItem in the step metadata.
+inline constexpr std::size_t kItemInts = sizeof(kernels::AttentionWorkItem) / 4;
 
 // What the planner needs from the model, the KV pool and the device; fixed for a runner once the pool exists.
 struct PlannerConfig {
@@ -88,12 +90,13 @@ struct DecodeSplitShape {
     int max_kv = 1;  // longest context in keys
     int n_sms = 1;
     int max_items = kPlannedAttentionItems;
-    bool whole_sequence = false;  // the decode kernel may walk short contexts in one block (decode_kernel)
+    bool whole_sequence = false;  // the decode kernel runs the step (decode_kernel): its own split table
 };
 
-// Split-K ranges per row tile for a decode step: about one per 256 keys, more when the batch alone would
-// leave most SMs idle, none up to 1,024 keys when whole_sequence, at most 64 and within max_items.
-// The result may still exceed max_items when even one split does not fit.
+// Split-K ranges per row tile for a decode step. Decode kernel (whole_sequence): one per ~128 keys, at most 16,
+// none up to 511 keys, and no more blocks than 2 waves of the SMs (4 waves at group <= 2). Split kernel: about one
+// per 256 keys, more when the batch alone would leave most SMs idle, at most 64. Both within max_items; the
+// result may still exceed max_items when even one split does not fit.
 int decode_attention_splits(const DecodeSplitShape& s);
 
 // The smallest graph bucket >= n_seqs within the token and logits limits; 0 when none is.
