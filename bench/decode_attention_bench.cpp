@@ -99,7 +99,8 @@ double time_graph(const SweepCase& c, const Variant& v, const AttentionWorkItem*
 void sweep(const Shape& m, int batch, int ctx, int n_sms, bool quick) {
     std::mt19937 rng(batch * 131 + ctx + m.n_heads);
     const int group = m.n_heads / m.n_kv;
-    const PagedBatch b = make_paged_batch(rng, std::vector<std::pair<int, int>>(std::size_t(batch), {1, ctx}), kPageSize);
+    const PagedBatch b =
+        make_paged_batch(rng, std::vector<std::pair<int, int>>(std::size_t(batch), {1, ctx}), kPageSize);
     const std::size_t slot = std::size_t(m.n_kv) * kHeadDim, copy = 2 * std::size_t(b.n_pages) * kPageSize * slot;
     SweepCase c;
     c.pool_elems = copy;
@@ -121,7 +122,8 @@ void sweep(const Shape& m, int batch, int ctx, int n_sms, bool quick) {
     if (twin) {  // the C++ twin over copy 0
         AttentionParams h = host_attention_params(b, q_host, m.n_heads * kHeadDim, host, host, m.n_heads, m.n_kv,
                                                   kHeadDim, 1.0f / std::sqrt(float(kHeadDim)), want.data());
-        std::vector<uint16_t> k(host.begin(), host.begin() + long(copy / 2)), v(host.begin() + long(copy / 2), host.end());
+        std::vector<uint16_t> k(host.begin(), host.begin() + long(copy / 2)),
+            v(host.begin() + long(copy / 2), host.end());
         h.k_pages = k.data(), h.v_pages = v.data();
         ref::attention(h);
     }
@@ -134,8 +136,8 @@ void sweep(const Shape& m, int batch, int ctx, int n_sms, bool quick) {
 
     const int chosen = loradesk::runtime::cuda::decode_attention_splits(
         {batch, group, m.n_kv, ctx, n_sms, loradesk::runtime::cuda::kPlannedAttentionItems, true});
-    std::printf("%-10s batch %3d ctx %5d (%d copies, %.0f MB each; planner: %d splits)\n", m.name, batch, ctx,
-                c.layers, copy * 2 / 1e6, chosen);
+    std::printf("%-10s batch %3d ctx %5d (%d copies, %.0f MB each; planner: %d splits)\n", m.name, batch, ctx, c.layers,
+                copy * 2 / 1e6, chosen);
     const std::size_t n_counters = attention_decode_counters(std::size_t(batch), m.n_kv);
     DeviceBuffer<int32_t> counters(std::vector<int32_t>(n_counters, 0));
     for (int splits : {1, 2, 4, 8, 16, 32, 64}) {
@@ -149,31 +151,31 @@ void sweep(const Shape& m, int batch, int ctx, int n_sms, bool quick) {
         DeviceBuffer<float> ws(attention_workspace_bytes(plan.items.size(), m.n_kv, kHeadDim) / 4);
         std::string line = "  splits " + std::to_string(splits) + (splits == chosen ? " *" : "  ");
         for (const Variant& v : kVariants) {
-                if (splits == 1 && !v.fused) continue;  // one split writes the output itself either way
-                // Check first: copy 0, NaN-poisoned output.
-                cuda_check(cudaMemcpy(c.out.get(), std::vector<uint16_t>(q_host.size(), kNanBf16).data(),
-                                      q_host.size() * 2, cudaMemcpyHostToDevice),
-                           "poison");
-                AttentionParams pc = p;
-                pc.merge_counters = v.fused ? counters.get() : nullptr;
-                cuda_check(detail::attention_decode_with(pc, items.get(), int(plan.items.size()), groups.get(),
-                                                         int(plan.groups.size()), ws.get(), v.layout, nullptr),
-                           "attention_decode");
-                cuda_check(cudaDeviceSynchronize(), "attention_decode");
-                const auto got = c.out.download();
-                if (!twin && splits == 1 && &v == kVariants) want = got;  // the reference for the large cases
-                const double err = rel_l2(to_f32(got), to_f32(want));
-                if (!(err < 1e-2)) {
-                    std::printf("CHECK FAILED: %s batch %d ctx %d splits %d %s: rel err %g\n", m.name, batch, ctx,
-                                splits, v.name, err);
-                    std::exit(1);
-                }
-                const double us = time_graph(c, v, items.get(), int(plan.items.size()), groups.get(),
-                                             int(plan.groups.size()), ws.get(), counters.get());
-                char buf[64];
-                std::snprintf(buf, sizeof buf, "  %s %6.1f", v.name, us);
-                line += buf;
+            if (splits == 1 && !v.fused) continue;  // one split writes the output itself either way
+            // Check first: copy 0, NaN-poisoned output.
+            cuda_check(cudaMemcpy(c.out.get(), std::vector<uint16_t>(q_host.size(), kNanBf16).data(), q_host.size() * 2,
+                                  cudaMemcpyHostToDevice),
+                       "poison");
+            AttentionParams pc = p;
+            pc.merge_counters = v.fused ? counters.get() : nullptr;
+            cuda_check(detail::attention_decode_with(pc, items.get(), int(plan.items.size()), groups.get(),
+                                                     int(plan.groups.size()), ws.get(), v.layout, nullptr),
+                       "attention_decode");
+            cuda_check(cudaDeviceSynchronize(), "attention_decode");
+            const auto got = c.out.download();
+            if (!twin && splits == 1 && &v == kVariants) want = got;  // the reference for the large cases
+            const double err = rel_l2(to_f32(got), to_f32(want));
+            if (!(err < 1e-2)) {
+                std::printf("CHECK FAILED: %s batch %d ctx %d splits %d %s: rel err %g\n", m.name, batch, ctx, splits,
+                            v.name, err);
+                std::exit(1);
             }
+            const double us = time_graph(c, v, items.get(), int(plan.items.size()), groups.get(),
+                                         int(plan.groups.size()), ws.get(), counters.get());
+            char buf[64];
+            std::snprintf(buf, sizeof buf, "  %s %6.1f", v.name, us);
+            line += buf;
+        }
         std::printf("%s  (us per layer)\n", line.c_str());
     }
 }
@@ -184,9 +186,10 @@ int main(int argc, char** argv) {
     const bool quick = argc > 1 && std::string_view(argv[1]) == "--quick";
     cudaDeviceProp prop{};
     cuda_check(cudaGetDeviceProperties(&prop, 0), "device");
-    std::printf("%s, %d SMs. auto = attention_decode's own Q.K layout choice, co = coalesced Q.K, lk = lane per key; "
-                "fused = merge counters, merge = merge kernel.\n",
-                prop.name, prop.multiProcessorCount);
+    std::printf(
+        "%s, %d SMs. auto = attention_decode's own Q.K layout choice, co = coalesced Q.K, lk = lane per key; "
+        "fused = merge counters, merge = merge kernel.\n",
+        prop.name, prop.multiProcessorCount);
     const Shape shapes[] = {{"qwen3-8b", 32, 8}, {"qwen3-0.6b", 16, 8}};
     for (const Shape& m : shapes)
         for (int batch : {1, 2, 4, 8, 16, 32, 64})

@@ -414,6 +414,16 @@ __global__ void __launch_bounds__(32 * W)
     // Everything above is step metadata written before the step's first kernel (attention_decode's contract), so
     // it is read while the predecessor (q/k norm + RoPE + KV write) still runs; q and K/V only after the wait.
     const int32_t page0 = first_page(v);
+    {  // this lane's first key's K and V rows into L2 (an L2 prefetch is safe even for the slot the predecessor
+       // writes: L2 is where its write lands)
+        const int key = v.kv_begin + (threadIdx.x >> 5) * kKeys + (threadIdx.x & 31);
+        if (key < v.kv_end) {
+            const int64_t off = int64_t(page0 * v.page_size + key % v.page_size) * v.slot_stride;
+#pragma unroll
+            for (int c = 0; c < HD; c += 64)
+                detail::prefetch_l2(v.k_head + off + c), detail::prefetch_l2(v.v_head + off + c);
+        }
+    }
     detail::pdl_wait();
     // Rows of the tile: token_in_seq * group + head_in_group. Decode has one pass (R >= group rows); tiles
     // of several tokens (not decode) still come out right, in several passes.

@@ -24,6 +24,10 @@ __device__ __forceinline__ void pdl_wait() {
 #endif
 }
 
+// Asks L2 for the line holding ptr without waiting for it: kernels name the first weights they will stream
+// before their pdl_wait(), so that DRAM latency overlaps the predecessor (weights never depend on it).
+__device__ __forceinline__ void prefetch_l2(const void* ptr) { asm volatile("prefetch.global.L2 [%0];" ::"l"(ptr)); }
+
 template <typename... Params, typename... Args>
 cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
                    Args&&... args) {

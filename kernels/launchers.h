@@ -37,7 +37,8 @@ cudaError_t masked_argmax(const float* logits, int n_rows, int vocab, const uint
 cudaError_t attention(const AttentionParams& p, const AttentionWorkItem* items, int n_items,
                       const AttentionMergeGroup* groups, int n_groups, float* workspace, cudaStream_t stream);
 
-// Skinny GEMM with fused bias / SwiGLU / LoRA epilogues (GemvParams); gemv_supported says whether the
+// Skinny GEMM with fused bias / SwiGLU / LoRA epilogues (GemvParams); its first weights are read before the PDL
+// wait, so the kernel launched just before must not write p.w. gemv_supported says whether the
 // shapes and alignment allow it (callers fall back to cuBLAS + the separate kernels otherwise).
 bool gemv_supported(const GemvParams& p);
 cudaError_t gemv(const GemvParams& p, cudaStream_t stream);

@@ -13,7 +13,8 @@ namespace loradesk::kernels {
 // 32 up to 1024 that divides k, 16-byte aligned qweight / scales / workspace; fp8: k % 16 == 0, 16-byte aligned
 // w_fp8 and x rows. GPTQ act-order (g_idx non-null) takes a slower path: pass g_idx = null when it is k / G.
 bool quant_gemv_supported(const QuantGemvParams& p);
-// cudaErrorInvalidValue without launching when !quant_gemv_supported(p).
+// cudaErrorInvalidValue without launching when !quant_gemv_supported(p). fp8 prefetches its first weights into L2
+// before the PDL wait: they must not be written by the kernel launched just before.
 cudaError_t quant_gemv(const QuantGemvParams& p, cudaStream_t stream);
 
 }  // namespace loradesk::kernels
