@@ -263,7 +263,14 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int n_shrink_unit
         }
     };
     // The first weights are requested before the wait: they never depend on the predecessor (launchers.h), so
-    // their DRAM latency overlaps its last microseconds instead of following them.
+    // their DRAM latency overlaps its last microseconds instead of following them. So are, at 1-2 tokens, the
+    // LoRA epilogue's scale * B^T values (adapter slots and the step's segments are in place before the step):
+    // held through the loop (4-8 registers), they leave the epilogue one dependent load (xa) instead of two.
+    constexpr bool kEarlyB = NT <= 2;
+    LoraPrefetch<NT> pf;
+    if constexpr (kEarlyB) {
+        if (lora && row0 >= 0) lora_prefetch<NT>(p, row0, row1, lane, pf);
+    }
     load_w(lane * 8);
     detail::pdl_wait();
     for (int k0 = lane * 8; row0 >= 0 && k0 < p.in; k0 += kChunk * U) {
@@ -301,15 +308,16 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int n_shrink_unit
 #pragma unroll
         for (int t = 0; t < NT; ++t) acc[i][t] = warp_sum(acc[i][t]);
 
-    LoraPrefetch<NT> pf;
-    if (lora && row0 >= 0) lora_prefetch<NT>(p, row0, row1, lane, pf);
+    if constexpr (!kEarlyB) {
+        if (lora && row0 >= 0) lora_prefetch<NT>(p, row0, row1, lane, pf);
+    }
     if (lora && shrink_needs_help(p, n_shrink_units)) {
         run_shrink_units<true>(p, n_shrink_units, warp, lane);
         if (threadIdx.x == 0) wait_published(p, n_shrink_units);
         __syncthreads();
-        // Prefetched again rather than kept live across the shrink, which would cost registers (occupancy)
-        // on the common path, where this branch is not taken.
-        if (row0 >= 0) lora_prefetch<NT>(p, row0, row1, lane, pf);
+        // At 3+ tokens prefetched again rather than kept live across the shrink, which would cost registers
+        // (occupancy) on the common path, where this branch is not taken.
+        if (!kEarlyB && row0 >= 0) lora_prefetch<NT>(p, row0, row1, lane, pf);
     }
 
     if (row0 >= 0) {
