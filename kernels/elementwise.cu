@@ -45,8 +45,11 @@ __global__ void embedding_gather_kernel(const uint16_t* table, const int32_t* id
 
 __global__ void add_rmsnorm_kernel(const uint16_t* x, float* residual, const uint16_t* weight, const int32_t* rows,
                                    int hidden, float eps, uint16_t* out) {
-    detail::pdl_wait();
+    // The norm weights (constant; evicted from L2 by each step's weight stream) and the row index (step
+    // metadata) never depend on the predecessor: asked for before the wait.
+    for (int c = threadIdx.x * 64; c < hidden; c += blockDim.x * 64) detail::prefetch_l2(weight + c);
     int64_t r = rows ? rows[blockIdx.x] : blockIdx.x;
+    detail::pdl_wait();
     float* h = residual + r * hidden;
     float ss = 0.0f;
     for (int c = threadIdx.x; c < hidden; c += blockDim.x) {
@@ -67,14 +70,32 @@ constexpr int kMaxPairsPerLane = 4;  // head_dim <= 256
 
 // One warp per (token, head). Lane owns pairs (i, i + half) for i = lane + 32k: the rotation partners.
 __global__ void rope_kv_kernel(RopeKvParams p) {
-    detail::pdl_wait();
     int lane = threadIdx.x & 31;
     int head = blockIdx.y * kRopeWarps + (threadIdx.x >> 5);
     int t = blockIdx.x, total_heads = p.n_heads + 2 * p.n_kv_heads;
-    if (head >= total_heads) return;
+    if (head >= total_heads) {
+        detail::pdl_wait();
+        return;
+    }
     int half = p.head_dim / 2;
     uint16_t* src = p.qkv + t * p.qkv_row_stride + int64_t(head) * p.head_dim;
     bool is_q = head < p.n_heads, is_v = head >= p.n_heads + p.n_kv_heads;
+    // Before the wait, what never depends on the predecessor: the position and KV slot (step metadata), the
+    // rotation angles, the norm weights' lines. Only the q/k/v values come from it (the QKV projection).
+    const int32_t slot = is_q ? 0 : p.kv_slots[t];
+    float sn[kMaxPairsPerLane], cs[kMaxPairsPerLane];
+    const uint16_t* norm = is_v ? nullptr : is_q ? p.q_norm : p.k_norm;
+    if (!is_v) {
+        const float pos = float(p.positions[t]);
+#pragma unroll
+        for (int k = 0; k < kMaxPairsPerLane; ++k) {
+            const int i = lane + 32 * k;
+            sn[k] = 0.0f, cs[k] = 1.0f;
+            if (i < half) sincosf(pos * p.inv_freq[i], &sn[k], &cs[k]);
+        }
+        if (norm && lane * 64 < p.head_dim) detail::prefetch_l2(norm + lane * 64);
+    }
+    detail::pdl_wait();
     float lo[kMaxPairsPerLane], hi[kMaxPairsPerLane];
     float ss = 0.0f;
 #pragma unroll
@@ -85,25 +106,21 @@ __global__ void rope_kv_kernel(RopeKvParams p) {
         ss += lo[k] * lo[k] + hi[k] * hi[k];
     }
     if (!is_v) {
-        const uint16_t* norm = is_q ? p.q_norm : p.k_norm;
         float inv = norm ? rsqrtf(warp_sum(ss) / p.head_dim + p.norm_eps) : 1.0f;
-        float pos = float(p.positions[t]);
 #pragma unroll
         for (int k = 0; k < kMaxPairsPerLane; ++k) {
             int i = lane + 32 * k;
             if (i >= half) continue;
             float x1 = lo[k], x2 = hi[k];
             if (norm) x1 *= inv * ld(norm + i), x2 *= inv * ld(norm + i + half);
-            float s, c;
-            sincosf(pos * p.inv_freq[i], &s, &c);
-            lo[k] = x1 * c - x2 * s;
-            hi[k] = x2 * c + x1 * s;
+            lo[k] = x1 * cs[k] - x2 * sn[k];
+            hi[k] = x2 * cs[k] + x1 * sn[k];
         }
     }
     uint16_t* dst = src;
     if (!is_q) {
         int kvh = is_v ? head - p.n_heads - p.n_kv_heads : head - p.n_heads;
-        dst = (is_v ? p.v_pages : p.k_pages) + (int64_t(p.kv_slots[t]) * p.n_kv_heads + kvh) * p.head_dim;
+        dst = (is_v ? p.v_pages : p.k_pages) + (int64_t(slot) * p.n_kv_heads + kvh) * p.head_dim;
     }
 #pragma unroll
     for (int k = 0; k < kMaxPairsPerLane; ++k) {

@@ -15,6 +15,9 @@ namespace loradesk::kernels {
 
 // Programmatic dependent launch for every kernel of this library (process-wide, default on): each kernel may
 // be scheduled while its predecessor finishes; correctness does not depend on it (launch_pdl.cuh).
+// Contract that comes with it: inputs that are weights (GEMM weights, norm weights, rotary frequencies) or step
+// metadata (positions, KV slots, row indices, attention plans and page tables) may be read before a kernel's
+// PDL wait, so the kernel launched just before must not write them; activations are read only after it.
 void set_programmatic_dependent_launch(bool on);
 
 cudaError_t embedding_gather(const uint16_t* table, const int32_t* ids, int n_tokens, int hidden, int vocab, float* out,

@@ -350,6 +350,12 @@ __global__ void __launch_bounds__(32 * kFp8Warps) fp8_kernel(QuantGemvParams p) 
     for (int u = 0; row0 < p.n && u < kFp8Unroll && lane * 16 + u * 32 * 16 < p.k; ++u)  // before the wait
         for (int i = 0; i < 2; ++i)
             detail::prefetch_l2(p.w_fp8 + int64_t(i == 0 ? row0 : row1) * p.k + lane * 16 + u * 32 * 16);
+    if (row0 < p.n && lane == 0) {  // and the row's first scales
+        const int64_t at = p.fp8_scaling == Fp8Scaling::per_tensor    ? 0
+                           : p.fp8_scaling == Fp8Scaling::per_channel ? row0
+                                                                      : int64_t(row0 / 128) * ((p.k + 127) / 128);
+        detail::prefetch_l2(p.w_scale + at);
+    }
     detail::pdl_wait();
     if (row0 >= p.n) return;
     const int kb = (p.k + 127) / 128;
