@@ -147,24 +147,43 @@ __global__ void bias_add_kernel(uint16_t* y, int64_t stride, const uint16_t* bia
     }
 }
 
+// Argmax of a row is split over blocks of kArgmaxChunk logits (a 151,936-token row was one block, 125 us under
+// ncu: the tail of every decode step). Each block folds its best (value, index) into the row's 64-bit slot by
+// atomicMax on an order-preserving key (larger value first, then the lower index), then counts itself in; the
+// row's last block writes the index and zeroes both words for the next launch. The key order is the twin's:
+// the largest value, the lowest index among equal ones (-0 counts as +0); NaN and -inf never win; a row
+// where nothing can win gets 0.
+constexpr int kArgmaxChunk = 4096;
+constexpr int kArgmaxThreads = 256;
+
+__device__ __forceinline__ unsigned long long argmax_key(float v, int idx) {
+    uint32_t b = __float_as_uint(v == 0.0f ? 0.0f : v);
+    b = (b & 0x80000000u) ? ~b : b | 0x80000000u;
+    return (static_cast<unsigned long long>(b) << 32) | ~static_cast<uint32_t>(idx);
+}
+
 // masks == nullptr: plain argmax; else row r keeps to the tokens of mask mask_of_row[r] (none when < 0).
-__global__ void argmax_kernel(const float* logits, int vocab, int32_t* out, const uint32_t* masks,
-                              const int32_t* mask_of_row, int mask_words) {
+__global__ void __launch_bounds__(kArgmaxThreads)
+    argmax_kernel(const float* logits, int vocab, int32_t* out, const uint32_t* masks, const int32_t* mask_of_row,
+                  int mask_words, unsigned long long* ws) {
+    const int row = blockIdx.y;
+    const int which = masks ? mask_of_row[row] : -1;  // step metadata: read before the wait
     detail::pdl_wait();
-    const float* row = logits + int64_t(blockIdx.x) * vocab;
+    const float* r = logits + int64_t(row) * vocab;
+    const int begin = blockIdx.x * kArgmaxChunk;
     float best = -FLT_MAX;
     int idx = INT32_MAX;
-    const int which = masks ? mask_of_row[blockIdx.x] : -1;
     if (which < 0) {
-        for (int c = threadIdx.x; c < vocab; c += blockDim.x) {
-            float v = row[c];
+        const int end = min(vocab, begin + kArgmaxChunk);
+        for (int c = begin + threadIdx.x; c < end; c += kArgmaxThreads) {
+            const float v = r[c];
             if (v > best) best = v, idx = c;  // NaN compares false and never wins
         }
     } else {
         const uint32_t* m = masks + int64_t(which) * mask_words;
-        const int end = min(vocab, mask_words * 32);
-        for (int c = threadIdx.x; c < end; c += blockDim.x) {
-            float v = row[c];
+        const int end = min(min(vocab, mask_words * 32), begin + kArgmaxChunk);
+        for (int c = begin + threadIdx.x; c < end; c += kArgmaxThreads) {
+            const float v = r[c];
             if ((m[c >> 5] >> (c & 31) & 1u) && v > best) best = v, idx = c;
         }
     }
@@ -178,16 +197,23 @@ __global__ void argmax_kernel(const float* logits, int vocab, int32_t* out, cons
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) sv[warp] = best, si[warp] = idx;
     __syncthreads();
-    if (warp == 0) {
-        int n_warps = blockDim.x >> 5;
-        best = lane < n_warps ? sv[lane] : -FLT_MAX;
-        idx = lane < n_warps ? si[lane] : INT32_MAX;
-        for (int o = 16; o > 0; o >>= 1) {
-            float ov = __shfl_xor_sync(0xffffffffu, best, o);
-            int oi = __shfl_xor_sync(0xffffffffu, idx, o);
-            if (ov > best || (ov == best && oi < idx)) best = ov, idx = oi;
-        }
-        if (lane == 0) out[blockIdx.x] = idx == INT32_MAX ? 0 : idx;
+    if (warp != 0) return;
+    constexpr int n_warps = kArgmaxThreads / 32;
+    best = lane < n_warps ? sv[lane] : -FLT_MAX;
+    idx = lane < n_warps ? si[lane] : INT32_MAX;
+    for (int o = 16; o > 0; o >>= 1) {
+        float ov = __shfl_xor_sync(0xffffffffu, best, o);
+        int oi = __shfl_xor_sync(0xffffffffu, idx, o);
+        if (ov > best || (ov == best && oi < idx)) best = ov, idx = oi;
+    }
+    if (lane != 0) return;
+    unsigned long long* slot = ws + 2 * int64_t(row);
+    if (idx != INT32_MAX) atomicMax(slot, argmax_key(best, idx));
+    __threadfence();  // this block's candidate is in before it counts itself
+    if (atomicAdd(slot + 1, 1ull) == gridDim.x - 1) {
+        const unsigned long long k = atomicExch(slot, 0ull);
+        atomicExch(slot + 1, 0ull);
+        out[row] = k == 0 ? 0 : int32_t(~static_cast<uint32_t>(k));
     }
 }
 
@@ -229,16 +255,17 @@ cudaError_t bias_add(uint16_t* y, int64_t y_row_stride, const uint16_t* bias, in
     return detail::launch(bias_add_kernel, grid_for(n, 256), 256, 0, stream, y, y_row_stride, bias, n, cols);
 }
 
-cudaError_t argmax(const float* logits, int n_rows, int vocab, int32_t* out, cudaStream_t stream) {
-    if (n_rows == 0) return cudaSuccess;
-    return detail::launch(argmax_kernel, n_rows, 512, 0, stream, logits, vocab, out,
-                          static_cast<const uint32_t*>(nullptr), static_cast<const int32_t*>(nullptr), 0);
+cudaError_t argmax(const float* logits, int n_rows, int vocab, int32_t* out, void* workspace, cudaStream_t stream) {
+    return masked_argmax(logits, n_rows, vocab, nullptr, nullptr, 0, out, workspace, stream);
 }
 
 cudaError_t masked_argmax(const float* logits, int n_rows, int vocab, const uint32_t* masks, const int32_t* mask_of_row,
-                          int mask_words, int32_t* out, cudaStream_t stream) {
+                          int mask_words, int32_t* out, void* workspace, cudaStream_t stream) {
     if (n_rows == 0) return cudaSuccess;
-    return detail::launch(argmax_kernel, n_rows, 512, 0, stream, logits, vocab, out, masks, mask_of_row, mask_words);
+    if (vocab <= 0 || !workspace) return cudaErrorInvalidValue;
+    const dim3 grid((vocab + kArgmaxChunk - 1) / kArgmaxChunk, n_rows);
+    return detail::launch(argmax_kernel, grid, kArgmaxThreads, 0, stream, logits, vocab, out, masks, mask_of_row,
+                          mask_words, static_cast<unsigned long long*>(workspace));
 }
 
 }  // namespace loradesk::kernels

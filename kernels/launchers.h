@@ -28,12 +28,16 @@ cudaError_t rope_kv_write(const RopeKvParams& p, cudaStream_t stream);
 cudaError_t silu_mul(const uint16_t* gate_up, int n_tokens, int inter, uint16_t* out, cudaStream_t stream);
 cudaError_t bias_add(uint16_t* y, int64_t y_row_stride, const uint16_t* bias, int n_tokens, int cols,
                      cudaStream_t stream);
-cudaError_t argmax(const float* logits, int n_rows, int vocab, int32_t* out, cudaStream_t stream);
+// Greedy ids: the largest logit of each row, the lowest index among equal ones. workspace: argmax_workspace_bytes
+// (n_rows) bytes, zero before the first launch; the kernels leave it zero again. vocab <= 0 or no workspace:
+// cudaErrorInvalidValue.
+inline std::size_t argmax_workspace_bytes(int n_rows) { return std::size_t(n_rows > 0 ? n_rows : 0) * 16; }
+cudaError_t argmax(const float* logits, int n_rows, int vocab, int32_t* out, void* workspace, cudaStream_t stream);
 // Grammar-constrained greedy rows: like argmax, but row r only considers the tokens whose bit is set in mask
 // masks[mask_of_row[r] * mask_words ...] (bit c % 32 of word c / 32; tokens past mask_words * 32 are not allowed);
 // a row with mask_of_row[r] < 0 is unconstrained. A row whose mask allows nothing gets 0.
 cudaError_t masked_argmax(const float* logits, int n_rows, int vocab, const uint32_t* masks, const int32_t* mask_of_row,
-                          int mask_words, int32_t* out, cudaStream_t stream);
+                          int mask_words, int32_t* out, void* workspace, cudaStream_t stream);
 
 // items/groups are device copies of an AttentionPlan built for p's batch; workspace holds
 // attention_workspace_bytes(n_items, ...) bytes.

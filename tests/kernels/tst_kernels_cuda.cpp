@@ -448,6 +448,7 @@ class TstKernelsCuda : public QObject {
         QTest::newRow("1x1") << 1 << 1;
         QTest::newRow("3x733") << 3 << 733;
         QTest::newRow("19x151936") << 19 << 151936;
+        QTest::newRow("2x8193 (a partial last chunk)") << 2 << 8193;
     }
     void silu_bias_argmax() {
         QFETCH(int, n);
@@ -472,9 +473,14 @@ class TstKernelsCuda : public QObject {
         ref::argmax(logits.data(), n, cols, am.data());
         DeviceBuffer<float> d_logits(logits);
         DeviceBuffer<int32_t> d_am(std::vector<int32_t>(n, -1));
-        sync_check(argmax(d_logits.get(), n, cols, d_am.get(), nullptr));
-        got = d_am.download();
-        QCOMPARE(got, am);
+        DeviceBuffer<uint8_t> ws(std::vector<uint8_t>(argmax_workspace_bytes(n), 0));
+        for (int pass = 0; pass < 2; ++pass) {  // the workspace must be back at zero for the second launch
+            d_am.upload(std::vector<int32_t>(n, -1));
+            sync_check(argmax(d_logits.get(), n, cols, d_am.get(), ws.get(), nullptr));
+            got = d_am.download();
+            QCOMPARE(got, am);
+            for (uint8_t b : ws.download()) QCOMPARE(int(b), 0);
+        }
     }
 
     // Grammar masks: random sparse masks on every other row (plain rows between), against the reference twin.
@@ -494,8 +500,14 @@ class TstKernelsCuda : public QObject {
         DeviceBuffer<float> d_logits(logits);
         DeviceBuffer<uint32_t> d_masks(masks);
         DeviceBuffer<int32_t> d_which(which), d_out(std::vector<int32_t>(n, -1));
-        sync_check(masked_argmax(d_logits.get(), n, cols, d_masks.get(), d_which.get(), words, d_out.get(), nullptr));
-        QCOMPARE(d_out.download(), expected);
+        DeviceBuffer<uint8_t> ws(std::vector<uint8_t>(argmax_workspace_bytes(n), 0));
+        for (int pass = 0; pass < 2; ++pass) {
+            d_out.upload(std::vector<int32_t>(n, -1));
+            sync_check(masked_argmax(d_logits.get(), n, cols, d_masks.get(), d_which.get(), words, d_out.get(),
+                                     ws.get(), nullptr));
+            QCOMPARE(d_out.download(), expected);
+            for (uint8_t b : ws.download()) QCOMPARE(int(b), 0);
+        }
     }
 
     // Many distinct adapters per batch, odd ranks (1, 3, 7, 16, 64), base-model segments mixed in, fused

@@ -298,10 +298,10 @@ void CudaRunner::forward_sampled(const ForwardBatch& batch, std::span<const uint
         launch_check(
             kernels::masked_argmax(m->logits, n, m->cfg.vocab_size, reinterpret_cast<const uint32_t*>(m->masks.data()),
                                    reinterpret_cast<const int32_t*>(m->masks.data() + mask_bytes), masks.words_per_row,
-                                   m->greedy, m->stream),
+                                   m->greedy, m->argmax_ws, m->stream),
             "masked argmax");
     } else {
-        launch_check(kernels::argmax(m->logits, n, m->cfg.vocab_size, m->greedy, m->stream), "argmax");
+        launch_check(kernels::argmax(m->logits, n, m->cfg.vocab_size, m->greedy, m->argmax_ws, m->stream), "argmax");
     }
     std::size_t n_rows = 0;
     uint8_t* host = reinterpret_cast<uint8_t*>(m->h_out.data());

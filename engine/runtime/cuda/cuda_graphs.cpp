@@ -47,6 +47,7 @@ void CudaRunner::Impl::allocate_workspace(int n_tokens, int n_logits, int n_item
         kernels::attention_workspace_bytes(std::size_t(ws_att_items), cfg.n_kv_heads, cfg.head_dim),
         kernels::attention_decode_counters(std::size_t(ws_att_items), cfg.n_kv_heads) * 4,  // groups <= items
         std::size_t(ws_logits) * 4,                                                         // greedy ids
+        kernels::argmax_workspace_bytes(ws_logits),                                         // their reduction
         std::size_t(cfg.n_layers) * 4 * 2 * 4,                                              // gemv LoRA handshakes
         kCublasWorkspace,
     };
@@ -76,6 +77,8 @@ void CudaRunner::Impl::allocate_workspace(int n_tokens, int n_logits, int n_item
         cudaMemset(att_counters, 0, kernels::attention_decode_counters(std::size_t(ws_att_items), cfg.n_kv_heads) * 4),
         "cudaMemset");
     greedy = reinterpret_cast<int32_t*>(take());
+    argmax_ws = take();  // zero, then left zero by every argmax launch
+    cuda_check(cudaMemset(argmax_ws, 0, kernels::argmax_workspace_bytes(ws_logits)), "cudaMemset");
     gemv_sync = reinterpret_cast<int32_t*>(take());
     cuda_check(cudaMemset(gemv_sync, 0, std::size_t(cfg.n_layers) * 4 * 2 * 4), "cudaMemset");  // then self-resetting
     cublas_ws = take();

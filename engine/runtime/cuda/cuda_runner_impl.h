@@ -139,6 +139,7 @@ struct CudaRunner::Impl {
     uint16_t* logit_rows = nullptr;
     float *xa = nullptr, *logits = nullptr, *att_ws = nullptr;
     int32_t* att_counters = nullptr;  // attention_decode's fused merge (AttentionParams::merge_counters)
+    void* argmax_ws = nullptr;        // greedy ids' cross-block reduction (kernels::argmax_workspace_bytes)
     int32_t *meta = nullptr, *greedy = nullptr;
     int32_t* gemv_sync = nullptr;       // [n_layers][4 LoRA sites][2]: fused-LoRA counters, zeroed at each step's start
     PinnedBuffer h_meta, h_out, h_ids;  // h_ids: forward_sampled's argmax ids
