@@ -43,6 +43,11 @@ __global__ void embedding_gather_kernel(const uint16_t* table, const int32_t* id
         out[int64_t(t) * hidden + c] = ok ? ld(table + int64_t(id) * hidden + c) : 0.0f;
 }
 
+constexpr int kNormMaxPerThread = 8;  // add_rmsnorm keeps rows of up to 8 x its threads in registers
+
+// K: values per thread held in registers (1, 2, 4 or 8; the launcher picks the smallest that covers the row), or
+// 0 for rows longer than 8 x the threads (a loop over the row, reading it twice).
+template <int K>
 __global__ void add_rmsnorm_kernel(const uint16_t* x, float* residual, const uint16_t* weight, const int32_t* rows,
                                    int hidden, float eps, uint16_t* out) {
     // The norm weights (constant; evicted from L2 by each step's weight stream) and the row index (step
@@ -51,18 +56,46 @@ __global__ void add_rmsnorm_kernel(const uint16_t* x, float* residual, const uin
     int64_t r = rows ? rows[blockIdx.x] : blockIdx.x;
     detail::pdl_wait();
     float* h = residual + r * hidden;
-    float ss = 0.0f;
-    for (int c = threadIdx.x; c < hidden; c += blockDim.x) {
-        float v = h[c];
-        if (x) {
-            v += ld(x + r * hidden + c);
-            h[c] = v;
-        }
-        ss += v * v;
-    }
-    float inv = rsqrtf(block_sum(ss) / hidden + eps);
     uint16_t* o = out + int64_t(blockIdx.x) * hidden;
-    for (int c = threadIdx.x; c < hidden; c += blockDim.x) st(o + c, h[c] * inv * ld(weight + c));
+    if constexpr (K > 0) {
+        // The row's values stay in registers: every load is issued before the first store, so the row costs one
+        // memory round trip per pass instead of one per element a thread owns (the stores to the residual could
+        // alias the next loads, which kept the compiler from hoisting them).
+        float v[K], w[K];
+        float ss = 0.0f;
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const int c = threadIdx.x + k * blockDim.x;
+            v[k] = c < hidden ? h[c] : 0.0f;
+            if (x && c < hidden) v[k] += ld(x + r * hidden + c);
+            w[k] = c < hidden ? ld(weight + c) : 0.0f;
+        }
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const int c = threadIdx.x + k * blockDim.x;
+            if (x && c < hidden) h[c] = v[k];
+            ss += v[k] * v[k];
+        }
+        const float inv = rsqrtf(block_sum(ss) / hidden + eps);
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const int c = threadIdx.x + k * blockDim.x;
+            if (c < hidden) st(o + c, v[k] * inv * w[k]);
+        }
+        return;
+    } else {
+        float ss = 0.0f;
+        for (int c = threadIdx.x; c < hidden; c += blockDim.x) {
+            float v = h[c];
+            if (x) {
+                v += ld(x + r * hidden + c);
+                h[c] = v;
+            }
+            ss += v * v;
+        }
+        float inv = rsqrtf(block_sum(ss) / hidden + eps);
+        for (int c = threadIdx.x; c < hidden; c += blockDim.x) st(o + c, h[c] * inv * ld(weight + c));
+    }
 }
 
 constexpr int kRopeWarps = 4;
@@ -230,8 +263,16 @@ cudaError_t embedding_gather(const uint16_t* table, const int32_t* ids, int n_to
 cudaError_t add_rmsnorm(const uint16_t* x, float* residual, const uint16_t* weight, const int32_t* rows, int n_rows,
                         int hidden, float eps, uint16_t* out, cudaStream_t stream) {
     if (n_rows == 0) return cudaSuccess;
-    int threads = hidden >= 4096 ? 1024 : hidden >= 1024 ? 512 : 128;
-    return detail::launch(add_rmsnorm_kernel, n_rows, threads, 0, stream, x, residual, weight, rows, hidden, eps, out);
+    const int threads = hidden >= 4096 ? 1024 : hidden >= 1024 ? 512 : 128;
+    const int per = (hidden + threads - 1) / threads;
+    auto go = [&](auto kernel) {
+        return detail::launch(kernel, n_rows, threads, 0, stream, x, residual, weight, rows, hidden, eps, out);
+    };
+    if (per <= 1) return go(add_rmsnorm_kernel<1>);
+    if (per <= 2) return go(add_rmsnorm_kernel<2>);
+    if (per <= 4) return go(add_rmsnorm_kernel<4>);
+    if (per <= kNormMaxPerThread) return go(add_rmsnorm_kernel<kNormMaxPerThread>);
+    return go(add_rmsnorm_kernel<0>);
 }
 
 cudaError_t rope_kv_write(const RopeKvParams& p, cudaStream_t stream) {
