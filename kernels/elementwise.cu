@@ -82,7 +82,6 @@ __global__ void add_rmsnorm_kernel(const uint16_t* x, float* residual, const uin
             const int c = threadIdx.x + k * blockDim.x;
             if (c < hidden) st(o + c, v[k] * inv * w[k]);
         }
-        return;
     } else {
         float ss = 0.0f;
         for (int c = threadIdx.x; c < hidden; c += blockDim.x) {
@@ -106,10 +105,7 @@ __global__ void rope_kv_kernel(RopeKvParams p) {
     int lane = threadIdx.x & 31;
     int head = blockIdx.y * kRopeWarps + (threadIdx.x >> 5);
     int t = blockIdx.x, total_heads = p.n_heads + 2 * p.n_kv_heads;
-    if (head >= total_heads) {
-        detail::pdl_wait();
-        return;
-    }
+    if (head >= total_heads) return;  // touches no memory; its exit releases the next kernel
     int half = p.head_dim / 2;
     uint16_t* src = p.qkv + t * p.qkv_row_stride + int64_t(head) * p.head_dim;
     bool is_q = head < p.n_heads, is_v = head >= p.n_heads + p.n_kv_heads;

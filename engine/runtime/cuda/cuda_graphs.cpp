@@ -33,6 +33,9 @@ void CudaRunner::Impl::allocate_workspace(int n_tokens, int n_logits, int n_item
     ws_tokens = n_tokens, ws_logits = n_logits, ws_att_items = n_items;
     const std::size_t T = std::size_t(ws_tokens), H = std::size_t(cfg.hidden_size);
     const std::size_t qkv_dim = std::size_t(cfg.q_dim() + 2 * cfg.kv_dim()), inter = std::size_t(cfg.intermediate_size);
+    // Self-resetting device counters: zeroed once here, left zero by the kernels that use them.
+    const std::size_t counter_bytes = kernels::attention_decode_counters(std::size_t(ws_att_items), cfg.n_kv_heads) * 4;
+    const std::size_t argmax_bytes = kernels::argmax_workspace_bytes(ws_logits);
     const std::size_t sizes[] = {
         T * H * 4,                                        // residual (f32)
         T * H * 2,                                        // xn
@@ -45,10 +48,10 @@ void CudaRunner::Impl::allocate_workspace(int n_tokens, int n_logits, int n_item
         std::size_t(ws_logits) * H * 2,                   // logit rows
         std::size_t(ws_logits) * cfg.vocab_size * 4,      // logits
         kernels::attention_workspace_bytes(std::size_t(ws_att_items), cfg.n_kv_heads, cfg.head_dim),
-        kernels::attention_decode_counters(std::size_t(ws_att_items), cfg.n_kv_heads) * 4,  // groups <= items
-        std::size_t(ws_logits) * 4,                                                         // greedy ids
-        kernels::argmax_workspace_bytes(ws_logits),                                         // their reduction
-        std::size_t(cfg.n_layers) * 4 * 2 * 4,                                              // gemv LoRA handshakes
+        counter_bytes,                          // attention merge counters: groups <= items
+        std::size_t(ws_logits) * 4,             // greedy ids
+        argmax_bytes,                           // their reduction
+        std::size_t(cfg.n_layers) * 4 * 2 * 4,  // gemv LoRA handshakes
         kCublasWorkspace,
     };
     std::size_t total = 0;
@@ -72,13 +75,11 @@ void CudaRunner::Impl::allocate_workspace(int n_tokens, int n_logits, int n_item
     logit_rows = reinterpret_cast<uint16_t*>(take());
     logits = reinterpret_cast<float*>(take());
     att_ws = reinterpret_cast<float*>(take());
-    att_counters = reinterpret_cast<int32_t*>(take());  // zero, then reset by the blocks that merge
-    cuda_check(
-        cudaMemset(att_counters, 0, kernels::attention_decode_counters(std::size_t(ws_att_items), cfg.n_kv_heads) * 4),
-        "cudaMemset");
+    att_counters = reinterpret_cast<int32_t*>(take());
+    cuda_check(cudaMemset(att_counters, 0, counter_bytes), "cudaMemset");
     greedy = reinterpret_cast<int32_t*>(take());
-    argmax_ws = take();  // zero, then left zero by every argmax launch
-    cuda_check(cudaMemset(argmax_ws, 0, kernels::argmax_workspace_bytes(ws_logits)), "cudaMemset");
+    argmax_ws = take();
+    cuda_check(cudaMemset(argmax_ws, 0, argmax_bytes), "cudaMemset");
     gemv_sync = reinterpret_cast<int32_t*>(take());
     cuda_check(cudaMemset(gemv_sync, 0, std::size_t(cfg.n_layers) * 4 * 2 * 4), "cudaMemset");  // then self-resetting
     cublas_ws = take();
