@@ -149,8 +149,9 @@ __device__ bool shrink_needs_help(const GemvParams& p, int n_units) {
 
 // The LoRA epilogue in two halves around the wait for the shrink: lora_prefetch loads this lane's
 // scale * B^T values (ranks lane and lane + 32 of rows row0/row1, per token's slot) while the shrink may still
-// be running; lora_finish multiplies them with xa once it is published and warp-sums, leaving
-// d[i][t] = scale * xa[t] . Bt[:, col] of row i in every lane. Only the xa loads wait.
+// be running; once it is published lora_finish (or lora_load_xa, then lora_combine) multiplies them with the
+// matching xa values and warp-sums, leaving d[i][t] = scale * xa[t] . Bt[:, col] of row i in every lane. Only
+// the xa loads wait.
 constexpr int kLoraRankChunks = 2;  // max_rank <= 64 (gemv_supported)
 
 template <int NT>
@@ -192,25 +193,54 @@ __device__ void lora_prefetch(const GemvParams& p, int row0, int row1, int lane,
     }
 }
 
+// xa values lane needs for rows i, rank chunks k, tokens t; 0 where b is 0 (rank rows past the slot's rank, base
+// tokens), whose xa was not written and may hold anything (NaN): those are never loaded.
+template <int NT>
+using LoraXa = float[2][kLoraRankChunks][NT];
+
+template <int NT>
+__device__ void lora_load_xa(const GemvParams& p, const LoraPrefetch<NT>& pf, int lane, LoraXa<NT>& xa) {
+    const SgmvParams& s = p.sgmv;
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int k = 0; k < kLoraRankChunks; ++k)
+#pragma unroll
+            for (int t = 0; t < NT; ++t)
+                xa[i][k][t] = pf.xa_off[i] >= 0 && pf.b[i][k][t] != 0.0f
+                                  ? __ldcg(s.xa + int64_t(t) * s.n_slices * s.max_rank + pf.xa_off[i] + lane + 32 * k)
+                                  : 0.0f;
+}
+
+// lora_load_xa + lora_combine with each xa value consumed as it is loaded (fewer live registers), same rule.
 template <int NT>
 __device__ void lora_finish(const GemvParams& p, const LoraPrefetch<NT>& pf, int lane, float (&d)[2][NT]) {
     const SgmvParams& s = p.sgmv;
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < 2; ++i)
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
             float v = 0.0f;
 #pragma unroll
-            for (int k = 0; k < kLoraRankChunks; ++k) {
-                // b is 0 wherever xa was not written (rank rows past the slot's rank, base tokens): skip the load
-                // so that stale xa (possibly NaN) never reaches the sum.
+            for (int k = 0; k < kLoraRankChunks; ++k)
                 if (pf.xa_off[i] >= 0 && pf.b[i][k][t] != 0.0f)
                     v += pf.b[i][k][t] *
                          __ldcg(s.xa + int64_t(t) * s.n_slices * s.max_rank + pf.xa_off[i] + lane + 32 * k);
-            }
             d[i][t] = warp_sum(v);
         }
-    }
+}
+
+template <int NT>
+__device__ void lora_combine(const LoraPrefetch<NT>& pf, const LoraXa<NT>& xa, float (&d)[2][NT]) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+            float v = 0.0f;
+#pragma unroll
+            for (int k = 0; k < kLoraRankChunks; ++k) v += pf.b[i][k][t] * xa[i][k][t];
+            d[i][t] = warp_sum(v);
+        }
 }
 
 __device__ void store(const GemvParams& p, int t, int c, float v) {
@@ -273,6 +303,15 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int n_shrink_unit
     }
     load_w(lane * 8);
     detail::pdl_wait();
+    // At 1 token a warp asks, in its last iteration, whether the shrink is published and if so loads its xa
+    // values there, beside that iteration's weight loads: the handover's dependent L2 round trips (publish flag,
+    // xa) then overlap the stream instead of following it (H100, Qwen3-8B batch 1 with a rank-16 adapter: 6.83
+    // -> 6.52 ms per step, base 6.36). The shrink-first blocks started first and have normally published long before;
+    // otherwise the block takes the general path below. Not at 2 tokens: holding the xa values there took ptxas
+    // from 72 to 121 registers, and asking for the flag alone measured nothing.
+    constexpr bool kEarlyXa = NT == 1;
+    LoraXa<NT> xa;
+    bool xa_early = row0 < 0;
     for (int k0 = lane * 8; row0 >= 0 && k0 < p.in; k0 += kChunk * U) {
         uint4 xv[NT][U];
         if (k0 != lane * 8) load_w(k0);
@@ -285,6 +324,12 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int n_shrink_unit
             for (int t = 0; t < NT; ++t)
                 xv[t][u] =
                     ok && t < p.n_tokens ? __ldg(reinterpret_cast<const uint4*>(p.x + t * p.x_row_stride + k)) : z;
+        }
+        if constexpr (kEarlyXa) {
+            if (lora && k0 + kChunk * U >= p.in && load_acquire(p.sync) >= n_shrink_units) {
+                lora_load_xa<NT>(p, pf, lane, xa);
+                xa_early = true;
+            }
         }
 #pragma unroll
         for (int u = 0; u < U; ++u) {
@@ -311,7 +356,12 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int n_shrink_unit
     if constexpr (!kEarlyB) {
         if (lora && row0 >= 0) lora_prefetch<NT>(p, row0, row1, lane, pf);
     }
-    if (lora && shrink_needs_help(p, n_shrink_units)) {
+    // Block-uniform (the general path has barriers): every warp of the block has its xa, or none uses it.
+    bool all_early = false;
+    if constexpr (kEarlyXa) {
+        if (lora) all_early = __syncthreads_and(__all_sync(0xffffffffu, xa_early));
+    }
+    if (lora && !all_early && shrink_needs_help(p, n_shrink_units)) {
         run_shrink_units<true>(p, n_shrink_units, warp, lane);
         if (threadIdx.x == 0) wait_published(p, n_shrink_units);
         __syncthreads();
@@ -326,7 +376,12 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int n_shrink_unit
         for (int i = 0; i < 2; ++i)
 #pragma unroll
             for (int t = 0; t < NT; ++t) d[i][t] = 0.0f;
-        if (lora) lora_finish<NT>(p, pf, lane, d);
+        if (lora) {
+            if (all_early)
+                lora_combine<NT>(pf, xa, d);
+            else
+                lora_finish<NT>(p, pf, lane, d);
+        }
         // Lane l finishes (row l / NT, token l % NT); with swiglu lane t finishes token t of both rows.
         const int i = p.swiglu ? 0 : lane / NT, t = p.swiglu ? lane : lane % NT;
         const int row = i == 0 ? row0 : row1;

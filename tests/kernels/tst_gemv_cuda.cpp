@@ -1,6 +1,7 @@
 // The skinny GEMM kernel (kernels/gemv.cu) against its twin: token counts 1-8 (every accumulator width),
 // inner sizes that are and are not multiples of a warp's 256-element stride, odd row counts, bias, SwiGLU,
-// f32 output, and fused LoRA with several slots of odd ranks, base-model tokens mixed in, 1-3 slices.
+// f32 output, and fused LoRA with several slots of odd ranks, base-model tokens mixed in, 1-3 slices, at small
+// and at production sizes (where the 1-token handover loads xa early).
 // Each case runs twice on a re-zeroed counter (results must not depend on a previous launch). Label cuda.
 #include <QtTest>
 #include <cmath>
@@ -39,6 +40,14 @@ class TstGemvCuda : public QObject {
                 << n << 264 << 130 << true << false << 2 << false;
             QTest::newRow(qPrintable(QString("n%1 down lora 3080x17").arg(n)))
                 << n << 3080 << 17 << false << false << 1 << false;
+        }
+        // Production-sized LoRA sites: hundreds of row blocks, so most of them reach their last iteration after
+        // the shrink is published and take the 1-token early handover (xa loaded inside the loop).
+        for (int n : {1, 2}) {
+            QTest::newRow(qPrintable(QString("n%1 qkv lora bias 4096x6144").arg(n)))
+                << n << 4096 << 6144 << false << true << 3 << false;
+            QTest::newRow(qPrintable(QString("n%1 swiglu lora 4096x3072").arg(n)))
+                << n << 4096 << 2 * 1536 << true << false << 2 << false;
         }
         QTest::newRow("n1 lm_head f32 8x3") << 1 << 8 << 3 << false << false << 0 << true;
         QTest::newRow("n7 f32 2048x333") << 7 << 2048 << 333 << false << true << 0 << true;
