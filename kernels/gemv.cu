@@ -306,9 +306,9 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int n_shrink_unit
     // At 1 token a warp asks, in its last iteration, whether the shrink is published and if so loads its xa
     // values there, beside that iteration's weight loads: the handover's dependent L2 round trips (publish flag,
     // xa) then overlap the stream instead of following it (H100, Qwen3-8B batch 1 with a rank-16 adapter: 6.83
-    // -> 6.52 ms per step, base 6.36). The shrink-first blocks started first and have normally published long before;
-    // otherwise the block takes the general path below. Not at 2 tokens: holding the xa values there took ptxas
-    // from 72 to 121 registers, and asking for the flag alone measured nothing.
+    // -> 6.52 ms per step, base 6.36). The shrink-first blocks started first and have normally published long
+    // before; otherwise the block takes the general path below. Not at 2 tokens: holding the xa values there took
+    // ptxas from 72 to 121 registers, and asking for the flag alone measured nothing.
     constexpr bool kEarlyXa = NT == 1;
     LoraXa<NT> xa;
     bool xa_early = row0 < 0;
