@@ -108,6 +108,49 @@ __device__ float lora_warp(const QuantGemvParams& p, int t, int c) {
     return ref.scale * warp_sum(d);
 }
 
+// The fp8 kernel's LoRA epilogue at 1-2 tokens, split as gemv.cu's: fp8_lora_prefetch, before the wait, finds
+// each (row, token)'s slice and slot and loads scale * B^T of ranks lane and lane + 32 (adapter slots and step
+// segments never depend on the predecessor); fp8_lora_xa, right after it, loads the matching xa values (the shrink
+// launched just before wrote them), which the weight stream then hides. What remains for the tail is FMAs and a
+// warp sum, where lora_warp had three dependent L2 round trips (segments, the slot's rank, xa and B^T) per row
+// and token. Needs max_rank <= 64. At 1 token only, in a kernel of its own (fp8_kernel<1, true>): it costs 8
+// registers, which the base model's kernel does not pay; at 2 tokens it took ptxas from 95 to 120.
+
+template <int NT>
+struct Fp8Lora {
+    float b[2][2][NT];  // [row][rank chunk][token], 0 past the rank or without an adapter
+    float xa[2][2][NT];
+    int xa_off[2][NT];  // xa element of rank 0 for (row, token) relative to lora.xa, or -1
+};
+
+template <int NT>
+__device__ void fp8_lora_prefetch(const QuantGemvParams& p, int row0, int row1, int lane, Fp8Lora<NT>& f) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+            LoraRef ref;
+            const bool on = t < p.n_tokens && lora_ref(p, t, p.lora_col + (i == 0 ? row0 : row1), ref);
+            f.xa_off[i][t] = on ? int(ref.xa - p.lora.xa) : -1;
+#pragma unroll
+            for (int k = 0; k < 2; ++k) {
+                const int r = lane + 32 * k;
+                f.b[i][k][t] = on && r < ref.rank ? ref.scale * bf(ref.bt + r * ref.stride) : 0.f;
+            }
+        }
+}
+
+template <int NT>
+__device__ void fp8_lora_xa(const QuantGemvParams& p, int lane, Fp8Lora<NT>& f) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int t = 0; t < NT; ++t)
+#pragma unroll
+            for (int k = 0; k < 2; ++k)  // never read xa where b is 0: unwritten rank rows may hold NaN
+                f.xa[i][k][t] = f.b[i][k][t] != 0.f ? __ldcg(p.lora.xa + f.xa_off[i][t] + lane + 32 * k) : 0.f;
+}
+
 // Shared floats an int4 kernel needs: x staged for NT tokens, then (reusing it) the per-warp partial sums of a
 // 32 * C column tile that finish_tile reduces.
 __host__ __device__ constexpr int smem_floats(int C, int NT) {
@@ -341,7 +384,7 @@ __global__ void __launch_bounds__(kThreads) gptq_kernel(QuantGemvParams p, int c
 
 // fp8 [N, K]: warp owns rows 2w, 2w + 1 of the block; lanes stride K with 16-byte loads (16 weights). The
 // scale of a 16-weight run is one value (128 % 16 == 0), so each run's dot is scaled once.
-template <int NT>
+template <int NT, bool kEarlyLora>
 __global__ void __launch_bounds__(32 * kFp8Warps) fp8_kernel(QuantGemvParams p) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int row0 = (blockIdx.x * kFp8Warps + warp) * 2;
@@ -356,8 +399,13 @@ __global__ void __launch_bounds__(32 * kFp8Warps) fp8_kernel(QuantGemvParams p) 
                                                                       : int64_t(row0 / 128) * ((p.k + 127) / 128);
         detail::prefetch_l2(p.w_scale + at);
     }
+    Fp8Lora<NT> lf;
+    if constexpr (kEarlyLora) {
+        if (row0 < p.n) fp8_lora_prefetch(p, row0, row1, lane, lf);
+    }
     detail::pdl_wait();
     if (row0 >= p.n) return;
+    if constexpr (kEarlyLora) fp8_lora_xa(p, lane, lf);
     const int kb = (p.k + 127) / 128;
     const float* srow[2];
     int kmul = 0;
@@ -426,7 +474,10 @@ __global__ void __launch_bounds__(32 * kFp8Warps) fp8_kernel(QuantGemvParams p) 
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
             acc[i][t] = warp_sum(acc[i][t]);
-            if (p.lora_expand) acc[i][t] += lora_warp(p, t, i == 0 ? row0 : row1);
+            if constexpr (kEarlyLora)
+                acc[i][t] += warp_sum(lf.b[i][0][t] * lf.xa[i][0][t] + lf.b[i][1][t] * lf.xa[i][1][t]);
+            else if (p.lora_expand)
+                acc[i][t] += lora_warp(p, t, i == 0 ? row0 : row1);
         }
     if (lane < 2 * NT) {
         const int i = lane / NT, t = lane % NT;
@@ -465,7 +516,11 @@ template <int NT>
 cudaError_t launch(const QuantGemvParams& p, cudaStream_t stream) {
     if (p.format == QuantFormat::fp8_e4m3) {
         const int blocks = (p.n + 2 * kFp8Warps - 1) / (2 * kFp8Warps);
-        return detail::launch(fp8_kernel<NT>, blocks, 32 * kFp8Warps, 0, stream, p);
+        if constexpr (NT == 1) {
+            if (p.lora_expand && p.lora.max_rank <= 64)
+                return detail::launch(fp8_kernel<1, true>, blocks, 32 * kFp8Warps, 0, stream, p);
+        }
+        return detail::launch(fp8_kernel<NT, false>, blocks, 32 * kFp8Warps, 0, stream, p);
     }
     const bool awq = p.format == QuantFormat::awq_int4;
     const int tiles = awq ? (p.n / 8 + 31) / 32 : (p.n + 127) / 128;
