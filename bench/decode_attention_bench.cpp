@@ -8,7 +8,7 @@
 // the C++ twin (small cases) or against the 1-split result first. The row the step planner would choose
 // (decode_attention_splits) is marked *.
 //
-//   decode_attention_bench [--quick]
+//   decode_attention_bench [--quick | --mha]   (--mha: Llama-7B shapes at batch 32-128, with KV bandwidth)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -136,8 +136,9 @@ void sweep(const Shape& m, int batch, int ctx, int n_sms, bool quick) {
 
     const int chosen = loradesk::runtime::cuda::decode_attention_splits(
         {batch, group, m.n_kv, ctx, n_sms, loradesk::runtime::cuda::kPlannedAttentionItems, true});
-    std::printf("%-10s batch %3d ctx %5d (%d copies, %.0f MB each; planner: %d splits)\n", m.name, batch, ctx, c.layers,
-                copy * 2 / 1e6, chosen);
+    std::printf(
+        "%-10s batch %3d ctx %5d (%d copies, %.0f MB each; planner: %d splits; %.1f us reads the KV at 3 TB/s)\n",
+        m.name, batch, ctx, c.layers, copy * 2 / 1e6, chosen, copy * 2 / 3e6);
     const std::size_t n_counters = attention_decode_counters(std::size_t(batch), m.n_kv);
     DeviceBuffer<int32_t> counters(std::vector<int32_t>(n_counters, 0));
     for (int splits : {1, 2, 4, 8, 16, 32, 64}) {
@@ -183,13 +184,19 @@ void sweep(const Shape& m, int batch, int ctx, int n_sms, bool quick) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const bool quick = argc > 1 && std::string_view(argv[1]) == "--quick";
+    const std::string_view arg = argc > 1 ? argv[1] : "";
+    const bool quick = arg == "--quick";
     cudaDeviceProp prop{};
     cuda_check(cudaGetDeviceProperties(&prop, 0), "device");
     std::printf(
         "%s, %d SMs. auto = attention_decode's own Q.K layout choice, co = coalesced Q.K, lk = lane per key; "
         "fused = merge counters, merge = merge kernel.\n",
         prop.name, prop.multiProcessorCount);
+    if (arg == "--mha") {  // Llama-7B shapes (32 KV heads, one query row each) at the batches where KV dominates
+        for (int batch : {32, 64, 128})
+            for (int ctx : {512, 1024}) sweep({"llama-7b", 32, 32}, batch, ctx, prop.multiProcessorCount, false);
+        return 0;
+    }
     const Shape shapes[] = {{"qwen3-8b", 32, 8}, {"qwen3-0.6b", 16, 8}};
     for (const Shape& m : shapes)
         for (int batch : {1, 2, 4, 8, 16, 32, 64})
