@@ -149,9 +149,8 @@ __device__ bool shrink_needs_help(const GemvParams& p, int n_units) {
 
 // The LoRA epilogue in two halves around the wait for the shrink: lora_prefetch loads this lane's
 // scale * B^T values (ranks lane and lane + 32 of rows row0/row1, per token's slot) while the shrink may still
-// be running; once it is published lora_finish (or lora_load_xa, then lora_combine) multiplies them with the
-// matching xa values and warp-sums, leaving d[i][t] = scale * xa[t] . Bt[:, col] of row i in every lane. Only
-// the xa loads wait.
+// be running; once it is published lora_combine multiplies them with the matching xa values and warp-sums, leaving
+// d[i][t] = scale * xa[t] . Bt[:, col] of row i in every lane. Only the xa loads wait.
 constexpr int kLoraRankChunks = 2;  // max_rank <= 64 (gemv_supported)
 
 template <int NT>
@@ -193,52 +192,41 @@ __device__ void lora_prefetch(const GemvParams& p, int row0, int row1, int lane,
     }
 }
 
-// xa values lane needs for rows i, rank chunks k, tokens t; 0 where b is 0 (rank rows past the slot's rank, base
+// The xa value lane needs for row i, rank chunk k, token t; 0 where b is 0 (rank rows past the slot's rank, base
 // tokens), whose xa was not written and may hold anything (NaN): those are never loaded.
+template <int NT>
+__device__ __forceinline__ float lora_xa(const GemvParams& p, const LoraPrefetch<NT>& pf, int lane, int i, int k,
+                                         int t) {
+    const SgmvParams& s = p.sgmv;
+    return pf.xa_off[i] >= 0 && pf.b[i][k][t] != 0.0f
+               ? __ldcg(s.xa + int64_t(t) * s.n_slices * s.max_rank + pf.xa_off[i] + lane + 32 * k)
+               : 0.0f;
+}
+
 template <int NT>
 using LoraXa = float[2][kLoraRankChunks][NT];
 
 template <int NT>
 __device__ void lora_load_xa(const GemvParams& p, const LoraPrefetch<NT>& pf, int lane, LoraXa<NT>& xa) {
-    const SgmvParams& s = p.sgmv;
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
         for (int k = 0; k < kLoraRankChunks; ++k)
 #pragma unroll
-            for (int t = 0; t < NT; ++t)
-                xa[i][k][t] = pf.xa_off[i] >= 0 && pf.b[i][k][t] != 0.0f
-                                  ? __ldcg(s.xa + int64_t(t) * s.n_slices * s.max_rank + pf.xa_off[i] + lane + 32 * k)
-                                  : 0.0f;
+            for (int t = 0; t < NT; ++t) xa[i][k][t] = lora_xa<NT>(p, pf, lane, i, k, t);
 }
 
-// lora_load_xa + lora_combine with each xa value consumed as it is loaded (fewer live registers), same rule.
-template <int NT>
-__device__ void lora_finish(const GemvParams& p, const LoraPrefetch<NT>& pf, int lane, float (&d)[2][NT]) {
-    const SgmvParams& s = p.sgmv;
+// d[i][t] = the warp's sum of b * xa, xa(i, k, t) from the values loaded early, or loaded as they are consumed
+// (lora_xa), which keeps fewer registers live where they were not loaded early.
+template <int NT, class Xa>
+__device__ void lora_combine(const LoraPrefetch<NT>& pf, Xa xa, float (&d)[2][NT]) {
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
             float v = 0.0f;
 #pragma unroll
-            for (int k = 0; k < kLoraRankChunks; ++k)
-                if (pf.xa_off[i] >= 0 && pf.b[i][k][t] != 0.0f)
-                    v += pf.b[i][k][t] *
-                         __ldcg(s.xa + int64_t(t) * s.n_slices * s.max_rank + pf.xa_off[i] + lane + 32 * k);
-            d[i][t] = warp_sum(v);
-        }
-}
-
-template <int NT>
-__device__ void lora_combine(const LoraPrefetch<NT>& pf, const LoraXa<NT>& xa, float (&d)[2][NT]) {
-#pragma unroll
-    for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int t = 0; t < NT; ++t) {
-            float v = 0.0f;
-#pragma unroll
-            for (int k = 0; k < kLoraRankChunks; ++k) v += pf.b[i][k][t] * xa[i][k][t];
+            for (int k = 0; k < kLoraRankChunks; ++k) v += pf.b[i][k][t] * xa(i, k, t);
             d[i][t] = warp_sum(v);
         }
 }
@@ -378,9 +366,11 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int n_shrink_unit
             for (int t = 0; t < NT; ++t) d[i][t] = 0.0f;
         if (lora) {
             if (all_early)
-                lora_combine<NT>(pf, xa, d);
+                lora_combine<NT>(
+                    pf, [&](int i, int k, int t) { return xa[i][k][t]; }, d);
             else
-                lora_finish<NT>(p, pf, lane, d);
+                lora_combine<NT>(
+                    pf, [&](int i, int k, int t) { return lora_xa<NT>(p, pf, lane, i, k, t); }, d);
         }
         // Lane l finishes (row l / NT, token l % NT); with swiglu lane t finishes token t of both rows.
         const int i = p.swiglu ? 0 : lane / NT, t = p.swiglu ? lane : lane % NT;
