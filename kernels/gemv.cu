@@ -391,10 +391,11 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int n_shrink_unit
 }
 
 // At 1-2 tokens (the runner's skinny GEMM) the base model and LoRA launches get kernels of their own, so that
-// the handover's code costs the base model no registers (36/40 against 40/44 for the shared kernel). At 4-8
-// tokens one kernel reads p.lora, as before: specialising the base kernel there made ptxas schedule its loop
-// worse (H100, gemv_bench: 8B down at 8 tokens 101 us against 73). At 4 tokens ptxas spills (8 bytes) when
-// left to choose its registers; bounded to 9 blocks per SM (56 registers) it does not.
+// the handover's code costs the base model no registers (CUDA 13.0, sm_90: 64 base / 80 LoRA at 1 token, 80 / 72
+// at 2). At 4-8 tokens one kernel reads p.lora, as before: specialising the base kernel there made ptxas
+// schedule its loop worse (H100, gemv_bench: 8B down at 8 tokens 101 us against 73). At 4 tokens the kernel is
+// bounded to 9 blocks per SM (56 registers), where ptxas (CUDA 13.0) spills 56 bytes. The runner launches none
+// of the 4-8 token kernels (kSkinnyMaxTokens = 2); gemv_bench and the tests do.
 template <int NT, int U, LoraMode kMode>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p, int n_shrink_units) {
     gemv_body<NT, U, kMode>(p, n_shrink_units);
