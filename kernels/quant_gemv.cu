@@ -108,13 +108,14 @@ __device__ float lora_warp(const QuantGemvParams& p, int t, int c) {
     return ref.scale * warp_sum(d);
 }
 
-// The fp8 kernel's LoRA epilogue at 1-2 tokens, split as gemv.cu's: fp8_lora_prefetch, before the wait, finds
+// The fp8 kernel's LoRA epilogue at 1 token, split as gemv.cu's: fp8_lora_prefetch, before the wait, finds
 // each (row, token)'s slice and slot and loads scale * B^T of ranks lane and lane + 32 (adapter slots and step
 // segments never depend on the predecessor); fp8_lora_xa, right after it, loads the matching xa values (the shrink
 // launched just before wrote them), which the weight stream then hides. What remains for the tail is FMAs and a
 // warp sum, where lora_warp had three dependent L2 round trips (segments, the slot's rank, xa and B^T) per row
-// and token. Needs max_rank <= 64. At 1 token only, in a kernel of its own (fp8_kernel<1, true>): it costs 8
-// registers, which the base model's kernel does not pay; at 2 tokens it took ptxas from 95 to 120.
+// and token. In a kernel of its own (fp8_kernel<1, true>): it costs 8 registers, which the base model's kernel
+// does not pay; at 2 tokens it took ptxas from 95 to 120, so 2-4 tokens keep lora_warp.
+constexpr int kFp8EarlyLoraMaxRank = 64;  // ranks lane and lane + 32
 
 template <int NT>
 struct Fp8Lora {
@@ -399,7 +400,7 @@ __global__ void __launch_bounds__(32 * kFp8Warps) fp8_kernel(QuantGemvParams p) 
                                                                       : int64_t(row0 / 128) * ((p.k + 127) / 128);
         detail::prefetch_l2(p.w_scale + at);
     }
-    Fp8Lora<NT> lf;
+    Fp8Lora<NT> lf;  // used by the kEarlyLora kernel only
     if constexpr (kEarlyLora) {
         if (row0 < p.n) fp8_lora_prefetch(p, row0, row1, lane, lf);
     }
@@ -517,7 +518,7 @@ cudaError_t launch(const QuantGemvParams& p, cudaStream_t stream) {
     if (p.format == QuantFormat::fp8_e4m3) {
         const int blocks = (p.n + 2 * kFp8Warps - 1) / (2 * kFp8Warps);
         if constexpr (NT == 1) {
-            if (p.lora_expand && p.lora.max_rank <= 64)
+            if (p.lora_expand && p.lora.max_rank <= kFp8EarlyLoraMaxRank)
                 return detail::launch(fp8_kernel<1, true>, blocks, 32 * kFp8Warps, 0, stream, p);
         }
         return detail::launch(fp8_kernel<NT, false>, blocks, 32 * kFp8Warps, 0, stream, p);
