@@ -516,13 +516,29 @@ bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u
 // k rows per int4 block, from the H100 split-K sweep of quant_gemv_bench: start at 256 (AWQ) or 512 (GPTQ) rows
 // per token and halve, down to one group, while the grid is under half a wave of resident blocks (132 SMs x 4,
 // 3 and 2 blocks per SM for AWQ at 1 token, AWQ at 2 and GPTQ). Longer chunks mean fewer atomics and less x
-// staging per weight byte; short grids leave SMs idle. Other GPUs get the same split: correct, maybe not best.
+// staging per weight byte; short grids leave SMs idle. GPTQ without act-order at 1 token aims at one wave
+// instead (below). Other GPUs get the same split: correct, maybe not best.
 int int4_chunk(const QuantGemvParams& p, int tiles) {
     const int G = p.group_size;
     if (p.split_chunk > 0) return p.split_chunk;
     const bool awq = p.format == QuantFormat::awq_int4;
-    const int min_blocks = awq ? (p.n_tokens == 1 ? 264 : 198) : 132;  // 3-4 tokens: as for 2 (not swept)
     auto round_down = [G](int c) { return c / G * G > G ? c / G * G : G; };
+    if (!awq && !p.g_idx && p.n_tokens == 1) {
+        // GPTQ at 1 token without act-order (80 registers since its first rows load before the wait, so 3
+        // blocks per SM): the chunk whose grid is closest to one wave of 3 x 132 blocks, the longer one on a tie.
+        // Sweep of the same session: 4096x4096 256 rows 11.1 us (512: 11.65), 12288x4096 and 4096x12288 1024 rows
+        // 21.9 / 22.3 us (512: 22.6 / 23.2).
+        constexpr int64_t kWave = 3 * 132;
+        int best = round_down(kMaxChunk);
+        auto off = [&](int c) {
+            const int64_t b = int64_t(tiles) * ((p.k + c - 1) / c);
+            return b > kWave ? b - kWave : kWave - b;
+        };
+        for (int c = best; c > G; c = round_down(c / 2))
+            if (off(round_down(c / 2)) < off(best)) best = round_down(c / 2);
+        return best;
+    }
+    const int min_blocks = awq ? (p.n_tokens == 1 ? 264 : 198) : 132;  // 3-4 tokens: as for 2 (not swept)
     int chunk = round_down(min((awq ? 256 : 512) * p.n_tokens, kMaxChunk));
     while (chunk > G && int64_t(tiles) * ((p.k + chunk - 1) / chunk) < min_blocks) chunk = round_down(chunk / 2);
     return chunk;
