@@ -5,13 +5,15 @@
 // workspace and the last block of a tile adds them in split order (deterministic: identical rows and repeated
 // runs give identical bits) and rounds to bf16. Nibbles become (q - z) with the fp16 magic number (0x6400 | q = 1024 +
 // q, exact); scales multiply once per group (AWQ) or per 8 rows (GPTQ). H100 SXM, quant_gemv_bench, Qwen3-8B
-// projections at 1 token, us (GB/s of stored bytes), bf16 GEMV alongside:
-//   q 4096x4096: bf16 14.7 (2278) | AWQ 8.5 (1030) | GPTQ 10.4 (839) | GPTQ act-order 16.7 (523) | fp8 8.6 (1960)
-//   gate/up 12288x4096: bf16 37.6 (2675) | AWQ 19.5 (1341) | GPTQ 25.2 (1037) | act 42.3 (619) | fp8 22.3 (2261)
-//   one layer's 7 projections: bf16 164.6 us; AWQ 1.92x, GPTQ 1.55x, act-order 0.95x, fp8 1.79x faster.
-// Not at the bandwidth floor (not profiled): the PTX has one f16->f32 cvt per int4 weight and 1.5 conversions
-// per fp8 weight, and the weights/clk/SM reached match sm_90's 16 conversions/clk/SM; integer-only decoding
-// (0x4B000000 | nibble, minus 2^23 + zero, all in f32) is the next step.
+// projections at 1 token, us (GB/s of stored bytes), bf16 GEMV alongside (2026-11-24, third session, call 5):
+//   q 4096x4096: bf16 14.5 (2314) | AWQ 8.4 (1041) | GPTQ 11.1 (787) | GPTQ act-order 16.7 (522) | fp8 9.2 (1831)
+//   gate/up 12288x4096: bf16 37.5 (2688) | AWQ 18.1 (1443) | GPTQ 22.0 (1191) | act 42.5 (616) | fp8 22.5 (2235)
+//   one layer's 7 projections: bf16 157.0 us, AWQ 82.3, GPTQ 99.9, GPTQ act-order 176.3, fp8 93.9.
+// Not at the bandwidth floor, and not for want of conversion throughput: the int4 kernels are latency-bound
+// (Nsight Compute, AWQ 4096x4096: DRAM 19% busy, issue slots 40%, SMs active 65% of the kernel), each lane
+// holding only 16 words and the split-K tail (partials, arrival count, last-block sum) in series after them.
+// An integer-only decode (nibble or-ed into 2^23, no f16->f32 cvt) ran more instructions and measured slower,
+// and so did a second batch of rows in flight per AWQ warp (80 registers, 3 blocks per SM instead of 4).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
