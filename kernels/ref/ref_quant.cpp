@@ -44,18 +44,25 @@ int awq_nibble_of_column(int c) {  // inverse of kAwqOrder
     return -1;
 }
 
-float int4_weight(const QuantGemvParams& p, int n, int k) {
+// An int4 weight as its integer (q - z) and its scale.
+struct Int4Weight {
+    int q_minus_z;
+    float scale;
+    float value() const { return float(q_minus_z) * scale; }
+};
+
+Int4Weight int4_weight(const QuantGemvParams& p, int n, int k) {
     const int packs = p.n / 8;
     if (p.format == QuantFormat::awq_int4) {
         const int i = awq_nibble_of_column(n % 8), g = k / p.group_size;
         const int q = nibble(p.qweight[int64_t(k) * packs + n / 8], i);
         const int z = nibble(p.qzeros[int64_t(g) * packs + n / 8], i);
-        return float(q - z) * fp16_to_f32(p.scales[int64_t(g) * p.n + n]);
+        return {q - z, fp16_to_f32(p.scales[int64_t(g) * p.n + n])};
     }
     const int g = p.g_idx ? p.g_idx[k] : k / p.group_size;
     const int q = nibble(p.qweight[int64_t(k / 8) * p.n + n], k % 8);
     const int z = nibble(p.qzeros[int64_t(g) * packs + n / 8], n % 8) + (p.zero_plus_one ? 1 : 0);
-    return float(q - z) * fp16_to_f32(p.scales[int64_t(g) * p.n + n]);
+    return {q - z, fp16_to_f32(p.scales[int64_t(g) * p.n + n])};
 }
 
 float fp8_scale(const QuantGemvParams& p, int n, int k) {
@@ -78,7 +85,18 @@ std::vector<float> quant_dequantize(const QuantGemvParams& p) {
         for (int k = 0; k < p.k; ++k)
             w[std::size_t(n) * p.k + k] = p.format == QuantFormat::fp8_e4m3
                                               ? fp8_e4m3_to_f32(p.w_fp8[int64_t(n) * p.k + k]) * fp8_scale(p, n, k)
-                                              : int4_weight(p, n, k);
+                                              : int4_weight(p, n, k).value();
+    return w;
+}
+
+std::vector<float> quant_mma_dequantize(const QuantGemvParams& p) {
+    std::vector<float> w(std::size_t(p.n) * p.k);
+    for (int n = 0; n < p.n; ++n)
+        for (int k = 0; k < p.k; ++k) {
+            const Int4Weight q = int4_weight(p, n, k);
+            w[std::size_t(n) * p.k + k] =
+                bf16_to_f32(f32_to_bf16(float(q.q_minus_z) * bf16_to_f32(f32_to_bf16(q.scale))));
+        }
     return w;
 }
 
@@ -105,8 +123,9 @@ double quant_epilogue(const QuantGemvParams& p, int t, int n) {
     return add;
 }
 
-void quant_gemv(const QuantGemvParams& p) {
-    const std::vector<float> w = quant_dequantize(p);
+namespace {
+
+void multiply(const QuantGemvParams& p, const std::vector<float>& w) {
     for (int t = 0; t < p.n_tokens; ++t)
         for (int n = 0; n < p.n; ++n) {
             double d = 0;
@@ -115,5 +134,11 @@ void quant_gemv(const QuantGemvParams& p) {
             p.y[t * p.y_row_stride + n] = f32_to_bf16(float(d + quant_epilogue(p, t, n)));
         }
 }
+
+}  // namespace
+
+void quant_gemv(const QuantGemvParams& p) { multiply(p, quant_dequantize(p)); }
+
+void quant_mma(const QuantGemvParams& p) { multiply(p, quant_mma_dequantize(p)); }
 
 }  // namespace loradesk::kernels::ref

@@ -1,6 +1,6 @@
-// Reference twin of the quantized GEMV (kernels/quant_gemv.cu): dequantizes the checkpoint layouts of
-// QuantGemvParams to f32, then a double-precision dot per output, rounded once to bf16. The oracle of
-// tests/kernels/tst_quant_gemv_cuda.cpp; plain C++, builds without CUDA.
+// Reference twin of the quantized GEMV (kernels/quant_gemv.cu) and GEMM (kernels/quant_mma.cu): dequantizes the
+// checkpoint layouts of QuantGemvParams to f32, then a double-precision dot per output, rounded once to bf16. The
+// oracle of tests/kernels/tst_quant_gemv_cuda.cpp; plain C++, builds without CUDA.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,10 @@ float fp8_e4m3_to_f32(uint8_t v);  // e4m3fn: no infinities, 0x7f / 0xff are NaN
 std::vector<float> quant_dequantize(const QuantGemvParams& p);
 // y as quant_gemv computes it, epilogue included (workspace unused).
 void quant_gemv(const QuantGemvParams& p);
+// int4 (no act-order) w [p.n, p.k] as quant_mma rounds it: bf16((q - z) * bf16(scale)).
+std::vector<float> quant_mma_dequantize(const QuantGemvParams& p);
+// y as quant_mma computes it from those weights, bias included (workspace unused).
+void quant_mma(const QuantGemvParams& p);
 // What the epilogue adds to output (t, n): bias and LoRA expand, per quant_params.h.
 double quant_epilogue(const QuantGemvParams& p, int t, int n);
 

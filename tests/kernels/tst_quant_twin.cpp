@@ -1,6 +1,6 @@
-// The quantized GEMV's twin (ref::quant_gemv, ref::quant_dequantize) on hand-computed words (AWQ's
-// interleaved nibbles, GPTQ's sequential ones, v1 zeros, act-order g_idx, fp8 block scales) and against the
-// test packers' logical values on random cases. CPU only, runs in CI.
+// The quantized GEMV's and GEMM's twins (ref::quant_gemv, ref::quant_dequantize, ref::quant_mma) on hand-computed words
+// (AWQ's interleaved nibbles, GPTQ's sequential ones, v1 zeros, act-order g_idx, fp8 block scales) and against the test
+// packers' logical values on random cases. CPU only, runs in CI.
 #include <QtTest>
 #include <cmath>
 
@@ -162,6 +162,40 @@ class TstQuantTwin : public QObject {
                     d += double(ref::bf16_to_f32(x[std::size_t(t) * k + kk])) * c.weight(col, kk);
                 QCOMPARE(y[std::size_t(t) * n + col], ref::f32_to_bf16(float(d)));
             }
+        if (act_order) return;
+        // quant_mma's weights: (q - z) times the scale rounded to bf16, rounded to bf16 once.
+        const auto wm = ref::quant_mma_dequantize(p);
+        for (int col = 0; col < n; ++col)
+            for (int kk = 0; kk < k; ++kk) {
+                const int g = kk / group;
+                const float s =
+                    ref::bf16_to_f32(ref::f32_to_bf16(QuantCase::fp16_value(c.s16[std::size_t(g) * n + col])));
+                const float want = ref::bf16_to_f32(
+                    ref::f32_to_bf16(float(c.q[std::size_t(col) * k + kk] - c.zero[std::size_t(g) * n + col]) * s));
+                if (wm[std::size_t(col) * k + kk] != want)
+                    QFAIL(qPrintable(QString("mma w[%1, %2] = %3, want %4")
+                                         .arg(col)
+                                         .arg(kk)
+                                         .arg(wm[std::size_t(col) * k + kk])
+                                         .arg(want)));
+            }
+    }
+
+    // quant_mma's rounding on one hand-made AWQ word: scale 1 + 2^-10 (fp16 0x3c01) becomes bf16 1, so q - z = 3
+    // gives 3 where the exact weight is 3.0029; scale 3 + 2^-9 keeps 3 too, and (q - z) * 3 = 9 stays exact.
+    void mma_rounding_hand_case() {
+        const std::vector<int32_t> qweight{0x44444444}, qzeros{0x11111111};
+        std::vector<uint16_t> scales(8, 0x3c01), x{kOneBf}, y(8, 0);
+        scales[0] = 0x4201;  // fp16 3 + 2^-9
+        QuantGemvParams p;
+        p.format = QuantFormat::awq_int4, p.x = x.data(), p.y = y.data(), p.n = 8, p.k = 1, p.group_size = 1;
+        p.qweight = qweight.data(), p.qzeros = qzeros.data(), p.scales = scales.data();
+        const auto w = ref::quant_mma_dequantize(p);
+        QCOMPARE(w[0], 9.0f);
+        for (int c = 1; c < 8; ++c) QCOMPARE(w[std::size_t(c)], 3.0f);
+        ref::quant_mma(p);
+        QCOMPARE(ref::bf16_to_f32(y[0]), 9.0f);
+        QCOMPARE(ref::bf16_to_f32(y[1]), 3.0f);
     }
 };
 
