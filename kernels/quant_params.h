@@ -72,6 +72,9 @@ struct QuantGemvParams {
     // int4 split-K: k rows per block, a multiple of group_size up to 1024; 0 lets the launcher choose (tests and
     // the bench set it to cover and compare the splits).
     int split_chunk = 0;
+    // quant_mma only: 64-column groups per block (1, 2 or 4; its 4 warps split the block's k-range in 4 / groups
+    // parts); 0 lets the launcher choose (the bench sweeps it).
+    int mma_col_groups = 0;
     // int4 split-K scratch of quant_gemv_workspace_bytes(n, k, group_size) bytes: arrival counters, zero before the
     // first launch that uses it (every launch leaves them zero again), then one f32 partial row per split and
     // token, summed in split order by the last block of a tile, so results do not depend on which block finishes

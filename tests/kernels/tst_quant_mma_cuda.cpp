@@ -1,0 +1,186 @@
+// The int4 tensor-core GEMM (kernels/quant_mma.cu) against its twin (ref::quant_mma: weights rounded as the
+// kernel rounds them, a double-precision dot) and against the exact-weight twin (ref::quant_gemv) within the
+// bf16 bound: AWQ and GPTQ (v1 / v2 zeros), groups of 32 / 64 / 128, widths that leave warps and tiles partly
+// empty, 1 to 32 tokens (token tiles partly filled), forced split-K chunks, padded x / y rows and a bias. Each
+// case runs twice on one workspace, whose counters must come back zeroed, and gives the same bits both times;
+// identical x rows give identical y rows. Label cuda.
+#include <QtTest>
+#include <cmath>
+
+#include "device_buffer.h"
+#include "kernel_test_util.h"
+#include "quant_case.h"
+#include "quant_mma.h"
+#include "ref/ref_kernels.h"
+#include "ref/ref_quant.h"
+
+using namespace loradesk::kernels;
+using namespace loradesk::kernels::test;
+
+namespace {
+
+struct Errors {
+    double rel_l2, max_abs, max_y;
+};
+
+Errors compare(const std::vector<uint16_t>& got, const std::vector<uint16_t>& want, int tokens, int n, int64_t ys) {
+    std::vector<float> g, w;
+    double max_y = 0;
+    for (int t = 0; t < tokens; ++t)
+        for (int col = 0; col < n; ++col) {
+            const std::size_t i = std::size_t(t) * std::size_t(ys) + std::size_t(col);
+            g.push_back(ref::bf16_to_f32(got[i])), w.push_back(ref::bf16_to_f32(want[i]));
+            max_y = std::max(max_y, double(std::fabs(w.back())));
+        }
+    return {rel_l2(g, w), max_abs_diff(g, w), max_y};
+}
+
+}  // namespace
+
+class TstQuantMmaCuda : public QObject {
+    Q_OBJECT
+  private slots:
+    void initTestCase() {
+        int n = 0;
+        if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) QFAIL("no CUDA device: run this test on the GPU machine");
+    }
+
+    void quant_mma_data() {
+        QTest::addColumn<int>("format");
+        QTest::addColumn<int>("n");
+        QTest::addColumn<int>("k");
+        QTest::addColumn<int>("group");
+        QTest::addColumn<bool>("zero_plus_one");
+        QTest::addColumn<int>("tokens");
+        QTest::addColumn<int>("chunk");  // split-K rows per block, 0 = the launcher's choice
+        QTest::addColumn<bool>("bias");
+        QTest::addColumn<int>("col_groups");  // 64-column groups per block, 0 = the launcher's choice
+        const std::vector<std::pair<int, int>> shapes{{8, 128},    {24, 256},    {56, 384},   {152, 1024},
+                                                      {776, 4096}, {1024, 4096}, {4104, 512}, {264, 12288}};
+        for (int t : {1, 5, 8, 9, 17, 32}) {
+            for (auto [n, k] : shapes) {
+                const bool bias = (n + t) % 3 == 0;
+                QTest::newRow(qPrintable(QString("awq %1x%2 t%3").arg(n).arg(k).arg(t)))
+                    << int(QuantFormat::awq_int4) << n << k << 128 << false << t << 0 << bias << 0;
+                QTest::newRow(qPrintable(QString("gptq %1x%2 t%3").arg(n).arg(k).arg(t)))
+                    << int(QuantFormat::gptq_int4) << n << k << 128 << (n % 16 == 8) << t << 0 << !bias << 0;
+            }
+            QTest::newRow(qPrintable(QString("awq 40x320 g64 t%1").arg(t)))
+                << int(QuantFormat::awq_int4) << 40 << 320 << 64 << false << t << 0 << true << 0;
+            QTest::newRow(qPrintable(QString("gptq 48x2048 g32 t%1").arg(t)))
+                << int(QuantFormat::gptq_int4) << 48 << 2048 << 32 << true << t << 0 << false << 0;
+            for (int cg : {1, 2, 4})
+                for (int chunk : {0, 32, 96, 1024}) {
+                    QTest::newRow(qPrintable(QString("awq 1024x4096 cg%1 chunk%2 t%3").arg(cg).arg(chunk).arg(t)))
+                        << int(QuantFormat::awq_int4) << 1024 << 4096 << 128 << false << t << chunk << false << cg;
+                    QTest::newRow(qPrintable(QString("gptq 264x4096 cg%1 chunk%2 t%3").arg(cg).arg(chunk).arg(t)))
+                        << int(QuantFormat::gptq_int4) << 264 << 4096 << 128 << true << t << chunk << true << cg;
+                }
+        }
+    }
+
+    void quant_mma() {
+        QFETCH(int, format);
+        QFETCH(int, n);
+        QFETCH(int, k);
+        QFETCH(int, group);
+        QFETCH(bool, zero_plus_one);
+        QFETCH(int, tokens);
+        QFETCH(int, chunk);
+        QFETCH(bool, bias);
+        QFETCH(int, col_groups);
+        const uint32_t seed = uint32_t(n * 131 + k + tokens * 7 + format * 1000 + chunk);
+        QuantCase c(QuantFormat(format), n, k, group, false, zero_plus_one, Fp8Scaling::block128, seed);
+        std::mt19937 rng(seed);
+        const int64_t xs = k + 24, ys = n + 6;  // padded rows; y's padding must stay poisoned
+        auto x = random_bf16(rng, std::size_t(tokens) * std::size_t(xs));
+        const auto b = random_bf16(rng, std::size_t(n));
+        std::vector<uint16_t> want(std::size_t(tokens) * std::size_t(ys), 0x7fc1), exact(want);
+        QuantGemvParams hp = c.params(x.data(), xs, want.data(), ys, tokens, c.qweight.data(), c.qzeros.data(),
+                                      c.s16.data(), nullptr, nullptr, nullptr, nullptr);
+        hp.bias = bias ? b.data() : nullptr;
+        ref::quant_mma(hp);
+        hp.y = exact.data();
+        ref::quant_gemv(hp);
+
+        DeviceBuffer<uint16_t> dx(x), db(b), dy(std::vector<uint16_t>(want.size(), 0x7fc1)), ds(c.s16);
+        DeviceBuffer<int32_t> dqw(c.qweight), dqz(c.qzeros);
+        const std::size_t ws_bytes = quant_mma_workspace_bytes(n, k, chunk);
+        DeviceBuffer<uint8_t> dws(std::vector<uint8_t>(ws_bytes, 0));
+        QuantGemvParams p = c.params(dx.get(), xs, dy.get(), ys, tokens, dqw.get(), dqz.get(), ds.get(), nullptr,
+                                     nullptr, nullptr, dws.get());
+        p.split_chunk = chunk, p.mma_col_groups = col_groups, p.bias = bias ? db.get() : nullptr;
+        QVERIFY(quant_mma_supported(p));
+        std::vector<uint16_t> first;
+        for (int run = 0; run < 2; ++run) {
+            cuda_check(loradesk::kernels::quant_mma(p, nullptr), "quant_mma launch");
+            cuda_check(cudaDeviceSynchronize(), "quant_mma");
+            const auto got = dy.download();
+            if (run == 0) first = got;
+            QVERIFY2(got == first, "a second run gave other bits: the split-K reduction must not depend on timing");
+            for (int t = 0; t < tokens; ++t)
+                for (int64_t col = n; col < ys; ++col)
+                    QVERIFY2(got[std::size_t(t * ys + col)] == 0x7fc1, "quant_mma wrote past the row's columns");
+            // Same rounded weights: only f32 summation order and the final rounding differ.
+            const Errors e = compare(got, want, tokens, n, ys);
+            // Exact weights: the bf16 rounding of each weight and of its scale adds a bf16-sized error.
+            const Errors ex = compare(got, exact, tokens, n, ys);
+            if (run == 0)
+                qInfo("vs twin: rel l2 %.2e, max abs %.3g; vs exact weights: rel l2 %.2e (max |y| %.3g)", e.rel_l2,
+                      e.max_abs, ex.rel_l2, e.max_y);
+            QVERIFY2(
+                e.rel_l2 < 1e-3 && e.max_abs <= e.max_y / 128,
+                qPrintable(QString("run %1 vs twin: rel l2 %2, max abs err %3").arg(run).arg(e.rel_l2).arg(e.max_abs)));
+            QVERIFY2(ex.rel_l2 < 1e-2, qPrintable(QString("vs exact weights: rel l2 %1").arg(ex.rel_l2)));
+            const auto ws = dws.download();
+            for (std::size_t i = 0; i < kQuantGemvCounterBytes; ++i)
+                if (ws[i]) QFAIL("the workspace's counters are not zero after the launch");
+        }
+        if (tokens > 1) {  // the same x in every row: identical rows (batch invariance)
+            std::vector<uint16_t> xsame(x);
+            for (int t = 1; t < tokens; ++t)
+                std::copy(x.begin(), x.begin() + xs, xsame.begin() + std::ptrdiff_t(t) * xs);
+            DeviceBuffer<uint16_t> dsame(xsame);
+            QuantGemvParams same = p;
+            same.x = dsame.get();
+            cuda_check(loradesk::kernels::quant_mma(same, nullptr), "quant_mma launch");
+            cuda_check(cudaDeviceSynchronize(), "quant_mma");
+            const auto rows = dy.download();
+            for (int t = 1; t < tokens; ++t)
+                for (int col = 0; col < n; ++col)
+                    if (rows[std::size_t(t * ys + col)] != rows[std::size_t(col)])
+                        QFAIL(qPrintable(
+                            QString("row %1 differs from row 0 at column %2 for the same x").arg(t).arg(col)));
+        }
+    }
+
+    // What the runner must route elsewhere: fp8, act-order, LoRA in the epilogue, over 32 tokens, odd shapes.
+    void quant_mma_refuses() {
+        QuantCase c(QuantFormat::gptq_int4, 64, 256, 128, false, false, Fp8Scaling::block128, 7);
+        DeviceBuffer<uint16_t> dx(std::vector<uint16_t>(64 * 256)), dy(std::vector<uint16_t>(64 * 64)), ds(c.s16);
+        DeviceBuffer<int32_t> dqw(c.qweight), dqz(c.qzeros), dg(std::vector<int32_t>(256));
+        DeviceBuffer<uint8_t> dws(std::vector<uint8_t>(quant_mma_workspace_bytes(64, 256), 0));
+        const QuantGemvParams ok = c.params(dx.get(), 256, dy.get(), 64, 32, dqw.get(), dqz.get(), ds.get(), nullptr,
+                                            nullptr, nullptr, dws.get());
+        QVERIFY(quant_mma_supported(ok));
+        auto refused = [&](auto change) {
+            QuantGemvParams p = ok;
+            change(p);
+            return !quant_mma_supported(p) && loradesk::kernels::quant_mma(p, nullptr) == cudaErrorInvalidValue;
+        };
+        QVERIFY(refused([](QuantGemvParams& p) { p.format = QuantFormat::fp8_e4m3; }));
+        QVERIFY(refused([&](QuantGemvParams& p) { p.g_idx = dg.get(); }));
+        QVERIFY(refused([](QuantGemvParams& p) { p.lora_expand = true; }));
+        QVERIFY(refused([](QuantGemvParams& p) { p.n_tokens = kQuantMmaMaxTokens + 1; }));
+        QVERIFY(refused([](QuantGemvParams& p) { p.k = 240; }));             // not a multiple of 32
+        QVERIFY(refused([](QuantGemvParams& p) { p.group_size = 48; }));     // not a multiple of 32
+        QVERIFY(refused([](QuantGemvParams& p) { p.x_row_stride = 260; }));  // x rows not 16-byte aligned
+        QVERIFY(refused([](QuantGemvParams& p) { p.split_chunk = 100; }));
+        QVERIFY(refused([](QuantGemvParams& p) { p.split_chunk = 2048; }));  // x rows over 64 KiB at 32 tokens
+        QVERIFY(refused([](QuantGemvParams& p) { p.mma_col_groups = 3; }));
+        QVERIFY(refused([](QuantGemvParams& p) { p.workspace = nullptr; }));
+    }
+};
+
+QTEST_GUILESS_MAIN(TstQuantMmaCuda)
+#include "tst_quant_mma_cuda.moc"
