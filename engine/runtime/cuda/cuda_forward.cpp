@@ -15,6 +15,7 @@
 #include "launchers.h"
 #include "quant_dequant.h"
 #include "quant_gemv.h"
+#include "quant_mma.h"
 #include "runtime/cuda/cuda_runner_impl.h"
 
 namespace loradesk::runtime::cuda {
@@ -135,6 +136,26 @@ void CudaRunner::Impl::quant_matmul(const DeviceQuantSite& site, const uint16_t*
     }
 }
 
+bool CudaRunner::Impl::quant_mma_site(const DeviceQuantSite& site, const uint16_t* bias, const uint16_t* x,
+                                      int64_t x_stride, int n, uint16_t* y, int64_t y_stride) {
+    if (n > kQuantMmaMaxRows) return false;
+    constexpr int kPasses = (kQuantMmaMaxRows + kernels::kQuantMmaMaxTokens - 1) / kernels::kQuantMmaMaxTokens;
+    std::array<kernels::QuantGemvParams, 3 * kPasses> launches;  // a site has at most q|k|v parts
+    std::size_t n_launches = 0;
+    for (const DeviceQuantSite::Part& part : site.parts)
+        for (int t0 = 0; t0 < n; t0 += kernels::kQuantMmaMaxTokens) {
+            kernels::QuantGemvParams p = part.p;
+            p.x = x + t0 * x_stride, p.x_row_stride = x_stride;
+            p.y = y + t0 * y_stride + part.out_offset, p.y_row_stride = y_stride;
+            p.n_tokens = std::min(n - t0, kernels::kQuantMmaMaxTokens), p.workspace = quant_workspace;
+            p.bias = bias ? bias + part.out_offset : nullptr;
+            if (!kernels::quant_mma_supported(p) || n_launches == launches.size()) return false;
+            launches[n_launches++] = p;
+        }
+    for (std::size_t i = 0; i < n_launches; ++i) launch_check(kernels::quant_mma(launches[i], stream), "quant_mma");
+    return true;
+}
+
 bool CudaRunner::Impl::quant_gemv_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
                                        const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride,
                                        int first_module, int n_modules) {
@@ -167,8 +188,10 @@ void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const
     const DeviceQuantSite& quant = layers[std::size_t(layer)].quant[site];
     if (!quant.parts.empty()) {
         if (!quant_gemv_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules)) {
-            quant_matmul(quant, x, x_stride, n, y, y_stride);
-            if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");
+            if (!quant_mma_site(quant, bias, x, x_stride, n, y, y_stride)) {
+                quant_matmul(quant, x, x_stride, n, y, y_stride);
+                if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");
+            }
             apply_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride);
         }
         if (swiglu) launch_check(kernels::silu_mul(y, n, out / 2, act, stream), "silu_mul");

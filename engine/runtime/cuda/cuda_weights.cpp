@@ -14,6 +14,7 @@
 #include "model/dequantize.h"
 #include "model/model_weights.h"
 #include "quant_gemv.h"
+#include "quant_mma.h"
 #include "ref/ref_kernels.h"
 #include "runtime/cuda/cuda_runner_impl.h"
 #include "runtime/cuda/quant_pack.h"
@@ -134,8 +135,11 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
                         max_part_elems = std::max(max_part_elems, int64_t(part.params.n) * part.params.k);
                         max_in = std::max(max_in, int64_t(part.params.k));
                         quant_ws_bytes = std::max(
-                            quant_ws_bytes,
-                            kernels::quant_gemv_workspace_bytes(part.params.n, part.params.k, part.params.group_size));
+                            {quant_ws_bytes,
+                             kernels::quant_gemv_workspace_bytes(part.params.n, part.params.k, part.params.group_size),
+                             part.params.format == kernels::QuantFormat::fp8_e4m3
+                                 ? std::size_t(0)
+                                 : kernels::quant_mma_workspace_bytes(part.params.n, part.params.k)});
                     }
                     quant_items.push_back(std::move(qi));
                     return;
