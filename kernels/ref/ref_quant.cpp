@@ -91,11 +91,16 @@ std::vector<float> quant_dequantize(const QuantGemvParams& p) {
 
 std::vector<float> quant_mma_dequantize(const QuantGemvParams& p) {
     std::vector<float> w(std::size_t(p.n) * p.k);
+    const auto bf16_round = [](float v) { return bf16_to_f32(f32_to_bf16(v)); };
     for (int n = 0; n < p.n; ++n)
         for (int k = 0; k < p.k; ++k) {
+            if (p.format == QuantFormat::fp8_e4m3) {
+                w[std::size_t(n) * p.k + k] =
+                    bf16_round(fp8_e4m3_to_f32(p.w_fp8[int64_t(n) * p.k + k]) * bf16_round(fp8_scale(p, n, k)));
+                continue;
+            }
             const Int4Weight q = int4_weight(p, n, k);
-            w[std::size_t(n) * p.k + k] =
-                bf16_to_f32(f32_to_bf16(float(q.q_minus_z) * bf16_to_f32(f32_to_bf16(q.scale))));
+            w[std::size_t(n) * p.k + k] = bf16_round(float(q.q_minus_z) * bf16_round(q.scale));
         }
     return w;
 }

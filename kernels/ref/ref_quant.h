@@ -17,7 +17,8 @@ float fp8_e4m3_to_f32(uint8_t v);  // e4m3fn: no infinities, 0x7f / 0xff are NaN
 std::vector<float> quant_dequantize(const QuantGemvParams& p);
 // y as quant_gemv computes it, epilogue included (workspace unused).
 void quant_gemv(const QuantGemvParams& p);
-// int4 (no act-order) w [p.n, p.k] as quant_mma rounds it: bf16((q - z) * bf16(scale)).
+// w [p.n, p.k] as quant_mma rounds it (no act-order): int4 bf16((q - z) * bf16(scale)), fp8
+// bf16(e4m3 * bf16(scale)).
 std::vector<float> quant_mma_dequantize(const QuantGemvParams& p);
 // y as quant_mma computes it from those weights, bias included (workspace unused).
 void quant_mma(const QuantGemvParams& p);
