@@ -1,4 +1,4 @@
-// quant_mma_bench: the int4 tensor-core GEMM (kernels/quant_mma.cu) at the call sites a Qwen3-8B decode step
+// quant_mma_bench: the int4 / fp8 tensor-core GEMM (kernels/quant_mma.cu) at the call sites a Qwen3-8B decode step
 // runs (q|k|v, o and gate|up fused as kernels/quant_pack.cpp fuses them, down), 8 to 64 tokens, beside what
 // the same tokens cost otherwise in the same run: cuBLAS on bf16 weights, and the dequantize path it replaces
 // (quant_dequantize to bf16, then cuBLAS). Each format is first checked against its twin with random data;
@@ -54,18 +54,23 @@ void check(QuantFormat f, int n, int k, int tokens) {
     auto x = random_bf16(rng, std::size_t(tokens) * k);
     std::vector<uint16_t> want(std::size_t(tokens) * n);
     ref::quant_mma(c.params(x.data(), k, want.data(), n, tokens, c.qweight.data(), c.qzeros.data(), c.s16.data(),
-                            nullptr, nullptr, nullptr, nullptr));
-    DeviceBuffer<uint16_t> dx(x), dy(want.size()), ds(c.s16);
-    DeviceBuffer<int32_t> dqw(c.qweight), dqz(c.qzeros);
-    DeviceBuffer<uint8_t> dws(std::vector<uint8_t>(quant_mma_workspace_bytes(n, k), 0));
-    cuda_check(quant_mma(c.params(dx.get(), k, dy.get(), n, tokens, dqw.get(), dqz.get(), ds.get(), nullptr, nullptr,
-                                  nullptr, dws.get()),
+                            nullptr, c.w8.data(), c.w_scale.data(), nullptr));
+    auto nonempty = [](auto v) { return v.empty() ? decltype(v)(1) : v; };
+    DeviceBuffer<uint16_t> dx(x), dy(want.size()), ds(nonempty(c.s16));
+    DeviceBuffer<int32_t> dqw(nonempty(c.qweight)), dqz(nonempty(c.qzeros));
+    DeviceBuffer<uint8_t> dw8(nonempty(c.w8)), dws(std::vector<uint8_t>(quant_mma_workspace_bytes(n, k), 0));
+    DeviceBuffer<float> dsc(nonempty(c.w_scale));
+    cuda_check(quant_mma(c.params(dx.get(), k, dy.get(), n, tokens, dqw.get(), dqz.get(), ds.get(), nullptr, dw8.get(),
+                                  dsc.get(), dws.get()),
                          nullptr),
                "quant_mma");
     cuda_check(cudaDeviceSynchronize(), "quant_mma");
     const double err = rel_l2(to_f32(dy.download()), to_f32(want));
-    std::printf("check %s %dx%d tokens %d: rel l2 %.2e\n", f == QuantFormat::awq_int4 ? "awq" : "gptq", n, k, tokens,
-                err);
+    std::printf("check %s %dx%d tokens %d: rel l2 %.2e\n",
+                f == QuantFormat::awq_int4    ? "awq"
+                : f == QuantFormat::gptq_int4 ? "gptq"
+                                              : "fp8",
+                n, k, tokens, err);
     if (!(err < 1e-3)) std::printf("QUANT MMA CHECK FAILED (timings below are of a wrong kernel)\n");
 }
 
@@ -75,8 +80,13 @@ enum class Path { bf16_cublas, dequant_cublas, mma };
 double time_site(Path path, QuantFormat f, const Site& s, int tokens, int split_chunk, cublasHandle_t h,
                  int col_groups = 0) {
     const int n = s.n, k = s.k, groups = k / kGroup;
-    const std::size_t w_bytes = path == Path::bf16_cublas ? std::size_t(n) * k * 2 : std::size_t(n) * k / 2;
-    const std::size_t z_bytes = std::size_t(groups) * n / 2, s_bytes = std::size_t(groups) * n * 2;
+    const bool fp8 = f == QuantFormat::fp8_e4m3;
+    const std::size_t w_bytes = path == Path::bf16_cublas ? std::size_t(n) * k * 2
+                                : fp8                     ? std::size_t(n) * k
+                                                          : std::size_t(n) * k / 2;
+    const std::size_t z_bytes = fp8 ? 0 : std::size_t(groups) * n / 2;
+    const std::size_t s_bytes =
+        fp8 ? std::size_t((n + 127) / 128) * ((k + 127) / 128) * 4 : std::size_t(groups) * n * 2;
     const std::size_t per_copy = w_bytes + z_bytes + s_bytes + 768;
     const int copies = int(std::max<std::size_t>(2, (std::size_t(320) << 20) / per_copy + 1));
     DeviceBuffer<uint8_t> arena(per_copy * std::size_t(copies));
@@ -108,6 +118,7 @@ double time_site(Path path, QuantFormat f, const Site& s, int tokens, int split_
         q.group_size = kGroup, q.zero_plus_one = f == QuantFormat::gptq_int4, q.workspace = dws.get();
         q.qweight = reinterpret_cast<const int32_t*>(w), q.qzeros = reinterpret_cast<const int32_t*>(z);
         q.scales = reinterpret_cast<const uint16_t*>(sc), q.split_chunk = split_chunk;
+        q.w_fp8 = w, q.w_scale = reinterpret_cast<const float*>(sc), q.fp8_scaling = Fp8Scaling::block128;
         q.mma_col_groups = col_groups;
         if (path == Path::dequant_cublas) {
             cuda_check(quant_dequantize(q, 0, n, scratch.get(), st), "quant_dequantize");
@@ -134,29 +145,34 @@ int main() {
     cuda_check(cudaGetDeviceProperties(&prop, 0), "device");
     std::printf("%s, %d SMs; device copy %.0f GB/s (read + write)\n", prop.name, prop.multiProcessorCount,
                 copy_bandwidth() / 1e9);
-    for (QuantFormat f : {QuantFormat::awq_int4, QuantFormat::gptq_int4})
+    for (QuantFormat f : {QuantFormat::awq_int4, QuantFormat::gptq_int4, QuantFormat::fp8_e4m3})
         for (int tokens : {5, 32}) check(f, 1024, 4096, tokens);
     cublasHandle_t h;
     cublas_ok(cublasCreate(&h));
     for (int tokens : {8, 16, 32, 64}) {
         std::printf("\ntokens %d: us per call site (GB/s of stored int4 bytes)\n", tokens);
-        double sum[4] = {};
+        double sum[6] = {};
         for (const Site& s : kSites) {
             const double bytes = double(s.n) * s.k / 2 + double(s.k / kGroup) * s.n * 2.5;
-            const double t[4] = {time_site(Path::bf16_cublas, QuantFormat::awq_int4, s, tokens, 0, h),
+            const double t[6] = {time_site(Path::bf16_cublas, QuantFormat::awq_int4, s, tokens, 0, h),
                                  time_site(Path::dequant_cublas, QuantFormat::awq_int4, s, tokens, 0, h),
                                  time_site(Path::mma, QuantFormat::awq_int4, s, tokens, 0, h),
-                                 time_site(Path::mma, QuantFormat::gptq_int4, s, tokens, 0, h)};
-            for (int i = 0; i < 4; ++i) sum[i] += t[i];
+                                 time_site(Path::mma, QuantFormat::gptq_int4, s, tokens, 0, h),
+                                 time_site(Path::dequant_cublas, QuantFormat::fp8_e4m3, s, tokens, 0, h),
+                                 time_site(Path::mma, QuantFormat::fp8_e4m3, s, tokens, 0, h)};
+            for (int i = 0; i < 6; ++i) sum[i] += t[i];
             std::printf(
                 "%-8s %5dx%-5d | bf16 cuBLAS %7.1f | awq dequant+cuBLAS %7.1f | awq mma %6.1f (%4.0f GB/s) | "
-                "gptq mma %6.1f (%4.0f GB/s)\n",
-                s.name, s.n, s.k, t[0], t[1], t[2], bytes / (t[2] * 1e-6) / 1e9, t[3], bytes / (t[3] * 1e-6) / 1e9);
+                "gptq mma %6.1f (%4.0f GB/s) | fp8 dequant+cuBLAS %7.1f | fp8 mma %6.1f (%4.0f GB/s)\n",
+                s.name, s.n, s.k, t[0], t[1], t[2], bytes / (t[2] * 1e-6) / 1e9, t[3], bytes / (t[3] * 1e-6) / 1e9,
+                t[4], t[5], double(s.n) * s.k / (t[5] * 1e-6) / 1e9);
             std::fflush(stdout);
         }
         std::printf(
-            "layer, x36: bf16 cuBLAS %.2f ms | awq dequant+cuBLAS %.2f ms | awq mma %.2f ms | gptq mma %.2f ms\n",
-            36 * sum[0] * 1e-3, 36 * sum[1] * 1e-3, 36 * sum[2] * 1e-3, 36 * sum[3] * 1e-3);
+            "layer, x36: bf16 cuBLAS %.2f ms | awq dequant+cuBLAS %.2f ms | awq mma %.2f ms | gptq mma %.2f ms | "
+            "fp8 dequant+cuBLAS %.2f ms | fp8 mma %.2f ms\n",
+            36 * sum[0] * 1e-3, 36 * sum[1] * 1e-3, 36 * sum[2] * 1e-3, 36 * sum[3] * 1e-3, 36 * sum[4] * 1e-3,
+            36 * sum[5] * 1e-3);
     }
     for (int tokens : {8, 16, 32}) {
         std::printf(

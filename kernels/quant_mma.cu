@@ -1,21 +1,23 @@
-// Weight-only int4 GEMM on tensor cores for decode batches of 5-32 tokens (quant_mma.h): AWQ and GPTQ weights
-// read in their checkpoint layouts straight from DRAM into registers, dequantized to bf16 there and multiplied
-// with mma.sync m16n8k16 (bf16 in, f32 accumulators). Each weight byte is read once per launch, where the
-// dequantize path it replaces wrote a bf16 copy and read it back through cuBLAS.
+// Weight-only int4 / fp8 GEMM on tensor cores for decode batches of 5-32 tokens (quant_mma.h): AWQ, GPTQ and
+// fp8 e4m3 weights read in their checkpoint layouts straight from DRAM into registers, dequantized to bf16 there
+// and multiplied with mma.sync m16n8k16 (bf16 in, f32 accumulators). Each weight byte is read once per launch, where
+// the dequantize path it replaces wrote a bf16 copy and read it back through cuBLAS.
 //
 // The weights are the A operand (16 output columns x 16 k) and the tokens the B operand (16 k x 8 tokens), so
 // a batch of 8 fills one mma. A lane (group g = lane / 4, t = lane % 4) of a warp owns 8 output columns
 // (8g .. 8g + 7 of the warp's 64) and, per 32-row chunk of k, rows 8t .. 8t + 7: for GPTQ that is one packed
-// word per column (two 16-byte loads), for AWQ eight words of one 8-column pack. The mma's k order is free as
+// word per column (two 16-byte loads), for AWQ eight words of one 8-column pack, for fp8 ([N, K] bytes) 8 bytes
+// per column. The mma's k order is free as
 // long as A and B agree, so each lane's fragment registers hold pairs of its own rows: (i, i + 4) for GPTQ
 // (nibbles i and i + 4 of a word land in the two bf16 halves with one mask) and (2i, 2i + 1) for AWQ (a byte
-// permute brings row 2i's and row 2i + 1's nibbles together); x is read as 16 bytes of the same rows and
-// paired to match. Column slot 2j of a lane is row g of A tile j, slot 2j + 1 row g + 8. Three chunks of
-// weights per warp are in registers at a time, the first requested before the PDL wait.
+// permute brings row 2i's and row 2i + 1's nibbles together, and fp8's bytes 2i and 2i + 1); x is read as 16 bytes of
+// the same rows and paired to match. Column slot 2j of a lane is row g of A tile j, slot 2j + 1 row g + 8. Three chunks
+// of weights per warp are in registers at a time (two for fp8), the first requested before the PDL wait.
 //
 // Nibbles become bf16 (128 + q) by or-ing in 0x4300 (exact); subtracting (128 + z) gives q - z exactly, and one
 // bf16 multiply by the scale (fp16 rounded to bf16, as vLLM's Marlin does for bf16 models) rounds the weight
-// once.
+// once. An e4m3 byte shifted left by 4 under its replicated sign is the bf16 of its value times 2^-120 (exact,
+// subnormals too); one bf16 multiply by 2^120 (exact) and one by the scale (rounded to bf16) give the weight.
 //
 // A block of 4 warps takes CG groups of 64 columns and a range of k rows; its warps split the rows in 4 / CG
 // parts, and x for the range is staged in shared memory once. The parts are summed in shared memory, the splits
@@ -44,7 +46,9 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kWarpCols = 64;
-constexpr int kSlots = 3;                               // 32-row chunks of weights in registers per warp
+// 32-row chunks of weights in registers per warp: int4 3 (1 KiB per warp each), fp8 2 (2 KiB each).
+template <QuantFormat F>
+constexpr int kSlots = F == QuantFormat::fp8_e4m3 ? 2 : 3;
 constexpr int kTargetWarps = 12 * 132;                  // the split aims at 12 warps per SM of an H100 (3 blocks)
 constexpr int kMaxXBytes = 64 * 1024;                   // x staged per block: 8 NT tokens x block rows, bf16
 constexpr int kMaxSmem = kMaxXBytes + 128 * 8 * 4 * 2;  // with the row padding
@@ -79,10 +83,12 @@ __device__ __forceinline__ uint32_t dequant(uint32_t magic, uint32_t zz, uint32_
 
 // One 32-row chunk of weights as a lane holds it, and (in the chunk that starts a group) the group's zero word
 // and 8 scales.
+template <QuantFormat F>
 struct Chunk {
-    uint32_t w[8];
-    uint32_t zw;
-    uint4 sv;
+    static constexpr int kWords = F == QuantFormat::fp8_e4m3 ? 16 : 8;
+    uint32_t w[kWords];
+    uint32_t zw;  // int4: the group's zero word; fp8 block128: the block's scale (f32 bits)
+    uint4 sv;     // int4: the group's 8 fp16 scales
 };
 
 template <QuantFormat F>
@@ -91,24 +97,42 @@ struct Lane {
     int t, col8, k_begin;
     bool active;
 
-    __device__ void load_weights(int c, Chunk& ch) const {
+    // Whether chunk c starts a group of zeros and scales (or is the warp's first): then it loads them. fp8's
+    // groups are the 128-row scale blocks, or the whole of k for per-tensor and per-channel scales.
+    __device__ bool group_start(int c) const {
+        if constexpr (F == QuantFormat::fp8_e4m3)
+            return c == 0 || (p.fp8_scaling == Fp8Scaling::block128 && (k_begin + 32 * c) % 128 == 0);
+        else
+            return c == 0 || (k_begin + 32 * c) % p.group_size == 0;
+    }
+
+    __device__ void load_weights(int c, Chunk<F>& ch) const {
         const int k0 = k_begin + 32 * c, packs = p.n / 8;
         if (!active) {
 #pragma unroll
-            for (int i = 0; i < 8; ++i) ch.w[i] = 0;
+            for (int i = 0; i < Chunk<F>::kWords; ++i) ch.w[i] = 0;
             return;
         }
         if constexpr (F == QuantFormat::awq_int4) {
             const uint32_t* q = reinterpret_cast<const uint32_t*>(p.qweight) + int64_t(k0 + 8 * t) * packs + col8 / 8;
 #pragma unroll
             for (int i = 0; i < 8; ++i) ch.w[i] = __ldcs(q + int64_t(i) * packs);
-        } else {
+        } else if constexpr (F == QuantFormat::gptq_int4) {
             const uint4* q = reinterpret_cast<const uint4*>(p.qweight + int64_t(k0 / 8 + t) * p.n + col8);
             const uint4 a = __ldcs(q), b = __ldcs(q + 1);
             ch.w[0] = a.x, ch.w[1] = a.y, ch.w[2] = a.z, ch.w[3] = a.w;
             ch.w[4] = b.x, ch.w[5] = b.y, ch.w[6] = b.z, ch.w[7] = b.w;
+        } else {  // fp8 [N, K]: 8 bytes of rows 8t .. 8t + 7 per column
+#pragma unroll
+            for (int s = 0; s < 8; ++s) {
+                const uint2 v = __ldcs(reinterpret_cast<const uint2*>(p.w_fp8 + int64_t(col8 + s) * p.k + k0 + 8 * t));
+                ch.w[2 * s] = v.x, ch.w[2 * s + 1] = v.y;
+            }
         }
-        if (c == 0 || k0 % p.group_size == 0) {
+        if constexpr (F == QuantFormat::fp8_e4m3) {
+            if (p.fp8_scaling == Fp8Scaling::block128 && group_start(c))
+                ch.zw = __float_as_uint(__ldg(p.w_scale + int64_t(col8 / 128) * ((p.k + 127) / 128) + k0 / 128));
+        } else if (c == 0 || k0 % p.group_size == 0) {
             const int g = k0 / p.group_size;
             ch.zw = __ldg(reinterpret_cast<const uint32_t*>(p.qzeros) + int64_t(g) * packs + col8 / 8);
             ch.sv = __ldg(reinterpret_cast<const uint4*>(p.scales + int64_t(g) * p.n + col8));
@@ -122,6 +146,7 @@ __device__ __forceinline__ int column_of_slot(int s) {
     return F == QuantFormat::awq_int4 ? 2 * (s % 4) + s / 4 : s;
 }
 
+// zz = (128 + z) pairs and s2 = bf16 scale pairs of the lane's 8 column slots for an int4 group.
 template <QuantFormat F>
 __device__ __forceinline__ void decode_group(const QuantGemvParams& p, uint32_t zw, uint4 sv, uint32_t (&zz)[8],
                                              uint32_t (&s2)[8]) {
@@ -135,15 +160,37 @@ __device__ __forceinline__ void decode_group(const QuantGemvParams& p, uint32_t 
     }
 }
 
-// The (128 + q) pair of column slot s and row pair i of the chunk (see the file comment).
+// fp8: zz = the bf16 pair (2^120, 2^120) that turns the shifted e4m3 bits into their value, s2 = the slots'
+// scales (block128: the block's, loaded with the chunk as f32 bits in block).
+__device__ __forceinline__ void decode_fp8_scales(const QuantGemvParams& p, int col8, uint32_t block, uint32_t (&zz)[8],
+                                                  uint32_t (&s2)[8]) {
+#pragma unroll
+    for (int s = 0; s < 8; ++s) {
+        float scale = __uint_as_float(block);
+        if (p.fp8_scaling == Fp8Scaling::per_tensor)
+            scale = __ldg(p.w_scale);
+        else if (p.fp8_scaling == Fp8Scaling::per_channel)
+            scale = col8 + s < p.n ? __ldg(p.w_scale + col8 + s) : 0.f;
+        zz[s] = 0x7b807b80u;  // bf16 2^120
+        s2[s] = as_u32(__float2bfloat162_rn(scale));
+    }
+}
+
+// The (128 + q) pair of column slot s and row pair i of the chunk (see the file comment); for fp8 the e4m3 bytes
+// of rows 2i and 2i + 1 as bf16 bit patterns worth 2^-120 of their value: the byte shifted left by 4 puts
+// exponent and mantissa in place, and prmt's sign-replicating selector supplies the sign bit (also subnormals
+// stay exact, as bf16 subnormals).
 template <QuantFormat F>
-__device__ __forceinline__ uint32_t weight_pair(const uint32_t (&w)[8], int s, int i) {
+__device__ __forceinline__ uint32_t weight_pair(const uint32_t (&w)[Chunk<F>::kWords], int s, int i) {
     if constexpr (F == QuantFormat::gptq_int4) {
         return magic_pair(w[s] >> (4 * i));
-    } else {
+    } else if constexpr (F == QuantFormat::awq_int4) {
         const uint32_t b = uint32_t(s / 2), sel = b | (b << 4) | ((4 + b) << 8) | ((4 + b) << 12);
         const uint32_t v = prmt(w[2 * i], w[2 * i + 1], sel);  // byte b of rows 2i and 2i + 1 at bytes 0 and 2
         return magic_pair(s % 2 ? v >> 4 : v);
+    } else {
+        const uint32_t b = uint32_t(2 * (i % 2)), sel = b | ((8 | b) << 4) | ((b + 1) << 8) | ((9 | b) << 12);
+        return (prmt(w[2 * s + i / 2], 0u, sel) << 4) & 0x87f087f0u;  // [sign byte, byte] x 2, shifted
     }
 }
 
@@ -157,9 +204,18 @@ __device__ __forceinline__ uint32_t x_pair(const uint4& x, int i) {
         return u[i];  // rows 2i and 2i + 1
 }
 
+// int4: (128 + q) pair -> bf16((q - z) * s); fp8: (e4m3 * 2^-120) pair -> bf16(e4m3 * s), the first product exact.
+template <QuantFormat F>
+__device__ __forceinline__ uint32_t dequant_pair(uint32_t v, uint32_t zz, uint32_t s) {
+    if constexpr (F == QuantFormat::fp8_e4m3)
+        return as_u32(__hmul2(__hmul2(as_bf2(v), as_bf2(zz)), as_bf2(s)));
+    else
+        return dequant(v, zz, s);
+}
+
 // xs points at the lane's 16 bytes of token g of the first token tile; tiles are x_tile_stride apart.
 template <int NT, QuantFormat F>
-__device__ __forceinline__ void multiply(const Chunk& ch, const __nv_bfloat16* xs, int x_tile_stride,
+__device__ __forceinline__ void multiply(const Chunk<F>& ch, const __nv_bfloat16* xs, int x_tile_stride,
                                          const uint32_t (&zz)[8], const uint32_t (&s2)[8], float (&acc)[4][NT][4]) {
     uint32_t b[NT][4];
 #pragma unroll
@@ -173,10 +229,10 @@ __device__ __forceinline__ void multiply(const Chunk& ch, const __nv_bfloat16* x
 #pragma unroll
         for (int step = 0; step < 2; ++step) {
             const int i0 = 2 * step, i1 = 2 * step + 1;  // k rows 2t, 2t + 1 and 2t + 8, 2t + 9 of the mma
-            const uint32_t a[4] = {dequant(weight_pair<F>(ch.w, 2 * j, i0), zz[2 * j], s2[2 * j]),
-                                   dequant(weight_pair<F>(ch.w, 2 * j + 1, i0), zz[2 * j + 1], s2[2 * j + 1]),
-                                   dequant(weight_pair<F>(ch.w, 2 * j, i1), zz[2 * j], s2[2 * j]),
-                                   dequant(weight_pair<F>(ch.w, 2 * j + 1, i1), zz[2 * j + 1], s2[2 * j + 1])};
+            const uint32_t a[4] = {dequant_pair<F>(weight_pair<F>(ch.w, 2 * j, i0), zz[2 * j], s2[2 * j]),
+                                   dequant_pair<F>(weight_pair<F>(ch.w, 2 * j + 1, i0), zz[2 * j + 1], s2[2 * j + 1]),
+                                   dequant_pair<F>(weight_pair<F>(ch.w, 2 * j, i1), zz[2 * j], s2[2 * j]),
+                                   dequant_pair<F>(weight_pair<F>(ch.w, 2 * j + 1, i1), zz[2 * j + 1], s2[2 * j + 1])};
 #pragma unroll
             for (int u = 0; u < NT; ++u) mma(acc[j][u], a, b[u][i0], b[u][i1]);
         }
@@ -263,9 +319,10 @@ __global__ void __launch_bounds__(kThreads, 3) int4_mma_kernel(QuantGemvParams p
     const Lane<F> ln{p, t, col8, blk_begin + 32 * c_begin, col8 < p.n};
 
     // Weights never depend on the predecessor: the first chunks are requested before the PDL wait.
-    Chunk ch[kSlots];
+    constexpr int kS = kSlots<F>;
+    Chunk<F> ch[kS];
 #pragma unroll
-    for (int s = 0; s < kSlots; ++s)
+    for (int s = 0; s < kS; ++s)
         if (s < n_chunks) ln.load_weights(s, ch[s]);
     detail::pdl_wait();
     // x [8 NT tokens][block rows] into shared memory once (zero past n_tokens); every warp reads it from there.
@@ -282,14 +339,18 @@ __global__ void __launch_bounds__(kThreads, 3) int4_mma_kernel(QuantGemvParams p
     float acc[4][NT][4] = {};
     uint32_t zz[8], s2[8];
     const __nv_bfloat16* xl = xs + g * stride + 32 * c_begin + 8 * t;
-    for (int c0 = 0; c0 < n_chunks; c0 += kSlots) {
+    for (int c0 = 0; c0 < n_chunks; c0 += kS) {
 #pragma unroll
-        for (int s = 0; s < kSlots; ++s) {
+        for (int s = 0; s < kS; ++s) {
             const int c = c0 + s;
             if (c >= n_chunks) break;
-            if (c == 0 || (ln.k_begin + 32 * c) % p.group_size == 0) decode_group<F>(p, ch[s].zw, ch[s].sv, zz, s2);
+            if constexpr (F == QuantFormat::fp8_e4m3) {
+                if (ln.group_start(c)) decode_fp8_scales(p, col8, ch[s].zw, zz, s2);
+            } else if (c == 0 || (ln.k_begin + 32 * c) % p.group_size == 0) {
+                decode_group<F>(p, ch[s].zw, ch[s].sv, zz, s2);
+            }
             multiply<NT, F>(ch[s], xl + 32 * c, 8 * stride, zz, s2, acc);
-            if (c + kSlots < n_chunks) ln.load_weights(c + kSlots, ch[s]);
+            if (c + kS < n_chunks) ln.load_weights(c + kS, ch[s]);
         }
     }
 
@@ -358,8 +419,15 @@ cudaError_t launch_format(const QuantGemvParams& p, cudaStream_t stream) {
 
 template <int NT>
 cudaError_t launch(const QuantGemvParams& p, cudaStream_t stream) {
-    if (p.format == QuantFormat::awq_int4) return launch_format<NT, QuantFormat::awq_int4>(p, stream);
-    return launch_format<NT, QuantFormat::gptq_int4>(p, stream);
+    switch (p.format) {
+        case QuantFormat::awq_int4:
+            return launch_format<NT, QuantFormat::awq_int4>(p, stream);
+        case QuantFormat::gptq_int4:
+            return launch_format<NT, QuantFormat::gptq_int4>(p, stream);
+        case QuantFormat::fp8_e4m3:
+            return launch_format<NT, QuantFormat::fp8_e4m3>(p, stream);
+    }
+    return cudaErrorInvalidValue;
 }
 
 }  // namespace
@@ -383,17 +451,20 @@ std::size_t quant_mma_workspace_bytes(int n, int k, int split_chunk) {
 }
 
 bool quant_mma_supported(const QuantGemvParams& p) {
-    if (p.format == QuantFormat::fp8_e4m3 || p.g_idx || p.lora_expand) return false;
+    if (p.g_idx || p.lora_expand) return false;
     if (p.n_tokens < 1 || p.n_tokens > kQuantMmaMaxTokens || p.n <= 0 || p.n > kQuantMmaMaxColumns || p.k <= 0 ||
-        !p.x || !p.y)
+        !p.x || !p.y || !p.workspace)
         return false;
     if (p.x_row_stride < p.k || p.x_row_stride % 8 || p.y_row_stride < p.n || p.y_row_stride % 2) return false;
     if (p.split_chunk < 0 || p.split_chunk % 32 || p.split_chunk > max_block_rows(p.n_tokens)) return false;
     if (p.mma_col_groups != 0 && p.mma_col_groups != 1 && p.mma_col_groups != 2 && p.mma_col_groups != 4) return false;
+    if (p.n % 8 || p.k % 32 || !aligned16(p.x) || !aligned16(p.workspace) || (reinterpret_cast<uintptr_t>(p.y) & 3u) ||
+        (p.bias && (reinterpret_cast<uintptr_t>(p.bias) & 3u)))
+        return false;
+    if (p.format == QuantFormat::fp8_e4m3)
+        return p.w_fp8 && p.w_scale && (reinterpret_cast<uintptr_t>(p.w_fp8) & 7u) == 0;
     const int G = p.group_size;
-    return p.n % 8 == 0 && p.k % 32 == 0 && G > 0 && G % 32 == 0 && p.qweight && p.qzeros && p.scales && p.workspace &&
-           aligned16(p.x) && aligned16(p.qweight) && aligned16(p.scales) && aligned16(p.workspace) &&
-           (reinterpret_cast<uintptr_t>(p.y) & 3u) == 0 && (!p.bias || (reinterpret_cast<uintptr_t>(p.bias) & 3u) == 0);
+    return G > 0 && G % 32 == 0 && p.qweight && p.qzeros && p.scales && aligned16(p.qweight) && aligned16(p.scales);
 }
 
 cudaError_t quant_mma(const QuantGemvParams& p, cudaStream_t stream) {

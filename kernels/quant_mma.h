@@ -1,8 +1,8 @@
-// CUDA launcher of the weight-only int4 GEMM on tensor cores (kernels/quant_mma.cu): up to 32 tokens per launch
-// against AWQ / GPTQ int4 weights in their checkpoint layouts (QuantGemvParams), for the decode batches past the
-// 1-4 token GEMV (and shapes it refuses), where dequantizing to bf16 for cuBLAS streams every weight three times. Same
-// contract as launchers.h: raw device pointers, an explicit stream, asynchronous, returns the launch status; never
-// throws, logs or syncs.
+// CUDA launcher of the weight-only int4 / fp8 GEMM on tensor cores (kernels/quant_mma.cu): up to 32 tokens per
+// launch against AWQ / GPTQ int4 and fp8 e4m3 weights in their checkpoint layouts (QuantGemvParams), for the decode
+// batches past the 1-4 token GEMV (and shapes it refuses), where dequantizing to bf16 for cuBLAS streams every weight
+// three times. Same contract as launchers.h: raw device pointers, an explicit stream, asynchronous, returns the launch
+// status; never throws, logs or syncs.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -31,14 +31,15 @@ QuantMmaSplit quant_mma_split(int n, int k, int split_chunk, int n_tokens, int c
 // stream.
 std::size_t quant_mma_workspace_bytes(int n, int k, int split_chunk = 0);
 
-// Whether the kernel takes p: int4 without act-order (g_idx null), n_tokens 1..kQuantMmaMaxTokens, n % 8 == 0,
-// n <= kQuantMmaMaxColumns, k % 32 == 0, group_size a multiple of 32 (GPTQ's last group may be partial),
+// Whether the kernel takes p: no act-order (g_idx null), n_tokens 1..kQuantMmaMaxTokens, n % 8 == 0,
+// n <= kQuantMmaMaxColumns, k % 32 == 0, int4 group_size a multiple of 32 (GPTQ's last group may be partial),
 // split_chunk a multiple of 32 whose x rows fit the block's 64 KiB, mma_col_groups 0, 1, 2 or 4, x_row_stride %
-// 8 == 0, even y_row_stride, 16-byte aligned x / qweight / scales / workspace. The epilogue adds the bias;
-// lora_expand must be false (the runner applies LoRA after, as for cuBLAS).
+// 8 == 0, even y_row_stride, 16-byte aligned x / qweight / scales / workspace, 8-byte aligned w_fp8. The
+// epilogue adds the bias; lora_expand must be false (the runner applies LoRA after, as for cuBLAS).
 bool quant_mma_supported(const QuantGemvParams& p);
-// y[t, c] = bf16(sum_k x[t, k] * w[c, k] + bias[c]) with w[c, k] = bf16((q - z) * bf16(s)): the zero is
-// subtracted exactly and the fp16 scale rounded to bf16, as vLLM's Marlin does for bf16 models; products and
+// y[t, c] = bf16(sum_k x[t, k] * w[c, k] + bias[c]) with w[c, k] = bf16((q - z) * bf16(s)) for int4 (the zero
+// subtracted exactly and the fp16 scale rounded to bf16, as vLLM's Marlin does for bf16 models) and
+// bf16(e4m3 * bf16(s)) for fp8; products and
 // sums in f32 on the tensor cores. Deterministic (split partials summed in split order). cudaErrorInvalidValue
 // without launching when unsupported.
 cudaError_t quant_mma(const QuantGemvParams& p, cudaStream_t stream);

@@ -1,6 +1,7 @@
-// The int4 tensor-core GEMM (kernels/quant_mma.cu) against its twin (ref::quant_mma: weights rounded as the
+// The int4 / fp8 tensor-core GEMM (kernels/quant_mma.cu) against its twin (ref::quant_mma: weights rounded as the
 // kernel rounds them, a double-precision dot) and against the exact-weight twin (ref::quant_gemv) within the
-// bf16 bound: AWQ and GPTQ (v1 / v2 zeros), groups of 32 / 64 / 128, widths that leave warps and tiles partly
+// bf16 bound: AWQ and GPTQ (v1 / v2 zeros), groups of 32 / 64 / 128, fp8 per tensor / channel / 128-block
+// (and all-subnormal e4m3 weights), widths that leave warps and tiles partly
 // empty, 1 to 32 tokens (token tiles partly filled), forced split-K chunks, padded x / y rows and a bias. Each
 // case runs twice on one workspace, whose counters must come back zeroed, and gives the same bits both times;
 // identical x rows give identical y rows. Label cuda.
@@ -55,26 +56,39 @@ class TstQuantMmaCuda : public QObject {
         QTest::addColumn<int>("chunk");  // split-K rows per block, 0 = the launcher's choice
         QTest::addColumn<bool>("bias");
         QTest::addColumn<int>("col_groups");  // 64-column groups per block, 0 = the launcher's choice
+        QTest::addColumn<int>("scaling");     // fp8
+        QTest::addColumn<bool>("subnormal");  // fp8: every weight an e4m3 subnormal
         const std::vector<std::pair<int, int>> shapes{{8, 128},    {24, 256},    {56, 384},   {152, 1024},
                                                       {776, 4096}, {1024, 4096}, {4104, 512}, {264, 12288}};
         for (int t : {1, 5, 8, 9, 17, 32}) {
             for (auto [n, k] : shapes) {
                 const bool bias = (n + t) % 3 == 0;
                 QTest::newRow(qPrintable(QString("awq %1x%2 t%3").arg(n).arg(k).arg(t)))
-                    << int(QuantFormat::awq_int4) << n << k << 128 << false << t << 0 << bias << 0;
+                    << int(QuantFormat::awq_int4) << n << k << 128 << false << t << 0 << bias << 0 << 0 << false;
                 QTest::newRow(qPrintable(QString("gptq %1x%2 t%3").arg(n).arg(k).arg(t)))
-                    << int(QuantFormat::gptq_int4) << n << k << 128 << (n % 16 == 8) << t << 0 << !bias << 0;
+                    << int(QuantFormat::gptq_int4) << n << k << 128 << (n % 16 == 8) << t << 0 << !bias << 0 << 0
+                    << false;
             }
             QTest::newRow(qPrintable(QString("awq 40x320 g64 t%1").arg(t)))
-                << int(QuantFormat::awq_int4) << 40 << 320 << 64 << false << t << 0 << true << 0;
+                << int(QuantFormat::awq_int4) << 40 << 320 << 64 << false << t << 0 << true << 0 << 0 << false;
             QTest::newRow(qPrintable(QString("gptq 48x2048 g32 t%1").arg(t)))
-                << int(QuantFormat::gptq_int4) << 48 << 2048 << 32 << true << t << 0 << false << 0;
+                << int(QuantFormat::gptq_int4) << 48 << 2048 << 32 << true << t << 0 << false << 0 << 0 << false;
+            for (auto [n, k] : std::vector<std::pair<int, int>>{{8, 128}, {136, 384}, {1032, 4096}, {264, 12288}})
+                for (Fp8Scaling sc : {Fp8Scaling::per_tensor, Fp8Scaling::per_channel, Fp8Scaling::block128})
+                    QTest::newRow(qPrintable(QString("fp8 %1x%2 scaling%3 t%4").arg(n).arg(k).arg(int(sc)).arg(t)))
+                        << int(QuantFormat::fp8_e4m3) << n << k << 128 << false << t << 0 << (n % 16 == 8) << 0
+                        << int(sc) << false;
+            QTest::newRow(qPrintable(QString("fp8 subnormal 264x1024 t%1").arg(t)))
+                << int(QuantFormat::fp8_e4m3) << 264 << 1024 << 128 << false << t << 0 << false << 0
+                << int(Fp8Scaling::per_channel) << true;
             for (int cg : {1, 2, 4})
                 for (int chunk : {0, 32, 96, 1024}) {
                     QTest::newRow(qPrintable(QString("awq 1024x4096 cg%1 chunk%2 t%3").arg(cg).arg(chunk).arg(t)))
-                        << int(QuantFormat::awq_int4) << 1024 << 4096 << 128 << false << t << chunk << false << cg;
+                        << int(QuantFormat::awq_int4) << 1024 << 4096 << 128 << false << t << chunk << false << cg << 0
+                        << false;
                     QTest::newRow(qPrintable(QString("gptq 264x4096 cg%1 chunk%2 t%3").arg(cg).arg(chunk).arg(t)))
-                        << int(QuantFormat::gptq_int4) << 264 << 4096 << 128 << true << t << chunk << true << cg;
+                        << int(QuantFormat::gptq_int4) << 264 << 4096 << 128 << true << t << chunk << true << cg << 0
+                        << false;
                 }
         }
     }
@@ -89,26 +103,36 @@ class TstQuantMmaCuda : public QObject {
         QFETCH(int, chunk);
         QFETCH(bool, bias);
         QFETCH(int, col_groups);
-        const uint32_t seed = uint32_t(n * 131 + k + tokens * 7 + format * 1000 + chunk);
-        QuantCase c(QuantFormat(format), n, k, group, false, zero_plus_one, Fp8Scaling::block128, seed);
+        QFETCH(int, scaling);
+        QFETCH(bool, subnormal);
+        const uint32_t seed = uint32_t(n * 131 + k + tokens * 7 + format * 1000 + chunk + scaling * 17);
+        QuantCase c(QuantFormat(format), n, k, group, false, zero_plus_one, Fp8Scaling(scaling), seed);
+        if (subnormal) {  // sign and mantissa random, exponent 0: bf16 subnormals inside the kernel
+            std::mt19937 r(seed);
+            for (auto& b : c.w8) b = uint8_t((r() & 0x87u) | 1u);
+            for (auto& v : c.w_scale) v = 64.f;
+        }
         std::mt19937 rng(seed);
         const int64_t xs = k + 24, ys = n + 6;  // padded rows; y's padding must stay poisoned
         auto x = random_bf16(rng, std::size_t(tokens) * std::size_t(xs));
         const auto b = random_bf16(rng, std::size_t(n));
         std::vector<uint16_t> want(std::size_t(tokens) * std::size_t(ys), 0x7fc1), exact(want);
         QuantGemvParams hp = c.params(x.data(), xs, want.data(), ys, tokens, c.qweight.data(), c.qzeros.data(),
-                                      c.s16.data(), nullptr, nullptr, nullptr, nullptr);
+                                      c.s16.data(), nullptr, c.w8.data(), c.w_scale.data(), nullptr);
         hp.bias = bias ? b.data() : nullptr;
         ref::quant_mma(hp);
         hp.y = exact.data();
         ref::quant_gemv(hp);
 
-        DeviceBuffer<uint16_t> dx(x), db(b), dy(std::vector<uint16_t>(want.size(), 0x7fc1)), ds(c.s16);
-        DeviceBuffer<int32_t> dqw(c.qweight), dqz(c.qzeros);
+        auto nonempty = [](auto v) { return v.empty() ? decltype(v)(1) : v; };
+        DeviceBuffer<uint16_t> dx(x), db(b), dy(std::vector<uint16_t>(want.size(), 0x7fc1)), ds(nonempty(c.s16));
+        DeviceBuffer<int32_t> dqw(nonempty(c.qweight)), dqz(nonempty(c.qzeros));
+        DeviceBuffer<uint8_t> dw8(nonempty(c.w8));
+        DeviceBuffer<float> dsc(nonempty(c.w_scale));
         const std::size_t ws_bytes = quant_mma_workspace_bytes(n, k, chunk);
         DeviceBuffer<uint8_t> dws(std::vector<uint8_t>(ws_bytes, 0));
         QuantGemvParams p = c.params(dx.get(), xs, dy.get(), ys, tokens, dqw.get(), dqz.get(), ds.get(), nullptr,
-                                     nullptr, nullptr, dws.get());
+                                     dw8.get(), dsc.get(), dws.get());
         p.split_chunk = chunk, p.mma_col_groups = col_groups, p.bias = bias ? db.get() : nullptr;
         QVERIFY(quant_mma_supported(p));
         std::vector<uint16_t> first;
@@ -154,7 +178,7 @@ class TstQuantMmaCuda : public QObject {
         }
     }
 
-    // What the runner must route elsewhere: fp8, act-order, LoRA in the epilogue, over 32 tokens, odd shapes.
+    // What the runner must route elsewhere: act-order, LoRA in the epilogue, over 32 tokens, odd shapes.
     void quant_mma_refuses() {
         QuantCase c(QuantFormat::gptq_int4, 64, 256, 128, false, false, Fp8Scaling::block128, 7);
         DeviceBuffer<uint16_t> dx(std::vector<uint16_t>(64 * 256)), dy(std::vector<uint16_t>(64 * 64)), ds(c.s16);
@@ -168,7 +192,7 @@ class TstQuantMmaCuda : public QObject {
             change(p);
             return !quant_mma_supported(p) && loradesk::kernels::quant_mma(p, nullptr) == cudaErrorInvalidValue;
         };
-        QVERIFY(refused([](QuantGemvParams& p) { p.format = QuantFormat::fp8_e4m3; }));
+        QVERIFY(refused([](QuantGemvParams& p) { p.format = QuantFormat::fp8_e4m3; }));  // no fp8 weights given
         QVERIFY(refused([&](QuantGemvParams& p) { p.g_idx = dg.get(); }));
         QVERIFY(refused([](QuantGemvParams& p) { p.lora_expand = true; }));
         QVERIFY(refused([](QuantGemvParams& p) { p.n_tokens = kQuantMmaMaxTokens + 1; }));
