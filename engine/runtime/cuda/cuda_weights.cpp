@@ -137,9 +137,7 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
                         quant_ws_bytes = std::max(
                             {quant_ws_bytes,
                              kernels::quant_gemv_workspace_bytes(part.params.n, part.params.k, part.params.group_size),
-                             part.params.format == kernels::QuantFormat::fp8_e4m3
-                                 ? std::size_t(0)
-                                 : kernels::quant_mma_workspace_bytes(part.params.n, part.params.k)});
+                             kernels::quant_mma_workspace_bytes(part.params.n, part.params.k)});
                     }
                     quant_items.push_back(std::move(qi));
                     return;
