@@ -28,6 +28,7 @@
 // H100, quant_mma_bench (Qwen3-8B call sites, weights from DRAM), us per layer's four call sites, 2026-11-24
 // fourth session, call 3: 8 tokens AWQ 75.6 / GPTQ 71.1 (bf16 cuBLAS 155.6, AWQ dequantize + cuBLAS 376.1);
 // 16 tokens 85.8 / 78.6 (157.8); 32 tokens 121.4 / 114.2 (155.8); 64 tokens, two launches, 240 / 227 (158.6).
+// fp8 (call 6): 8 tokens 133.6, 32 tokens 181.8 (fp8 dequantize + cuBLAS 359.1 / 360.6); int4 as in call 3.
 // What it is not yet: a multi-stage shared-memory pipeline for the weights (Marlin's), which would let fewer warps
 // keep enough bytes in flight and so need fewer splits; at 32 tokens the o projection (4096 x 4096) reaches only
 // 490 GB/s because its x staging and partials each move about as many bytes through L2 as its weights.
