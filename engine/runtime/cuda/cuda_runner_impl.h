@@ -180,10 +180,11 @@ struct CudaRunner::Impl {
     bool quant_gemv_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
                          const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride, int first_module,
                          int n_modules);
-    // A quantized site at up to kQuantMmaMaxRows tokens (fp8: 32) that quant_gemv did not take: quant_mma per part
-    // and 32 tokens, bias in its epilogue (LoRA follows as for cuBLAS). Each launch streams the packed weights
-    // once: at 64 tokens the two passes measured 13.99 ms per Qwen3-8B AWQ step against 18.34 for dequantize +
-    // cuBLAS (H100). False, launching nothing, when the kernel does not take the shapes (act-order, odd widths).
+    // A quantized site at up to kQuantMmaMaxRows tokens (fp8: 32), for int4 steps without adapters from 1 token
+    // on, else where quant_gemv did not take it: quant_mma per part and 32 tokens, bias in its epilogue (LoRA
+    // follows as for cuBLAS). Each launch streams the packed weights once: at 64 tokens the two passes measured
+    // 13.99 ms per Qwen3-8B AWQ step against 18.34 for dequantize + cuBLAS (H100). False, launching nothing, when
+    // the kernel does not take the shapes (act-order, odd widths).
     static constexpr int kQuantMmaMaxRows = 64;
     bool quant_mma_site(const DeviceQuantSite& site, const uint16_t* bias, const uint16_t* x, int64_t x_stride, int n,
                         uint16_t* y, int64_t y_stride);
