@@ -149,7 +149,7 @@ int main() {
         for (int tokens : {5, 32}) check(f, 1024, 4096, tokens);
     cublasHandle_t h;
     cublas_ok(cublasCreate(&h));
-    for (int tokens : {8, 16, 32, 64}) {
+    for (int tokens : {1, 8, 16, 32, 64}) {
         std::printf("\ntokens %d: us per call site (GB/s of stored int4 bytes)\n", tokens);
         double sum[6] = {};
         for (const Site& s : kSites) {
