@@ -39,9 +39,8 @@ std::size_t quant_mma_workspace_bytes(int n, int k, int split_chunk = 0);
 bool quant_mma_supported(const QuantGemvParams& p);
 // y[t, c] = bf16(sum_k x[t, k] * w[c, k] + bias[c]) with w[c, k] = bf16((q - z) * bf16(s)) for int4 (the zero
 // subtracted exactly and the fp16 scale rounded to bf16, as vLLM's Marlin does for bf16 models) and
-// bf16(e4m3 * bf16(s)) for fp8; products and
-// sums in f32 on the tensor cores. Deterministic (split partials summed in split order). cudaErrorInvalidValue
-// without launching when unsupported.
+// bf16(e4m3 * bf16(s)) for fp8; products and sums in f32 on the tensor cores. Deterministic (split partials summed in
+// split order). cudaErrorInvalidValue without launching when unsupported.
 cudaError_t quant_mma(const QuantGemvParams& p, cudaStream_t stream);
 
 }  // namespace loradesk::kernels

@@ -189,15 +189,15 @@ void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const
     const int n = sm.n;
     const DeviceQuantSite& quant = layers[std::size_t(layer)].quant[site];
     if (!quant.parts.empty()) {
-        // int4 without an adapter in the step: the tensor-core GEMM beats the GEMV from 1 token on (Qwen3-8B AWQ batch
-        // 1 4.05 -> 3.83 ms per step, GPTQ 4.75 -> 3.70, H100). The GEMV keeps steps with adapters, whose expand it
-        // fuses, and fp8, where it is the faster of the two.
+        // int4 without an adapter in the step: the tensor-core GEMM first, as it beats the GEMV from 1 token on
+        // (Qwen3-8B AWQ batch 1 4.05 -> 3.83 ms per step, GPTQ 4.75 -> 3.70, H100). Otherwise the GEMV (1-4 tokens,
+        // the adapter's expand fused; fp8, where it is the faster of the two), then the GEMM unless it was tried
+        // already, then dequantize + cuBLAS; LoRA follows the last two.
         const bool int4 = quant.parts.front().p.format != kernels::QuantFormat::fp8_e4m3;
         const bool mma_first = int4 && !(sm.any_lora && n_slots > 0);
-        if (mma_first && quant_mma_site(quant, bias, x, x_stride, n, y, y_stride)) {
-            // done: no adapter to apply
-        } else if (!quant_gemv_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules)) {
-            if (!quant_mma_site(quant, bias, x, x_stride, n, y, y_stride)) {
+        if (!(mma_first && quant_mma_site(quant, bias, x, x_stride, n, y, y_stride)) &&
+            !quant_gemv_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules)) {
+            if (mma_first || !quant_mma_site(quant, bias, x, x_stride, n, y, y_stride)) {
                 quant_matmul(quant, x, x_stride, n, y, y_stride);
                 if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");
             }
