@@ -127,20 +127,15 @@ class TstQuantGemvCuda : public QObject {
                     if (ws[b]) QFAIL("the workspace's counters are not zero after the launch");
             }
             if (tokens > 1 && run == 0) {  // the same x in every row: identical rows (batch invariance)
-                std::vector<uint16_t> xsame(x);
-                for (int t = 1; t < tokens; ++t)
-                    std::copy(x.begin(), x.begin() + xs, xsame.begin() + std::ptrdiff_t(t) * xs);
-                DeviceBuffer<uint16_t> dsame(xsame);
+                DeviceBuffer<uint16_t> dsame(repeat_first_row(x, tokens, xs));
                 QuantGemvParams same = p;
                 same.x = dsame.get();
                 cuda_check(loradesk::kernels::quant_gemv(same, nullptr), "quant_gemv launch");
                 cuda_check(cudaDeviceSynchronize(), "quant_gemv");
-                const auto rows = dy.download();
-                for (int t = 1; t < tokens; ++t)
-                    for (int col = 0; col < n; ++col)
-                        if (rows[std::size_t(t) * ys + col] != rows[std::size_t(col)])
-                            QFAIL(qPrintable(
-                                QString("row %1 differs from row 0 at column %2 for the same x").arg(t).arg(col)));
+                const auto [row, col] = first_row_difference(dy.download(), tokens, n, ys);
+                if (row >= 0)
+                    QFAIL(
+                        qPrintable(QString("row %1 differs from row 0 at column %2 for the same x").arg(row).arg(col)));
                 dy.upload(std::vector<uint16_t>(want.size(), 0x7fc1));
             }
         }

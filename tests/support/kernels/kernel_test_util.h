@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <numeric>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "ref/ref_kernels.h"
@@ -52,6 +53,22 @@ inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>
         m = std::max(m, double(std::fabs(a[i] - b[i])));
     }
     return m;
+}
+
+// Batch invariance checks: x with its first row (row_stride elements) copied into each of its rows, and the
+// first (row, column) of y's first n columns where a row differs from row 0 (row -1 when none does).
+inline std::vector<uint16_t> repeat_first_row(const std::vector<uint16_t>& x, int rows, int64_t row_stride) {
+    std::vector<uint16_t> same(x);
+    for (int r = 1; r < rows; ++r)
+        std::copy(x.begin(), x.begin() + row_stride, same.begin() + std::ptrdiff_t(r) * row_stride);
+    return same;
+}
+
+inline std::pair<int, int> first_row_difference(const std::vector<uint16_t>& y, int rows, int n, int64_t row_stride) {
+    for (int r = 1; r < rows; ++r)
+        for (int c = 0; c < n; ++c)
+            if (y[std::size_t(r * row_stride + c)] != y[std::size_t(c)]) return {r, c};
+    return {-1, -1};
 }
 
 // A random paged batch: sequences with n_q new tokens each on top of a cached prefix, pages drawn from a
