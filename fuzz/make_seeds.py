@@ -112,6 +112,7 @@ cfgs = {
     "alpha_string": {"lora_alpha": "32"},
     "not_lora": {"peft_type": "PREFIX_TUNING"},
     "float_r": {"r": 8.0},
+    "alpha_past_float": {"alpha_pattern": {"q_proj": 1e300}},
     "fan_in_fan_out": {"fan_in_fan_out": True},
 }
 for name, over in cfgs.items():

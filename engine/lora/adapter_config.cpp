@@ -132,6 +132,17 @@ void reject_unsupported(const Json& j, const std::string& source) {
         if (is_set(j, key)) unsupported(source, std::string(key) + " is set; this PEFT feature is not supported");
 }
 
+// The LoRA scale alpha/r (or alpha/sqrt(r)) is applied as a float: an alpha that is finite as a double can
+// still overflow it (1e300 / 1 is inf in float) and turn every output of the adapter into NaN. Real adapters
+// use alphas of at most a few thousand, so a bound far above that refuses only broken or hostile files.
+constexpr double kMaxLoraAlpha = 1e6;
+
+double checked_alpha(double alpha, const std::string& source, const std::string& field) {
+    if (!std::isfinite(alpha) || std::fabs(alpha) > kMaxLoraAlpha)
+        bad_field(source, field, "a finite number of magnitude at most 1e6 (it scales the LoRA delta)");
+    return alpha;
+}
+
 template <class T>
 std::vector<std::pair<std::string, T>> parse_pattern(const Json& j, const char* key, const std::string& source) {
     std::vector<std::pair<std::string, T>> out;
@@ -145,7 +156,7 @@ std::vector<std::pair<std::string, T>> parse_pattern(const Json& j, const char* 
             out.emplace_back(k, value);
         } else {
             if (!v.is_number()) bad_field(source, std::string(key) + "." + k, "a number");
-            out.emplace_back(k, v.template get<double>());
+            out.emplace_back(k, checked_alpha(v.template get<double>(), source, std::string(key) + "." + k));
         }
         regex_match_group1("(.*\\.)?(" + k + ")$", "", source + " " + key);  // fail on a bad regex now
     }
@@ -292,8 +303,7 @@ AdapterConfig parse_adapter_config(const std::string& json_text, const std::stri
     c.base_model = get_string(j, "base_model_name_or_path", source);
     c.r = get_int(j, "r", 8, source);
     if (c.r <= 0) bad_field(source, "r", "a positive integer");
-    c.lora_alpha = get_number(j, "lora_alpha", 8, source);
-    if (!std::isfinite(c.lora_alpha)) bad_field(source, "lora_alpha", "a finite number");
+    c.lora_alpha = checked_alpha(get_number(j, "lora_alpha", 8, source), source, "lora_alpha");
     c.use_rslora = get_bool(j, "use_rslora", source);
     c.fan_in_fan_out = get_bool(j, "fan_in_fan_out", source);
     c.rank_pattern = parse_pattern<int>(j, "rank_pattern", source);

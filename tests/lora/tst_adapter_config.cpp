@@ -169,6 +169,10 @@ class TstAdapterConfig : public QObject {
             << "{\"rank_pattern\":{\"q_proj\":4294967304}}" << corrupt << "rank_pattern.q_proj";
         QTest::newRow("layer past 32 bits")
             << "{\"layers_to_transform\":[1,4294967297]}" << corrupt << "layers_to_transform";
+        // Finite as doubles but not as the float scale alpha/r: the fuzzer found that 1e300 reached the forward.
+        QTest::newRow("alpha past float") << "{\"lora_alpha\":1e39}" << corrupt << "'lora_alpha' must be a finite";
+        QTest::newRow("alpha pattern past float")
+            << "{\"alpha_pattern\":{\"q_proj\":-1e300}}" << corrupt << "'alpha_pattern.q_proj' must be a finite";
         QTest::newRow("bad rank pattern") << "{\"rank_pattern\":{\"q_proj\":-1}}" << corrupt << "rank_pattern.q_proj";
         QTest::newRow("bad regex") << "{\"target_modules\":\"(q_proj\"}" << invalid << "does not compile";
         QTest::newRow("bad targets type") << "{\"target_modules\":5}" << corrupt << "target_modules";
