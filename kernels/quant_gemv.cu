@@ -22,9 +22,15 @@
 
 #include "launch_pdl.cuh"
 #include "quant_gemv.h"
+#include "quant_lora.cuh"
 
 namespace loradesk::kernels {
 namespace {
+
+using detail::bf;
+using detail::lora_expand_share;
+using detail::lora_ref;
+using detail::LoraRef;
 
 constexpr int kWarps = 8;  // int4 kernels
 constexpr int kThreads = 32 * kWarps;
@@ -36,10 +42,6 @@ __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
-}
-
-__device__ __forceinline__ float bf(const uint16_t* p) {
-    return __bfloat162float(*reinterpret_cast<const __nv_bfloat16*>(p));
 }
 
 __device__ __forceinline__ __half2 as_half2(uint32_t bits) { return *reinterpret_cast<__half2*>(&bits); }
@@ -56,58 +58,16 @@ __device__ __forceinline__ uint32_t zero_pair(uint32_t z_lo, uint32_t z_hi) {
 
 __device__ __forceinline__ uint32_t nib(uint32_t w, int i) { return (w >> (4 * i)) & 0xfu; }
 
-// The LoRA slice of site column sc for token t: false when the token's slot is the base or the adapter leaves
-// the slice alone. The slice is picked with static indices so the kernel parameters are never indexed
-// dynamically (no local-memory copy).
-struct LoraRef {
-    const float* xa;     // [rank]
-    const uint16_t* bt;  // row r at bt + r * stride, this column
-    int64_t stride;
-    int rank;
-    float scale;
-};
-
-__device__ __forceinline__ bool lora_ref(const QuantGemvParams& p, int t, int sc, LoraRef& ref) {
-    const SgmvParams& s = p.lora;
-    int slot = 0;
-    for (int g = 0; g < s.n_segs; ++g)
-        if (t >= s.seg_indptr[g] && t < s.seg_indptr[g + 1]) slot = s.seg_slot[g];
-    if (slot <= 0) return false;
-#pragma unroll
-    for (int j = 0; j < kMaxLoraSlices; ++j) {
-        const LoraSlice& sl = s.slices[j];
-        if (j >= s.n_slices || sc < sl.out_offset || sc >= sl.out_offset + sl.out_features) continue;
-        ref.rank = min(sl.ranks[slot], s.max_rank);
-        ref.scale = sl.scales[slot];
-        ref.xa = s.xa + int64_t(t) * s.n_slices * s.max_rank + j * s.max_rank;
-        ref.bt = sl.bt + int64_t(slot - 1) * s.slot_stride + (sc - sl.out_offset);
-        ref.stride = sl.out_features;
-        return ref.rank > 0;
-    }
-    return false;
-}
-
-// Epilogue of column c for token t, by one thread. Neighbouring threads take neighbouring columns, so the Bt
-// loads coalesce; the rank loop is unrolled so they are all in flight at once.
+// Epilogue of column c for token t, by one thread (neighbouring threads take neighbouring columns).
 __device__ float epilogue1(const QuantGemvParams& p, int t, int c) {
-    float add = p.bias ? bf(p.bias + c) : 0.f;
-    LoraRef ref;
-    if (!p.lora_expand || !lora_ref(p, t, p.lora_col + c, ref)) return add;
-    float d = 0.f;
-#pragma unroll 16
-    for (int r = 0; r < ref.rank; ++r) d += __ldcg(ref.xa + r) * bf(ref.bt + r * ref.stride);
-    return add + ref.scale * d;
+    const float add = p.bias ? bf(p.bias + c) : 0.f;
+    return p.lora_expand ? add + lora_expand_share(p, t, c, 0, 1) : add;
 }
 
 // The LoRA part of the epilogue of one column, by a whole warp (each lane a share of the rank; every lane gets
 // the sum): the fp8 kernel's warps own two rows each and finish them together.
 __device__ float lora_warp(const QuantGemvParams& p, int t, int c) {
-    const int lane = threadIdx.x & 31;
-    LoraRef ref;
-    if (!lora_ref(p, t, p.lora_col + c, ref)) return 0.f;  // the same answer for the whole warp
-    float d = 0.f;
-    for (int r = lane; r < ref.rank; r += 32) d += __ldcg(ref.xa + r) * bf(ref.bt + r * ref.stride);
-    return ref.scale * warp_sum(d);
+    return warp_sum(lora_expand_share(p, t, c, threadIdx.x & 31, 32));
 }
 
 // The fp8 kernel's LoRA epilogue at 1 token, split as gemv.cu's: fp8_lora_prefetch, before the wait, finds

@@ -22,8 +22,10 @@
 // A block of 4 warps takes CG groups of 64 columns and a range of k rows; its warps split the rows in 4 / CG
 // parts, and x for the range is staged in shared memory once. The parts are summed in shared memory, the splits
 // across blocks through f32 partials that the last block of a tile sums in split order (deterministic, as
-// quant_gemv), adds the bias and rounds to bf16. CG and the split come from the L2 traffic they cost (col_groups
-// below). At 32 tokens ptxas keeps the kernels at 168 registers (3 blocks per SM) with a 4-12 byte spill.
+// quant_gemv), adds the bias and rounds to bf16. The LoRA expand of a shrink launched just before is shared out
+// by rank over the splits, each adding its share to its partial. CG and the split come from the L2 traffic they
+// cost (col_groups below). At 32 tokens ptxas keeps the kernels at 168 registers (3 blocks per SM) with an 8-20 byte
+// spill (int4; fp8 none); up to 24 tokens nothing spills.
 //
 // H100, quant_mma_bench (Qwen3-8B call sites, weights from DRAM), us per layer's four call sites, 2026-11-24
 // fourth session, call 3: 8 tokens AWQ 75.6 / GPTQ 71.1 (bf16 cuBLAS 155.6, AWQ dequantize + cuBLAS 376.1);
@@ -39,6 +41,7 @@
 #include <cstdint>
 
 #include "launch_pdl.cuh"
+#include "quant_lora.cuh"
 #include "quant_mma.h"
 
 namespace loradesk::kernels {
@@ -239,9 +242,9 @@ __device__ __forceinline__ void multiply(const Chunk<F>& ch, const __nv_bfloat16
         }
 }
 
-// Sums the k parts of the block's partial sums (sums[kp][token][column], in kp order), then with one split writes
-// y (bias added), else stores the split's partial and the last block of the tile to arrive sums all of them in
-// split order and writes y.
+// Sums the k parts of the block's partial sums (sums[kp][token][column], in kp order) and the block's share of the
+// LoRA expand, then with one split writes y (bias added), else stores the split's partial and the last block of
+// the tile to arrive sums all of them in split order and writes y.
 template <int NT, int CG>
 __device__ void finish(const QuantGemvParams& p, const float* sums, int tile, int n_splits) {
     constexpr int KP = kWarps / CG, kTileCols = CG * kWarpCols;
@@ -253,6 +256,8 @@ __device__ void finish(const QuantGemvParams& p, const float* sums, int tile, in
         t = e / (kTileCols / 4), col = tile * kTileCols + (e % (kTileCols / 4)) * 4;
         return col < p.n;
     };
+    // The block's sum, plus its share of the LoRA expand: split s adds ranks s, s + splits, ..., so the expand's
+    // loads are spread over every block of the tile instead of lengthening the last one's serial tail.
     auto block_sum = [&](int t, int col) {
         float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
@@ -260,6 +265,13 @@ __device__ void finish(const QuantGemvParams& p, const float* sums, int tile, in
             const float4 r =
                 *reinterpret_cast<const float4*>(sums + (kp * 8 * NT + t) * kTileCols + col - tile * kTileCols);
             v.x += r.x, v.y += r.y, v.z += r.z, v.w += r.w;
+        }
+        if (p.lora_expand) {
+            const int s = blockIdx.y;
+            v.x += detail::lora_expand_share(p, t, col, s, n_splits);
+            v.y += detail::lora_expand_share(p, t, col + 1, s, n_splits);
+            v.z += detail::lora_expand_share(p, t, col + 2, s, n_splits);
+            v.w += detail::lora_expand_share(p, t, col + 3, s, n_splits);
         }
         return v;
     };
@@ -325,14 +337,15 @@ __global__ void __launch_bounds__(kThreads, 3) int4_mma_kernel(QuantGemvParams p
 #pragma unroll
     for (int s = 0; s < kS; ++s)
         if (s < n_chunks) ln.load_weights(s, ch[s]);
-    detail::pdl_wait();
+    if (!p.x_before_wait) detail::pdl_wait();
     // x [8 NT tokens][block rows] into shared memory once (zero past n_tokens); every warp reads it from there.
+    // Through L2 (.cg), the coherence point: with x_before_wait its writer finished two kernels back.
     const int stride = x_stride(block_rows), row_quads = blk_rows / 8;
     for (int i = threadIdx.x; i < 8 * NT * row_quads; i += kThreads) {
         const int tok = i / row_quads, q = i % row_quads;
         *reinterpret_cast<uint4*>(xs + tok * stride + 8 * q) =
             tok < p.n_tokens
-                ? __ldg(reinterpret_cast<const uint4*>(p.x + int64_t(tok) * p.x_row_stride + blk_begin + 8 * q))
+                ? __ldcg(reinterpret_cast<const uint4*>(p.x + int64_t(tok) * p.x_row_stride + blk_begin + 8 * q))
                 : make_uint4(0, 0, 0, 0);
     }
     __syncthreads();
@@ -369,6 +382,7 @@ __global__ void __launch_bounds__(kThreads, 3) int4_mma_kernel(QuantGemvParams p
             for (int e = 0; e < 4; ++e)
                 mine[(8 * u + 2 * t + e % 2) * kTileCols + wcol + column_of_slot<F>(2 * j + e / 2)] = acc[j][u][e];
     __syncthreads();
+    if (p.x_before_wait) detail::pdl_wait();  // the epilogue reads xa, which the predecessor (the shrink) writes
     finish<NT, CG>(p, sums, tile, n_splits);
 }
 
@@ -452,7 +466,8 @@ std::size_t quant_mma_workspace_bytes(int n, int k, int split_chunk) {
 }
 
 bool quant_mma_supported(const QuantGemvParams& p) {
-    if (p.g_idx || p.lora_expand) return false;
+    if (p.g_idx || p.lora_token0 < 0) return false;
+    if (p.lora_expand && (p.lora.n_slices < 1 || p.lora.n_slices > kMaxLoraSlices || !p.lora.xa)) return false;
     if (p.n_tokens < 1 || p.n_tokens > kQuantMmaMaxTokens || p.n <= 0 || p.n > kQuantMmaMaxColumns || p.k <= 0 ||
         !p.x || !p.y || !p.workspace)
         return false;

@@ -64,10 +64,18 @@ struct QuantGemvParams {
     //   site column lora_col + c, y[t, c] += scale_j[s] * sum_{r < rank_j[s]} xa[t, j * max_rank + r] *
     //   Bt_j[r, lora_col + c - out_offset_j]. lora_col places this matrix among the slices' columns (a site split
     //   into several matrices); lora.x and lora.y are unused.
+    // lora_token0: added to t where it indexes the segments and xa, i.e. the step token of row 0 (a quant_mma launch
+    // over rows 32..63 of a step passes 32).
     const uint16_t* bias = nullptr;
     bool lora_expand = false;
     int lora_col = 0;
+    int lora_token0 = 0;
     SgmvParams lora;
+    // quant_mma only: x was complete before the predecessor kernel started, so the launch reads it without waiting
+    // for that kernel and waits only before its epilogue. For the launch right after this library's
+    // sgmv_shrink, which releases its successor only once its own wait has seen x's writer complete: the shrink
+    // then overlaps this kernel's weight streaming instead of preceding it.
+    bool x_before_wait = false;
 
     // int4 split-K: k rows per block, a multiple of group_size up to 1024; 0 lets the launcher choose (tests and
     // the bench set it to cover and compare the splits).

@@ -109,6 +109,7 @@ double quant_epilogue(const QuantGemvParams& p, int t, int n) {
     double add = p.bias ? double(bf16_to_f32(p.bias[n])) : 0.0;
     if (!p.lora_expand) return add;
     const SgmvParams& s = p.lora;
+    t += p.lora_token0;
     int slot = 0;
     for (int g = 0; g < s.n_segs; ++g)
         if (t >= s.seg_indptr[g] && t < s.seg_indptr[g + 1]) slot = s.seg_slot[g];

@@ -11,6 +11,7 @@
 #include "quant_case.h"
 #include "quant_dequant.h"
 #include "quant_gemv.h"
+#include "quant_lora_case.h"
 #include "ref/ref_kernels.h"
 #include "ref/ref_quant.h"
 
@@ -172,70 +173,27 @@ class TstQuantGemvCuda : public QObject {
         QFETCH(int, tokens);
         QFETCH(bool, base_first);
         QFETCH(bool, bias);
-        const int offsets[3] = {0, 64, 192}, features[3] = {64, 128, 64}, max_rank = 16, n_slots = 2;
-        const int n = whole_site ? 256 : 128, k = 512, lora_col = whole_site ? 0 : 64;
+        const int n = whole_site ? QuantLoraCase::kSiteColumns : 128, k = 512, lora_col = whole_site ? 0 : 64;
         QuantCase c(QuantFormat(format), n, k, 128, false, false, Fp8Scaling::block128, uint32_t(n + tokens));
         std::mt19937 rng(uint32_t(17 + tokens + format));
         auto x = random_bf16(rng, std::size_t(tokens) * k);
-        std::normal_distribution<float> nd(0.f, 1.f);
-        std::vector<float> xa(std::size_t(tokens) * 3 * max_rank);
-        for (auto& v : xa) v = nd(rng);
-        const int64_t slot_stride = int64_t(max_rank) * 128;
-        // Slot 1 leaves slice 2 alone (rank 0); slot 2 adapts every slice at full rank.
-        const std::vector<std::vector<int32_t>> ranks{{0, 8, 16}, {0, 5, 16}, {0, 0, 16}};
-        const std::vector<std::vector<float>> scales{{0.f, 0.5f, 0.25f}, {0.f, 2.f, 1.5f}, {0.f, 1.f, 0.75f}};
-        std::vector<std::unique_ptr<DeviceBuffer<uint16_t>>> d_bt;
-        std::vector<std::unique_ptr<DeviceBuffer<int32_t>>> d_ranks;
-        std::vector<std::unique_ptr<DeviceBuffer<float>>> d_scales;
-        std::vector<std::vector<uint16_t>> bt;
-        for (int j = 0; j < 3; ++j) {
-            bt.push_back(random_bf16(rng, std::size_t(n_slots * slot_stride)));
-            d_bt.push_back(std::make_unique<DeviceBuffer<uint16_t>>(bt.back()));
-            d_ranks.push_back(std::make_unique<DeviceBuffer<int32_t>>(ranks[std::size_t(j)]));
-            d_scales.push_back(std::make_unique<DeviceBuffer<float>>(scales[std::size_t(j)]));
-        }
-        // 4 tokens: two segments of one token around a segment of two.
-        const std::vector<int32_t> indptr = tokens == 1   ? std::vector<int32_t>{0, 1}
-                                            : tokens == 2 ? std::vector<int32_t>{0, 1, 2}
-                                                          : std::vector<int32_t>{0, 1, 3, 4};
-        const std::vector<int32_t> seg_slots =
-            tokens == 1   ? std::vector<int32_t>{2}
-            : tokens == 2 ? (base_first ? std::vector<int32_t>{0, 1} : std::vector<int32_t>{1, 2})
-                          : (base_first ? std::vector<int32_t>{0, 2, 1} : std::vector<int32_t>{1, 0, 2});
+        const QuantLoraCase lc(rng, tokens, base_first);
         const auto b = random_bf16(rng, std::size_t(n));
         DeviceBuffer<uint16_t> dx(x), db(b), dy(std::vector<uint16_t>(std::size_t(tokens) * n, 0));
-        DeviceBuffer<float> dxa(xa);
-        DeviceBuffer<int32_t> dindptr(indptr), dslots(seg_slots);
         auto nonempty = [](auto v) { return v.empty() ? decltype(v)(1) : v; };
         DeviceBuffer<uint16_t> ds(nonempty(c.s16));
         DeviceBuffer<int32_t> dqw(nonempty(c.qweight)), dqz(nonempty(c.qzeros)), dg(nonempty(c.g_idx));
         DeviceBuffer<uint8_t> dw8(nonempty(c.w8)), dws(std::vector<uint8_t>(quant_gemv_workspace_bytes(n, k, 128), 0));
         DeviceBuffer<float> dsc(nonempty(c.w_scale));
 
-        auto lora = [&](bool device) {
-            SgmvParams l;
-            l.xa = device ? dxa.get() : xa.data();
-            l.seg_indptr = device ? dindptr.get() : indptr.data();
-            l.seg_slot = device ? dslots.get() : seg_slots.data();
-            l.n_segs = int(seg_slots.size()), l.max_seg_len = 1, l.max_rank = max_rank, l.slot_stride = slot_stride;
-            l.n_slices = 3;
-            for (int j = 0; j < 3; ++j) {
-                const std::size_t u = std::size_t(j);
-                l.slices[j].bt = device ? d_bt[u]->get() : bt[u].data();
-                l.slices[j].ranks = device ? d_ranks[u]->get() : ranks[u].data();
-                l.slices[j].scales = device ? d_scales[u]->get() : scales[u].data();
-                l.slices[j].out_offset = offsets[j], l.slices[j].out_features = features[j];
-            }
-            return l;
-        };
         std::vector<uint16_t> want(std::size_t(tokens) * n);
         QuantGemvParams hp = c.params(x.data(), k, want.data(), n, tokens, c.qweight.data(), c.qzeros.data(),
                                       c.s16.data(), c.g_idx.data(), c.w8.data(), c.w_scale.data(), nullptr);
-        hp.bias = bias ? b.data() : nullptr, hp.lora_expand = true, hp.lora = lora(false), hp.lora_col = lora_col;
+        hp.bias = bias ? b.data() : nullptr, hp.lora_expand = true, hp.lora = lc.params(false), hp.lora_col = lora_col;
         ref::quant_gemv(hp);
         QuantGemvParams p = c.params(dx.get(), k, dy.get(), n, tokens, dqw.get(), dqz.get(), ds.get(), dg.get(),
                                      dw8.get(), dsc.get(), dws.get());
-        p.bias = bias ? db.get() : nullptr, p.lora_expand = true, p.lora = lora(true), p.lora_col = lora_col;
+        p.bias = bias ? db.get() : nullptr, p.lora_expand = true, p.lora = lc.params(true), p.lora_col = lora_col;
         QVERIFY(quant_gemv_supported(p));
         cuda_check(loradesk::kernels::quant_gemv(p, nullptr), "quant_gemv launch");
         cuda_check(cudaDeviceSynchronize(), "quant_gemv");

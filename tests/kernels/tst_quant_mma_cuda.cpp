@@ -4,13 +4,16 @@
 // (and all-subnormal e4m3 weights), widths that leave warps and tiles partly
 // empty, 1 to 32 tokens (token tiles partly filled), forced split-K chunks, padded x / y rows and a bias. Each
 // case runs twice on one workspace, whose counters must come back zeroed, and gives the same bits both times;
-// identical x rows give identical y rows. Label cuda.
+// identical x rows give identical y rows. Then the fused LoRA expand against the twin's epilogue, and the shapes
+// the kernel must refuse. Label cuda.
 #include <QtTest>
+#include <array>
 #include <cmath>
 
 #include "device_buffer.h"
 #include "kernel_test_util.h"
 #include "quant_case.h"
+#include "quant_lora_case.h"
 #include "quant_mma.h"
 #include "ref/ref_kernels.h"
 #include "ref/ref_quant.h"
@@ -172,7 +175,87 @@ class TstQuantMmaCuda : public QObject {
         }
     }
 
-    // What the runner must route elsewhere: act-order, LoRA in the epilogue, over 32 tokens, odd shapes.
+    // The fused LoRA expand (quant_gemv's epilogue case, quant_lora_case.h): a matrix that is the whole site or its
+    // middle slice, tokens on adapters and on the base, split-K from one split (the last block adds every rank) to
+    // more splits than ranks (each block a share, some none), and a step of 40 tokens as the runner launches it
+    // (rows 0-31, then rows 32-39 with lora_token0 32). x_before_wait changes only when the kernel waits: same bits.
+    void quant_mma_lora_data() {
+        QTest::addColumn<int>("format");
+        QTest::addColumn<bool>("whole_site");
+        QTest::addColumn<int>("tokens");
+        QTest::addColumn<bool>("base_first");
+        QTest::addColumn<int>("chunk");
+        int i = 0;
+        for (int f : {int(QuantFormat::awq_int4), int(QuantFormat::gptq_int4), int(QuantFormat::fp8_e4m3)})
+            for (bool whole : {true, false})
+                for (int t : {1, 2, 4, 8, 32, 40})
+                    for (bool base_first : {false, true}) {
+                        if (t == 1 && base_first) continue;
+                        const int chunk = std::array<int, 3>{0, 32, 512}[std::size_t(i++ % 3)];
+                        QTest::newRow(qPrintable(QString("format%1 %2 t%3%4 chunk%5")
+                                                     .arg(f)
+                                                     .arg(whole ? "site" : "middle")
+                                                     .arg(t)
+                                                     .arg(base_first ? " base-first" : "")
+                                                     .arg(chunk)))
+                            << f << whole << t << base_first << chunk;
+                    }
+    }
+
+    void quant_mma_lora() {
+        QFETCH(int, format);
+        QFETCH(bool, whole_site);
+        QFETCH(int, tokens);
+        QFETCH(bool, base_first);
+        QFETCH(int, chunk);
+        const int n = whole_site ? QuantLoraCase::kSiteColumns : 128, k = 512, lora_col = whole_site ? 0 : 64;
+        QuantCase c(QuantFormat(format), n, k, 128, false, false, Fp8Scaling::block128, uint32_t(n + tokens));
+        std::mt19937 rng(uint32_t(29 + tokens + format));
+        const auto x = random_bf16(rng, std::size_t(tokens) * k);
+        const QuantLoraCase lc(rng, tokens, base_first);
+        const auto b = random_bf16(rng, std::size_t(n));
+        std::vector<uint16_t> want(std::size_t(tokens) * n);
+        QuantGemvParams hp = c.params(x.data(), k, want.data(), n, tokens, c.qweight.data(), c.qzeros.data(),
+                                      c.s16.data(), nullptr, c.w8.data(), c.w_scale.data(), nullptr);
+        hp.bias = b.data(), hp.lora_expand = true, hp.lora = lc.params(false), hp.lora_col = lora_col;
+        ref::quant_mma(hp);
+
+        auto nonempty = [](auto v) { return v.empty() ? decltype(v)(1) : v; };
+        DeviceBuffer<uint16_t> dx(x), db(b), dy(std::vector<uint16_t>(want.size(), 0x7fc1)), ds(nonempty(c.s16));
+        DeviceBuffer<int32_t> dqw(nonempty(c.qweight)), dqz(nonempty(c.qzeros));
+        DeviceBuffer<uint8_t> dw8(nonempty(c.w8));
+        DeviceBuffer<float> dsc(nonempty(c.w_scale));
+        DeviceBuffer<uint8_t> dws(std::vector<uint8_t>(quant_mma_workspace_bytes(n, k, chunk), 0));
+        std::vector<uint16_t> first;
+        for (bool early : {false, true}) {
+            for (int t0 = 0; t0 < tokens; t0 += kQuantMmaMaxTokens) {
+                const int rows = std::min(tokens - t0, kQuantMmaMaxTokens);
+                QuantGemvParams p = c.params(dx.get() + int64_t(t0) * k, k, dy.get() + int64_t(t0) * n, n, rows,
+                                             dqw.get(), dqz.get(), ds.get(), nullptr, dw8.get(), dsc.get(), dws.get());
+                p.split_chunk = chunk, p.bias = db.get(), p.lora_expand = true, p.lora = lc.params(true);
+                p.lora_col = lora_col, p.lora_token0 = t0, p.x_before_wait = early;
+                QVERIFY(quant_mma_supported(p));
+                cuda_check(loradesk::kernels::quant_mma(p, nullptr), "quant_mma launch");
+            }
+            cuda_check(cudaDeviceSynchronize(), "quant_mma");
+            const auto got = dy.download();
+            if (!early) first = got;
+            QVERIFY2(got == first, "x_before_wait gave other bits");
+        }
+        double max_epilogue = 0;
+        for (int t = 0; t < tokens; ++t)
+            for (int col = 0; col < n; ++col)
+                max_epilogue = std::max(max_epilogue, std::fabs(ref::quant_epilogue(hp, t, col)));
+        QVERIFY2(max_epilogue > 1.0, "the case must exercise the epilogue");
+        const Errors e = compare(first, want, tokens, n, n);
+        QVERIFY2(e.rel_l2 < 1e-3 && e.max_abs <= e.max_y / 128,
+                 qPrintable(QString("vs twin: rel l2 %1, max abs err %2").arg(e.rel_l2).arg(e.max_abs)));
+        const auto ws = dws.download();
+        for (std::size_t i = 0; i < kQuantGemvCounterBytes; ++i)
+            if (ws[i]) QFAIL("the workspace's counters are not zero after the launches");
+    }
+
+    // What the runner must route elsewhere: act-order, over 32 tokens, odd shapes, a LoRA epilogue without slices.
     void quant_mma_refuses() {
         QuantCase c(QuantFormat::gptq_int4, 64, 256, 128, false, false, Fp8Scaling::block128, 7);
         DeviceBuffer<uint16_t> dx(std::vector<uint16_t>(64 * 256)), dy(std::vector<uint16_t>(64 * 64)), ds(c.s16);
@@ -188,7 +271,8 @@ class TstQuantMmaCuda : public QObject {
         };
         QVERIFY(refused([](QuantGemvParams& p) { p.format = QuantFormat::fp8_e4m3; }));  // no fp8 weights given
         QVERIFY(refused([&](QuantGemvParams& p) { p.g_idx = dg.get(); }));
-        QVERIFY(refused([](QuantGemvParams& p) { p.lora_expand = true; }));
+        QVERIFY(refused([](QuantGemvParams& p) { p.lora_expand = true, p.lora.n_slices = 0; }));
+        QVERIFY(refused([](QuantGemvParams& p) { p.lora_token0 = -1; }));
         QVERIFY(refused([](QuantGemvParams& p) { p.n_tokens = kQuantMmaMaxTokens + 1; }));
         QVERIFY(refused([](QuantGemvParams& p) { p.k = 240; }));             // not a multiple of 32
         QVERIFY(refused([](QuantGemvParams& p) { p.group_size = 48; }));     // not a multiple of 32
