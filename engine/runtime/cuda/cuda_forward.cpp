@@ -136,14 +136,18 @@ void CudaRunner::Impl::quant_matmul(const DeviceQuantSite& site, const uint16_t*
     }
 }
 
-bool CudaRunner::Impl::quant_mma_site(const DeviceQuantSite& site, const uint16_t* bias, const uint16_t* x,
-                                      int64_t x_stride, int n, uint16_t* y, int64_t y_stride) {
+bool CudaRunner::Impl::quant_mma_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
+                                      const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride,
+                                      int first_module, int n_modules, bool fuse_lora) {
     // fp8 reads twice int4's bytes: two passes at 33-64 tokens measured slower than dequantize + cuBLAS there.
+    const int n = sm.n;
     const bool fp8 = !site.parts.empty() && site.parts.front().p.format == kernels::QuantFormat::fp8_e4m3;
     if (n > (fp8 ? kernels::kQuantMmaMaxTokens : kQuantMmaMaxRows)) return false;
     constexpr int kPasses = (kQuantMmaMaxRows + kernels::kQuantMmaMaxTokens - 1) / kernels::kQuantMmaMaxTokens;
     std::array<kernels::QuantGemvParams, 3 * kPasses> launches;  // a site has at most q|k|v parts
     std::size_t n_launches = 0;
+    kernels::SgmvParams lp;
+    if (fuse_lora) lp = lora_params(sm, layer, first_module, n_modules, x, x_stride);
     for (const DeviceQuantSite::Part& part : site.parts)
         for (int t0 = 0; t0 < n; t0 += kernels::kQuantMmaMaxTokens) {
             kernels::QuantGemvParams p = part.p;
@@ -151,9 +155,13 @@ bool CudaRunner::Impl::quant_mma_site(const DeviceQuantSite& site, const uint16_
             p.y = y + t0 * y_stride + part.out_offset, p.y_row_stride = y_stride;
             p.n_tokens = std::min(n - t0, kernels::kQuantMmaMaxTokens), p.workspace = quant_workspace;
             p.bias = bias ? bias + part.out_offset : nullptr;
+            p.lora_expand = fuse_lora, p.lora = lp, p.lora_col = part.out_offset, p.lora_token0 = t0;
+            // Only the launch right after the shrink may read x before its wait (quant_params.h).
+            p.x_before_wait = fuse_lora && n_launches == 0;
             if (!kernels::quant_mma_supported(p) || n_launches == launches.size()) return false;
             launches[n_launches++] = p;
         }
+    if (fuse_lora) launch_check(kernels::sgmv_shrink(lp, stream), "sgmv_shrink");
     for (std::size_t i = 0; i < n_launches; ++i) launch_check(kernels::quant_mma(launches[i], stream), "quant_mma");
     return true;
 }
@@ -189,20 +197,27 @@ void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const
     const int n = sm.n;
     const DeviceQuantSite& quant = layers[std::size_t(layer)].quant[site];
     if (!quant.parts.empty()) {
-        // int4 without an adapter in the step: the tensor-core GEMM first, as it beats the GEMV from 1 token on
-        // (Qwen3-8B AWQ batch 1 4.05 -> 3.83 ms per step, GPTQ 4.75 -> 3.70, H100). Otherwise the GEMV (1-4 tokens,
-        // the adapter's expand fused; fp8, where it is the faster of the two), then the GEMM unless it was tried
-        // already, then dequantize + cuBLAS; LoRA follows the last two.
+        // int4: the tensor-core GEMM first, as it beats the GEMV from 1 token on (Qwen3-8B AWQ batch 1 4.05 -> 3.83
+        // ms per step, GPTQ 4.75 -> 3.70, H100), except for one token with an adapter, where the GEMV's fused
+        // expand keeps it ahead (AWQ 4.677 against 4.710 ms, H200). fp8: the GEMV at 1-4 tokens (the faster of the
+        // two there), then the GEMM. Act-order GPTQ: the GEMV at 1-4 tokens. Otherwise dequantize + cuBLAS. LoRA
+        // follows as separate launches where no kernel fused it.
         const bool int4 = quant.parts.front().p.format != kernels::QuantFormat::fp8_e4m3;
-        const bool mma_first = int4 && !(sm.any_lora && n_slots > 0);
-        if (!(mma_first && quant_mma_site(quant, bias, x, x_stride, n, y, y_stride)) &&
-            !quant_gemv_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules)) {
-            if (mma_first || !quant_mma_site(quant, bias, x, x_stride, n, y, y_stride)) {
-                quant_matmul(quant, x, x_stride, n, y, y_stride);
-                if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");
-            }
-            apply_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride);
+        const bool lora = sm.any_lora && n_slots > 0;
+        const bool mma_first = int4 && !(lora && n == 1);
+        const bool fuse_lora = lora && n <= kQuantMmaFusedLoraRows;
+        auto mma = [&] {
+            return quant_mma_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules, fuse_lora);
+        };
+        bool lora_fused = fuse_lora;  // quant_gemv always fuses it
+        if (!(mma_first && mma()) &&
+            !quant_gemv_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules) &&
+            (mma_first || !mma())) {
+            quant_matmul(quant, x, x_stride, n, y, y_stride);
+            if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");
+            lora_fused = false;
         }
+        if (!lora_fused) apply_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride);
         if (swiglu) launch_check(kernels::silu_mul(y, n, out / 2, act, stream), "silu_mul");
         return;
     }
