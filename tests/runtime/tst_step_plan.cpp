@@ -2,6 +2,7 @@
 // split heuristic, graph buckets, and the packed metadata block of eager and graph steps checked array by
 // array against the batch it came from (offsets from the one MetaLayout, pad rows, alignment); every graph
 // plan of one key has the offsets of the plan its graph was captured from, and a reused plan leaves nothing stale.
+// And the kernels a quantized call site tries, in order (quant_route.h).
 #include <QtTest>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <random>
 #include <tuple>
 
+#include "runtime/cuda/quant_route.h"
 #include "runtime/cuda/step_plan.h"
 
 using namespace loradesk::runtime;
@@ -282,6 +284,43 @@ class TstStepPlan : public QObject {
         LaunchPlan p;
         QVERIFY(!plan_graph_step(make_batch(n_new, kv, lora_slots), config(), limits(tokens, meta, att_items), p));
         QVERIFY(!p.graph);
+    }
+
+    // Each row is a measured choice (quant_route.h): which kernel a quantized site tries first and second, and
+    // whether quant_mma fuses the adapter's expand.
+    void quant_route_data() {
+        QTest::addColumn<bool>("fp8");
+        QTest::addColumn<int>("tokens");
+        QTest::addColumn<bool>("lora");
+        QTest::addColumn<int>("first");  // 0 gemv, 1 mma
+        QTest::addColumn<bool>("mma_fuses");
+        const int gemv = int(QuantKernel::gemv), mma = int(QuantKernel::mma);
+        QTest::newRow("int4 1 token") << false << 1 << false << mma << false;
+        QTest::newRow("int4 1 token + adapter: the GEMV's fused expand") << false << 1 << true << gemv << true;
+        QTest::newRow("int4 2 tokens + adapters: fused in quant_mma") << false << 2 << true << mma << true;
+        QTest::newRow("int4 4 tokens + adapters: fused in quant_mma") << false << 4 << true << mma << true;
+        QTest::newRow("int4 5 tokens + adapters: SGMV after") << false << 5 << true << mma << false;
+        QTest::newRow("int4 8 tokens + adapters: SGMV after") << false << 8 << true << mma << false;
+        QTest::newRow("int4 64 tokens") << false << 64 << false << mma << false;
+        QTest::newRow("fp8 1 token") << true << 1 << false << gemv << false;
+        QTest::newRow("fp8 4 tokens + adapters") << true << 4 << true << gemv << true;
+        QTest::newRow("fp8 8 tokens + adapters") << true << 8 << true << gemv << false;
+        QTest::newRow("fp8 32 tokens") << true << 32 << false << gemv << false;
+    }
+    void quant_route() {
+        QFETCH(bool, fp8);
+        QFETCH(int, tokens);
+        QFETCH(bool, lora);
+        QFETCH(int, first);
+        QFETCH(bool, mma_fuses);
+        const QuantRoute r = route_quant_site(fp8, tokens, lora);
+        QCOMPARE(int(r[0].kernel), first);
+        QVERIFY(r[0].kernel != r[1].kernel);  // both kernels are tried: each refuses shapes the other takes
+        const QuantAttempt& m = r[0].kernel == QuantKernel::mma ? r[0] : r[1];
+        QCOMPARE(m.fuse_lora, mma_fuses);
+        QVERIFY(!m.fuse_lora || lora);
+        const QuantAttempt& g = r[0].kernel == QuantKernel::gemv ? r[0] : r[1];
+        QVERIFY(g.fuses_lora());  // the GEMV always fuses the expand
     }
 
     void eager_step_data() {

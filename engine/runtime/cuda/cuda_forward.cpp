@@ -17,6 +17,7 @@
 #include "quant_gemv.h"
 #include "quant_mma.h"
 #include "runtime/cuda/cuda_runner_impl.h"
+#include "runtime/cuda/quant_route.h"
 
 namespace loradesk::runtime::cuda {
 
@@ -197,25 +198,24 @@ void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const
     const int n = sm.n;
     const DeviceQuantSite& quant = layers[std::size_t(layer)].quant[site];
     if (!quant.parts.empty()) {
-        // int4: the tensor-core GEMM first, as it beats the GEMV from 1 token on (Qwen3-8B AWQ batch 1 4.05 -> 3.83
-        // ms per step, GPTQ 4.75 -> 3.70, H100), except for one token with an adapter, where the GEMV's fused
-        // expand keeps it ahead (AWQ 4.677 against 4.710 ms, H200). fp8: the GEMV at 1-4 tokens (the faster of the
-        // two there), then the GEMM. Act-order GPTQ: the GEMV at 1-4 tokens. Otherwise dequantize + cuBLAS. LoRA
+        // The kernels route_quant_site picks, in order, until one takes the shapes; else dequantize + cuBLAS. LoRA
         // follows as separate launches where no kernel fused it.
-        const bool int4 = quant.parts.front().p.format != kernels::QuantFormat::fp8_e4m3;
+        const bool fp8 = quant.parts.front().p.format == kernels::QuantFormat::fp8_e4m3;
         const bool lora = sm.any_lora && n_slots > 0;
-        const bool mma_first = int4 && !(lora && n == 1);
-        const bool fuse_lora = lora && n <= kQuantMmaFusedLoraRows;
-        auto mma = [&] {
-            return quant_mma_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules, fuse_lora);
-        };
-        bool lora_fused = fuse_lora;  // quant_gemv always fuses it
-        if (!(mma_first && mma()) &&
-            !quant_gemv_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules) &&
-            (mma_first || !mma())) {
+        bool done = false, lora_fused = false;
+        for (const QuantAttempt& a : route_quant_site(fp8, n, lora)) {
+            done = a.kernel == QuantKernel::gemv
+                       ? quant_gemv_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules)
+                       : quant_mma_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules,
+                                        a.fuse_lora);
+            if (done) {
+                lora_fused = a.fuses_lora();
+                break;
+            }
+        }
+        if (!done) {
             quant_matmul(quant, x, x_stride, n, y, y_stride);
             if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");
-            lora_fused = false;
         }
         if (!lora_fused) apply_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride);
         if (swiglu) launch_check(kernels::silu_mul(y, n, out / 2, act, stream), "silu_mul");

@@ -180,18 +180,14 @@ struct CudaRunner::Impl {
     bool quant_gemv_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
                          const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride, int first_module,
                          int n_modules);
-    // A quantized site at up to kQuantMmaMaxRows tokens (fp8: 32), for int4 from 1 token on, for fp8 where
-    // quant_gemv did not take it: quant_mma per part and 32 tokens, bias in its epilogue. Each launch streams the
+    // A quantized site at up to kQuantMmaMaxRows tokens (fp8: 32): quant_mma per part and 32 tokens, bias in its
+    // epilogue. Each launch streams the
     // packed weights once: at 64 tokens the two passes measured 13.99 ms per Qwen3-8B AWQ step against 18.34 for
-    // dequantize + cuBLAS (H100). fuse_lora (steps with an adapter, up to kQuantMmaFusedLoraRows tokens): the
-    // adapter's sgmv_shrink first, then the expand in each launch's epilogue, the first launch streaming its
-    // weights while the shrink runs (x_before_wait); otherwise the caller applies LoRA after. False, launching
-    // nothing, when the kernel does not take the shapes (act-order, odd widths).
+    // dequantize + cuBLAS (H100). fuse_lora (quant_route.h): the adapter's sgmv_shrink first, then the expand in
+    // each launch's epilogue, the first launch streaming its weights while the shrink runs (x_before_wait);
+    // otherwise the caller applies LoRA after. False, launching nothing, when the kernel does not take the shapes
+    // (act-order, odd widths).
     static constexpr int kQuantMmaMaxRows = 64;
-    // Fusing the expand pays up to 4 tokens (AWQ batch 4 on 4 adapters: 5.148 ms per step, where the GEMV's fused
-    // expand took 7.340) and not at 8 (8 adapters: 6.108 against 5.742 for quant_mma + sgmv_shrink/expand; Qwen3-8B,
-    // H200): the epilogue's B^T loads grow with the tokens in every block, one sgmv_expand launch does not.
-    static constexpr int kQuantMmaFusedLoraRows = 4;
     bool quant_mma_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
                         const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride, int first_module,
                         int n_modules, bool fuse_lora);

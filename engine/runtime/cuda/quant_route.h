@@ -1,0 +1,40 @@
+// Which kernels a quantized call site tries in a step, in order (the step planner's choice for quantized
+// projections; pure host code, tested without a GPU). A kernel may still refuse the site's shapes (act-order
+// GPTQ for quant_mma, 5+ tokens for quant_gemv, odd widths): the runner then tries the next attempt, and after
+// the last dequantizes to bf16 for cuBLAS. Each rule is a measurement on Qwen3-8B shapes (docs/quantization.md).
+#pragma once
+
+#include <array>
+
+namespace loradesk::runtime::cuda {
+
+enum class QuantKernel {
+    gemv,  // kernels::quant_gemv, 1-4 tokens, the LoRA expand always in its epilogue
+    mma,   // kernels::quant_mma, up to 64 int4 / 32 fp8 tokens
+};
+
+struct QuantAttempt {
+    QuantKernel kernel = QuantKernel::mma;
+    bool fuse_lora = false;  // quant_mma: shrink first, expand in its epilogue (else SGMV launches follow)
+
+    bool fuses_lora() const { return kernel == QuantKernel::gemv || fuse_lora; }
+    bool operator==(const QuantAttempt&) const = default;
+};
+
+using QuantRoute = std::array<QuantAttempt, 2>;
+
+// quant_mma fuses the expand up to this many tokens: AWQ batch 4 on 4 adapters 5.148 ms per step where the GEMV's
+// fused expand took 7.340; at 8 on 8 adapters 6.108 against 5.742 for quant_mma + SGMV (H200).
+inline constexpr int kQuantMmaFusedLoraTokens = 4;
+
+// int4: quant_mma first (it beats the GEMV from 1 token: AWQ batch 1 4.05 -> 3.83 ms per step, H100), except one
+// token with an adapter, where the GEMV's fused expand stays ahead (4.677 against 4.710 ms, H200); the GEMV
+// second for act-order at 1-4 tokens. fp8: the GEMV first (the faster of the two at 1-4 tokens), then quant_mma.
+constexpr QuantRoute route_quant_site(bool fp8, int tokens, bool lora) {
+    const QuantAttempt gemv{QuantKernel::gemv, false};
+    const QuantAttempt mma{QuantKernel::mma, lora && tokens <= kQuantMmaFusedLoraTokens};
+    if (fp8 || (lora && tokens == 1)) return {gemv, mma};
+    return {mma, gemv};
+}
+
+}  // namespace loradesk::runtime::cuda
