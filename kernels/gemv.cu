@@ -5,7 +5,7 @@
 // trips through memory: bias, the SwiGLU activation of the MLP (the warp owns gate row c and up row c),
 // and the whole LoRA delta s·(x·Aᵀ)·Bᵀ, added to the rows before rounding: one launch per projection,
 // adapters or not. The LoRA shrink xa = x·Aᵀ is shared by all rows, so blocks hand it over through memory;
-// see "Forward progress" below for why that handover cannot deadlock. The caller zeroes the two counters
+// see "Forward progress" in lora_handover.cuh for why that handover cannot deadlock. The caller zeroes the two counters
 // before each launch (kernel_params.h). H100, gemv_bench, Qwen3-8B sites at 1 token with the fused LoRA
 // (ranks 5/37/1): qkv 20.9, o 10.4, gate_up 72.8, down 38.3 us, against 20.1, 11.0, 68.3, 41.6 without it.
 #include <cuda_bf16.h>
@@ -14,6 +14,7 @@
 
 #include "launch_pdl.cuh"
 #include "launchers.h"
+#include "lora_handover.cuh"
 
 namespace loradesk::kernels {
 namespace {
@@ -83,68 +84,17 @@ __device__ void lora_shrink_warp(const GemvParams& p, int wid, int lane) {
     }
 }
 
-// Forward progress of the LoRA handover (issue #19). The shrink is cut into n_units units of kWarps
-// shrink warps. Units are not tied to block indices: a block takes one by atomicAdd on claims (sync[1]), runs
-// it, and counts it in published (sync[0]). The first n_units blocks of the grid do nothing else; every other
-// block streams its rows first and then, if published < n_units, takes any unit still unclaimed itself and
-// waits only once every unit is claimed. A block therefore only ever waits for units claimed by blocks that
-// were running when they claimed them and that finish them without waiting for anything (lora_shrink_warp has
-// no waits; the barrier is within the block). So the launch completes whatever order CUDA dispatches the
-// blocks in and however few of them fit on the GPU beside other work (MPS, a display, another stream): one
-// resident block would run every unit and then its rows. No co-residency, occupancy-sized grid or
-// cooperative launch is assumed. PDL does not change this: a dependent kernel's blocks are released only once
-// every block of this one has started (each triggers in pdl_wait()), so they never hold a slot one of ours
-// still needs, and they wait in griddepcontrol.wait; this kernel's blocks that start before their predecessor
-// ends wait there too, before they claim anything.
-// In the usual order the first blocks have published long before the others finish streaming their rows, so
-// a consumer pays one acquire load; claims by consumers only happen when the dispatch order is unusual.
-__device__ __forceinline__ int load_acquire(const int32_t* p) {
-    int v;
-    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ int load_relaxed(const int32_t* p) {
-    int v;
-    asm volatile("ld.relaxed.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-// Whole block: claims and runs shrink units until none is left unclaimed.
+// The shrink's units (lora_handover.cuh, "Forward progress": why the handover cannot deadlock) are kWarps rows of
+// xa each; these run them on this kernel's blocks.
 template <bool kSlim>
 __device__ void run_shrink_units(const GemvParams& p, int n_units, int warp, int lane) {
-    __shared__ int unit;
-    for (;;) {
-        if (threadIdx.x == 0) unit = atomicAdd(p.sync + 1, 1);
-        __syncthreads();
-        const int u = unit;
-        if (u >= n_units) return;
-        lora_shrink_warp<kSlim>(p, u * kWarps + warp, lane);
-        __syncthreads();  // every warp's xa stored and fenced; every thread has read `unit` before it changes
-        if (threadIdx.x == 0) atomicAdd(p.sync, 1);
-    }
+    detail::run_shrink_units(p.sync, n_units, [&](int u) { lora_shrink_warp<kSlim>(p, u * kWarps + warp, lane); });
 }
 
-// Thread 0 only: polls with plain acquire loads (atomics would queue behind the publishers' atomicAdds).
-__device__ void wait_published(const GemvParams& p, int n_units) {
-    while (load_acquire(p.sync) < n_units) __nanosleep(32);
-}
+__device__ void wait_published(const GemvParams& p, int n_units) { detail::wait_published(p.sync, n_units); }
 
-// Whole block: false once every unit is published; true when some unit may still be unclaimed (its block may
-// not even be dispatched yet), and the block must then run units itself before it waits.
 __device__ bool shrink_needs_help(const GemvParams& p, int n_units) {
-    __shared__ int help;
-    if (threadIdx.x == 0) {
-        help = 0;
-        if (load_acquire(p.sync) < n_units) {
-            if (load_relaxed(p.sync + 1) < n_units)
-                help = 1;
-            else
-                wait_published(p, n_units);  // every unit is held by a running block
-        }
-    }
-    __syncthreads();
-    return help;
+    return detail::shrink_needs_help(p.sync, n_units);
 }
 
 // The LoRA epilogue in two halves around the wait for the shrink: lora_prefetch loads this lane's
@@ -314,7 +264,7 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int n_shrink_unit
                     ok && t < p.n_tokens ? __ldg(reinterpret_cast<const uint4*>(p.x + t * p.x_row_stride + k)) : z;
         }
         if constexpr (kEarlyXa) {
-            if (lora && k0 + kChunk * U >= p.in && load_acquire(p.sync) >= n_shrink_units) {
+            if (lora && k0 + kChunk * U >= p.in && detail::load_acquire(p.sync) >= n_shrink_units) {
                 lora_load_xa<NT>(p, pf, lane, xa);
                 xa_early = true;
             }

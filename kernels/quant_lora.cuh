@@ -1,6 +1,7 @@
 // The LoRA expand that the quantized kernels (quant_gemv.cu, quant_mma.cu) add in their epilogue: for token t and
 // site column sc, which slot and slice apply (QuantGemvParams::lora, quant_params.h) and the share of the rank sum
-// a block adds. Private to kernels/.
+// a block adds; and one warp's row of the shrink that quant_mma runs in its own launch (lora_shrink). Private to
+// kernels/.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -13,6 +14,14 @@ namespace loradesk::kernels::detail {
 
 __device__ __forceinline__ float bf(const uint16_t* p) {
     return __bfloat162float(*reinterpret_cast<const __nv_bfloat16*>(p));
+}
+
+// Slot of step token t: segments are contiguous token ranges; tokens past the last segment use no adapter.
+__device__ __forceinline__ int lora_slot(const SgmvParams& s, int t) {
+    int slot = 0;
+    for (int g = 0; g < s.n_segs; ++g)
+        if (t >= s.seg_indptr[g] && t < s.seg_indptr[g + 1]) slot = s.seg_slot[g];
+    return slot;
 }
 
 // What token t (of this launch) and site column sc need from the adapter of t's segment: the slice holding sc, its
@@ -30,9 +39,7 @@ struct LoraRef {
 __device__ __forceinline__ bool lora_ref(const QuantGemvParams& p, int t, int sc, LoraRef& ref) {
     const SgmvParams& s = p.lora;
     t += p.lora_token0;
-    int slot = 0;
-    for (int g = 0; g < s.n_segs; ++g)
-        if (t >= s.seg_indptr[g] && t < s.seg_indptr[g + 1]) slot = s.seg_slot[g];
+    const int slot = lora_slot(s, t);
     if (slot <= 0) return false;
 #pragma unroll
     for (int j = 0; j < kMaxLoraSlices; ++j) {
@@ -59,6 +66,46 @@ __device__ __forceinline__ float lora_expand_share(const QuantGemvParams& p, int
 #pragma unroll 16
     for (int r = part; r < ref.rank; r += parts) d += __ldcg(ref.xa + r) * bf(ref.bt + r * ref.stride);
     return ref.scale * d;
+}
+
+// One warp of the fused shrink (QuantGemvParams::lora_shrink): xa[token0 + t, j * max_rank + r] = x[t] . A_j[slot][r]
+// for warp id wid -> (t, j, r), r fastest; nothing for ranks past the slot's or tokens on the base model, whose xa
+// the expand never reads. Every lane has four 16-byte loads of A in flight; lane 0 stores the sum and fences it
+// (lora_handover.cuh).
+__device__ __forceinline__ void lora_shrink_warp(const QuantGemvParams& p, int wid, int lane) {
+    const SgmvParams& s = p.lora;
+    const int per_tok = s.n_slices * s.max_rank;
+    const int t = wid / per_tok, j = wid % per_tok / s.max_rank, r = wid % s.max_rank;
+    if (t >= p.n_tokens) return;
+    const int slot = lora_slot(s, t + p.lora_token0);
+    if (slot <= 0) return;
+    const uint16_t* a = nullptr;
+    const int32_t* ranks = nullptr;
+#pragma unroll
+    for (int jj = 0; jj < kMaxLoraSlices; ++jj)  // static indices, as lora_ref
+        if (jj == j) a = s.slices[jj].a, ranks = s.slices[jj].ranks;
+    if (r >= min(ranks[slot], s.max_rank)) return;
+    a += int64_t(slot - 1) * s.slot_stride + int64_t(r) * p.k;
+    const uint16_t* x = p.x + int64_t(t) * p.x_row_stride;
+    float acc = 0.f;
+#pragma unroll 4
+    for (int k = lane * 8; k < p.k; k += 32 * 8) {
+        const uint4 av = __ldcs(reinterpret_cast<const uint4*>(a + k)),
+                    xv = __ldg(reinterpret_cast<const uint4*>(x + k));
+        const __nv_bfloat162* ah = reinterpret_cast<const __nv_bfloat162*>(&av);
+        const __nv_bfloat162* xh = reinterpret_cast<const __nv_bfloat162*>(&xv);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const float2 af = __bfloat1622float2(ah[e]), xf = __bfloat1622float2(xh[e]);
+            acc += af.x * xf.x + af.y * xf.y;
+        }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if (lane == 0) {
+        s.xa[int64_t(t + p.lora_token0) * per_tok + j * s.max_rank + r] = acc;
+        __threadfence();  // visible device-wide before the block publishes the unit
+    }
 }
 
 }  // namespace loradesk::kernels::detail

@@ -22,10 +22,11 @@
 // A block of 4 warps takes CG groups of 64 columns and a range of k rows; its warps split the rows in 4 / CG
 // parts, and x for the range is staged in shared memory once. The parts are summed in shared memory, the splits
 // across blocks through f32 partials that the last block of a tile sums in split order (deterministic, as
-// quant_gemv), adds the bias and rounds to bf16. The LoRA expand of a shrink launched just before is shared out
-// by rank over the splits, each adding its share to its partial. CG and the split come from the L2 traffic they
-// cost (col_groups below). At 32 tokens ptxas keeps the kernels at 168 registers (3 blocks per SM) with an 8-20 byte
-// spill (int4; fp8 none); up to 24 tokens nothing spills.
+// quant_gemv), adds the bias and rounds to bf16. The LoRA expand is shared out by rank over the splits, each adding
+// its share to its partial; its shrink is either a launch just before or, with lora_shrink, blocks of this launch
+// that run first (lora_handover.cuh) while the others stream weights, which wait for it only before the epilogue. CG
+// and the split come from the L2 traffic they cost (col_groups below). At 32 tokens ptxas keeps the kernels at 168
+// registers (3 blocks per SM) with an 8-20 byte spill (int4; fp8 none); up to 24 tokens nothing spills.
 //
 // H100, quant_mma_bench (Qwen3-8B call sites, weights from DRAM), us per layer's four call sites, 2026-11-24
 // fourth session, call 3: 8 tokens AWQ 75.6 / GPTQ 71.1 (bf16 cuBLAS 155.6, AWQ dequantize + cuBLAS 376.1);
@@ -41,6 +42,7 @@
 #include <cstdint>
 
 #include "launch_pdl.cuh"
+#include "lora_handover.cuh"
 #include "quant_lora.cuh"
 #include "quant_mma.h"
 
@@ -246,7 +248,7 @@ __device__ __forceinline__ void multiply(const Chunk<F>& ch, const __nv_bfloat16
 // LoRA expand, then with one split writes y (bias added), else stores the split's partial and the last block of
 // the tile to arrive sums all of them in split order and writes y.
 template <int NT, int CG>
-__device__ void finish(const QuantGemvParams& p, const float* sums, int tile, int n_splits) {
+__device__ void finish(const QuantGemvParams& p, const float* sums, int tile, int split, int n_splits, int n_units) {
     constexpr int KP = kWarps / CG, kTileCols = CG * kWarpCols;
     __shared__ int last;
     int* counters = static_cast<int*>(p.workspace);
@@ -256,6 +258,11 @@ __device__ void finish(const QuantGemvParams& p, const float* sums, int tile, in
         t = e / (kTileCols / 4), col = tile * kTileCols + (e % (kTileCols / 4)) * 4;
         return col < p.n;
     };
+    if (n_units > 0) {  // the fused shrink's xa, before any block adds its share of the expand
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        detail::await_shrink(p.lora_sync, n_units,
+                             [&](int u) { detail::lora_shrink_warp(p, u * kWarps + warp, lane); });
+    }
     // The block's sum, plus its share of the LoRA expand: split s adds ranks s, s + splits, ..., so the expand's
     // loads are spread over every block of the tile instead of lengthening the last one's serial tail.
     auto block_sum = [&](int t, int col) {
@@ -267,11 +274,10 @@ __device__ void finish(const QuantGemvParams& p, const float* sums, int tile, in
             v.x += r.x, v.y += r.y, v.z += r.z, v.w += r.w;
         }
         if (p.lora_expand) {
-            const int s = blockIdx.y;
-            v.x += detail::lora_expand_share(p, t, col, s, n_splits);
-            v.y += detail::lora_expand_share(p, t, col + 1, s, n_splits);
-            v.z += detail::lora_expand_share(p, t, col + 2, s, n_splits);
-            v.w += detail::lora_expand_share(p, t, col + 3, s, n_splits);
+            v.x += detail::lora_expand_share(p, t, col, split, n_splits);
+            v.y += detail::lora_expand_share(p, t, col + 1, split, n_splits);
+            v.z += detail::lora_expand_share(p, t, col + 2, split, n_splits);
+            v.w += detail::lora_expand_share(p, t, col + 3, split, n_splits);
         }
         return v;
     };
@@ -279,7 +285,7 @@ __device__ void finish(const QuantGemvParams& p, const float* sums, int tile, in
         for (int e = threadIdx.x; e < quads; e += kThreads) {
             int t, col;
             if (quad_at(e, t, col))
-                __stcg(reinterpret_cast<float4*>(parts + (int64_t(blockIdx.y) * p.n_tokens + t) * p.n + col),
+                __stcg(reinterpret_cast<float4*>(parts + (int64_t(split) * p.n_tokens + t) * p.n + col),
                        block_sum(t, col));
         }
         __threadfence();
@@ -318,14 +324,25 @@ __device__ void finish(const QuantGemvParams& p, const float* sums, int tile, in
 __host__ __device__ constexpr int x_stride(int block_rows) { return block_rows + (96 - block_rows % 64) % 64; }
 
 // Block: CG groups of 64 columns; its 4 warps take column group warp % CG and k part warp / CG of the block's rows.
+// The grid is one-dimensional: n_units blocks of the fused shrink first (lora_shrink, else none), then the tiles of
+// split 0, of split 1, and so on.
 template <int NT, QuantFormat F, int CG>
-__global__ void __launch_bounds__(kThreads, 3) int4_mma_kernel(QuantGemvParams p, int block_rows, int n_splits) {
+__global__ void __launch_bounds__(kThreads, 3)
+    int4_mma_kernel(QuantGemvParams p, int block_rows, int n_splits, int tiles, int n_units) {
     constexpr int KP = kWarps / CG, kTileCols = CG * kWarpCols;
     extern __shared__ __align__(16) uint8_t smem[];
     auto* xs = reinterpret_cast<__nv_bfloat16*>(smem);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3, tile = blockIdx.x;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const int block = p.reverse_block_order ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x);
+    if (block < n_units) {  // a shrink block: x is its predecessor's output
+        detail::pdl_wait();
+        detail::run_shrink_units(p.lora_sync, n_units,
+                                 [&](int u) { detail::lora_shrink_warp(p, u * kWarps + warp, lane); });
+        return;
+    }
+    const int tile = (block - n_units) % tiles, split = (block - n_units) / tiles;
     const int col8 = tile * kTileCols + (warp % CG) * kWarpCols + 8 * g;
-    const int blk_begin = blockIdx.y * block_rows, blk_rows = min(p.k, blk_begin + block_rows) - blk_begin;
+    const int blk_begin = split * block_rows, blk_rows = min(p.k, blk_begin + block_rows) - blk_begin;
     const int blk_chunks = blk_rows / 32, per_part = (blk_chunks + KP - 1) / KP;
     const int c_begin = min(blk_chunks, (warp / CG) * per_part);
     const int n_chunks = min(blk_chunks, c_begin + per_part) - c_begin;
@@ -383,10 +400,24 @@ __global__ void __launch_bounds__(kThreads, 3) int4_mma_kernel(QuantGemvParams p
                 mine[(8 * u + 2 * t + e % 2) * kTileCols + wcol + column_of_slot<F>(2 * j + e / 2)] = acc[j][u][e];
     __syncthreads();
     if (p.x_before_wait) detail::pdl_wait();  // the epilogue reads xa, which the predecessor (the shrink) writes
-    finish<NT, CG>(p, sums, tile, n_splits);
+    finish<NT, CG>(p, sums, tile, split, n_splits, n_units);
 }
 
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
+
+// The fused shrink reads p.x and each slice's A rows with 16-byte loads and needs the expand and its counters.
+bool shrink_supported(const QuantGemvParams& p) {
+    if (!p.lora_expand || p.x_before_wait || !p.lora_sync || p.lora.max_rank < 1 || p.lora.slot_stride % 8)
+        return false;
+    for (int j = 0; j < p.lora.n_slices; ++j)
+        if (!p.lora.slices[j].a || !p.lora.slices[j].ranks || !aligned16(p.lora.slices[j].a)) return false;
+    return true;  // x's alignment and k % 32 are the kernel's own conditions
+}
+
+// Units of the fused shrink: one xa row per warp of a block.
+int quant_mma_shrink_units(const QuantGemvParams& p) {
+    return (p.n_tokens * p.lora.n_slices * p.lora.max_rank + kWarps - 1) / kWarps;
+}
 
 int max_block_rows(int n_tokens) { return kMaxXBytes / (2 * 8 * ((n_tokens + 7) / 8)) / 32 * 32; }
 
@@ -416,8 +447,10 @@ cudaError_t launch_kernel(const QuantGemvParams& p, cudaStream_t stream) {
     const QuantMmaSplit sp = quant_mma_split(p.n, p.k, p.split_chunk, p.n_tokens, CG);
     const std::size_t x_bytes = std::size_t(8 * NT) * x_stride(sp.chunk) * 2;
     const std::size_t smem = std::max<std::size_t>(x_bytes, std::size_t(8 * NT) * kWarps * kWarpCols * 4);
-    const dim3 grid{unsigned((p.n + CG * kWarpCols - 1) / (CG * kWarpCols)), unsigned(sp.splits)};
-    return detail::launch(int4_mma_kernel<NT, F, CG>, grid, kThreads, smem, stream, p, sp.chunk, sp.splits);
+    const int tiles = (p.n + CG * kWarpCols - 1) / (CG * kWarpCols);
+    const int units = p.lora_shrink ? quant_mma_shrink_units(p) : 0;
+    return detail::launch(int4_mma_kernel<NT, F, CG>, dim3(unsigned(units + tiles * sp.splits)), kThreads, smem, stream,
+                          p, sp.chunk, sp.splits, tiles, units);
 }
 
 template <int NT, QuantFormat F>
@@ -468,6 +501,7 @@ std::size_t quant_mma_workspace_bytes(int n, int k, int split_chunk) {
 bool quant_mma_supported(const QuantGemvParams& p) {
     if (p.g_idx || p.lora_token0 < 0) return false;
     if (p.lora_expand && (p.lora.n_slices < 1 || p.lora.n_slices > kMaxLoraSlices || !p.lora.xa)) return false;
+    if (p.lora_shrink && !shrink_supported(p)) return false;
     if (p.n_tokens < 1 || p.n_tokens > kQuantMmaMaxTokens || p.n <= 0 || p.n > kQuantMmaMaxColumns || p.k <= 0 ||
         !p.x || !p.y || !p.workspace)
         return false;

@@ -35,7 +35,9 @@ std::size_t quant_mma_workspace_bytes(int n, int k, int split_chunk = 0);
 // n <= kQuantMmaMaxColumns, k % 32 == 0, int4 group_size a multiple of 32 (GPTQ's last group may be partial),
 // split_chunk a multiple of 32 whose x rows fit the block's 64 KiB, mma_col_groups 0, 1, 2 or 4, x_row_stride %
 // 8 == 0, even y_row_stride, 16-byte aligned x / qweight / scales / workspace, 8-byte aligned w_fp8. The
-// epilogue adds the bias and, with lora_expand, the LoRA expand (1 to kMaxLoraSlices slices, xa given).
+// epilogue adds the bias and, with lora_expand, the LoRA expand (1 to kMaxLoraSlices slices, xa given). lora_shrink
+// (the shrink in this launch) also needs lora_expand, lora_sync, no x_before_wait, every slice's A 16-byte aligned
+// with its ranks, max_rank >= 1 and slot_stride % 8 == 0.
 bool quant_mma_supported(const QuantGemvParams& p);
 // y[t, c] = bf16(sum_k x[t, k] * w[c, k] + bias[c] + LoRA) with w[c, k] = bf16((q - z) * bf16(s)) for int4 (the zero
 // subtracted exactly and the fp16 scale rounded to bf16, as vLLM's Marlin does for bf16 models) and

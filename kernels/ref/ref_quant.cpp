@@ -131,7 +131,29 @@ double quant_epilogue(const QuantGemvParams& p, int t, int n) {
 
 namespace {
 
+// The fused shrink (lora_shrink): xa of this launch's tokens on an adapter from p.x over p.k, in double.
+void shrink(const QuantGemvParams& p) {
+    const SgmvParams& s = p.lora;
+    for (int t = 0; t < p.n_tokens; ++t) {
+        const int st = t + p.lora_token0;
+        int slot = 0;
+        for (int g = 0; g < s.n_segs; ++g)
+            if (st >= s.seg_indptr[g] && st < s.seg_indptr[g + 1]) slot = s.seg_slot[g];
+        if (slot <= 0) continue;
+        for (int j = 0; j < s.n_slices; ++j) {
+            const LoraSlice& sl = s.slices[j];
+            for (int r = 0; r < std::min(sl.ranks[slot], s.max_rank); ++r) {
+                const uint16_t* a = sl.a + int64_t(slot - 1) * s.slot_stride + int64_t(r) * p.k;
+                double d = 0;
+                for (int k = 0; k < p.k; ++k) d += double(bf16_to_f32(p.x[t * p.x_row_stride + k])) * bf16_to_f32(a[k]);
+                s.xa[int64_t(st) * s.n_slices * s.max_rank + j * s.max_rank + r] = float(d);
+            }
+        }
+    }
+}
+
 void multiply(const QuantGemvParams& p, const std::vector<float>& w) {
+    if (p.lora_expand && p.lora_shrink) shrink(p);
     for (int t = 0; t < p.n_tokens; ++t)
         for (int n = 0; n < p.n; ++n) {
             double d = 0;

@@ -20,7 +20,8 @@ void quant_gemv(const QuantGemvParams& p);
 // w [p.n, p.k] as quant_mma rounds it (no act-order): int4 bf16((q - z) * bf16(scale)), fp8
 // bf16(e4m3 * bf16(scale)).
 std::vector<float> quant_mma_dequantize(const QuantGemvParams& p);
-// y as quant_mma computes it from those weights, bias included (workspace unused).
+// y as quant_mma computes it from those weights, bias included (workspace unused); with lora_shrink the xa it
+// computes first, into lora.xa.
 void quant_mma(const QuantGemvParams& p);
 // What the epilogue adds to output (t, n): bias and LoRA expand, per quant_params.h.
 double quant_epilogue(const QuantGemvParams& p, int t, int n);

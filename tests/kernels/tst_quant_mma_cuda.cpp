@@ -255,6 +255,88 @@ class TstQuantMmaCuda : public QObject {
             if (ws[i]) QFAIL("the workspace's counters are not zero after the launches");
     }
 
+    // The shrink in the same launch (lora_shrink): the xa it writes against the twin's shrink, and y against the
+    // twin, for the same sites, token counts (40: two launches, each shrinking its own tokens with its own counters)
+    // and splits as above. Every row runs twice, the second time with the blocks in reverse order, so that the blocks
+    // streaming weights reach their epilogue before any shrink block has run and must take the shrink's units
+    // themselves (lora_handover.cuh): the same bits either way, and the counters of every launch end at its units.
+    void quant_mma_fused_shrink_data() { quant_mma_lora_data(); }
+
+    void quant_mma_fused_shrink() {
+        QFETCH(int, format);
+        QFETCH(bool, whole_site);
+        QFETCH(int, tokens);
+        QFETCH(bool, base_first);
+        QFETCH(int, chunk);
+        const int n = whole_site ? QuantLoraCase::kSiteColumns : 128, k = 512, lora_col = whole_site ? 0 : 64;
+        QuantCase c(QuantFormat(format), n, k, 128, false, false, Fp8Scaling::block128, uint32_t(n + tokens));
+        std::mt19937 rng(uint32_t(31 + tokens + format));
+        const auto x = random_bf16(rng, std::size_t(tokens) * k);
+        QuantLoraCase lc(rng, tokens, base_first, k);
+        const auto b = random_bf16(rng, std::size_t(n));
+        std::vector<uint16_t> want(std::size_t(tokens) * n);
+        QuantGemvParams hp = c.params(x.data(), k, want.data(), n, tokens, c.qweight.data(), c.qzeros.data(),
+                                      c.s16.data(), nullptr, c.w8.data(), c.w_scale.data(), nullptr);
+        hp.bias = b.data(), hp.lora_expand = hp.lora_shrink = true, hp.lora = lc.params(false), hp.lora_col = lora_col;
+        ref::quant_mma(hp);  // writes lc.xa from x and A
+
+        auto nonempty = [](auto v) { return v.empty() ? decltype(v)(1) : v; };
+        DeviceBuffer<uint16_t> dx(x), db(b), dy(std::vector<uint16_t>(want.size(), 0x7fc1)), ds(nonempty(c.s16));
+        DeviceBuffer<int32_t> dqw(nonempty(c.qweight)), dqz(nonempty(c.qzeros));
+        DeviceBuffer<uint8_t> dw8(nonempty(c.w8));
+        DeviceBuffer<float> dsc(nonempty(c.w_scale));
+        DeviceBuffer<uint8_t> dws(std::vector<uint8_t>(quant_mma_workspace_bytes(n, k, chunk), 0));
+        const int launches = (tokens + kQuantMmaMaxTokens - 1) / kQuantMmaMaxTokens;
+        std::vector<uint16_t> first;
+        for (bool reverse : {false, true}) {
+            DeviceBuffer<int32_t> sync(std::vector<int32_t>(std::size_t(2 * launches), 0));
+            std::vector<int32_t> units;
+            for (int t0 = 0; t0 < tokens; t0 += kQuantMmaMaxTokens) {
+                const int rows = std::min(tokens - t0, kQuantMmaMaxTokens);
+                QuantGemvParams p = c.params(dx.get() + int64_t(t0) * k, k, dy.get() + int64_t(t0) * n, n, rows,
+                                             dqw.get(), dqz.get(), ds.get(), nullptr, dw8.get(), dsc.get(), dws.get());
+                p.split_chunk = chunk, p.bias = db.get(), p.lora_expand = p.lora_shrink = true;
+                p.lora = lc.params(true), p.lora_col = lora_col, p.lora_token0 = t0, p.reverse_block_order = reverse;
+                p.lora_sync = sync.get() + 2 * (t0 / kQuantMmaMaxTokens);
+                QVERIFY(quant_mma_supported(p));
+                cuda_check(loradesk::kernels::quant_mma(p, nullptr), "quant_mma launch");
+                units.push_back((rows * 3 * QuantLoraCase::kMaxRank + 3) / 4);  // a row per warp, 4 warps
+            }
+            cuda_check(cudaDeviceSynchronize(), "quant_mma");
+            const auto got = dy.download();
+            if (!reverse) first = got;
+            QVERIFY2(got == first, "the reverse block order gave other bits");
+            const auto counters = sync.download();
+            for (int i = 0; i < launches; ++i)
+                QVERIFY2(counters[std::size_t(2 * i)] == units[std::size_t(i)] &&
+                             counters[std::size_t(2 * i + 1)] >= units[std::size_t(i)],
+                         "every unit claimed and published once");
+        }
+        // xa where the expand reads it (tokens on an adapter, ranks below the slot's) against the twin's shrink.
+        const auto xa = lc.device_xa();
+        const SgmvParams hl = lc.params(false);
+        int checked = 0;
+        for (int t = 0; t < tokens; ++t) {
+            int slot = 0;
+            for (int g = 0; g < hl.n_segs; ++g)
+                if (t >= hl.seg_indptr[g] && t < hl.seg_indptr[g + 1]) slot = hl.seg_slot[g];
+            for (int j = 0; slot > 0 && j < 3; ++j)
+                for (int r = 0; r < hl.slices[j].ranks[slot]; ++r, ++checked) {
+                    const std::size_t i =
+                        std::size_t(t * 3 * QuantLoraCase::kMaxRank + j * QuantLoraCase::kMaxRank + r);
+                    QVERIFY2(std::fabs(xa[i] - lc.xa[i]) <= 1e-4f * (1.f + std::fabs(lc.xa[i])),
+                             qPrintable(QString("xa[%1] %2, twin %3").arg(i).arg(xa[i]).arg(lc.xa[i])));
+                }
+        }
+        QVERIFY(checked > 0);
+        const Errors e = compare(first, want, tokens, n, n);
+        QVERIFY2(e.rel_l2 < 1e-3 && e.max_abs <= e.max_y / 128,
+                 qPrintable(QString("vs twin: rel l2 %1, max abs err %2").arg(e.rel_l2).arg(e.max_abs)));
+        const auto ws = dws.download();
+        for (std::size_t i = 0; i < kQuantGemvCounterBytes; ++i)
+            if (ws[i]) QFAIL("the workspace's counters are not zero after the launches");
+    }
+
     // What the runner must route elsewhere: act-order, over 32 tokens, odd shapes, a LoRA epilogue without slices.
     void quant_mma_refuses() {
         QuantCase c(QuantFormat::gptq_int4, 64, 256, 128, false, false, Fp8Scaling::block128, 7);
@@ -273,6 +355,7 @@ class TstQuantMmaCuda : public QObject {
         QVERIFY(refused([&](QuantGemvParams& p) { p.g_idx = dg.get(); }));
         QVERIFY(refused([](QuantGemvParams& p) { p.lora_expand = true, p.lora.n_slices = 0; }));
         QVERIFY(refused([](QuantGemvParams& p) { p.lora_token0 = -1; }));
+        QVERIFY(refused([](QuantGemvParams& p) { p.lora_shrink = true; }));  // no expand, slices or counters
         QVERIFY(refused([](QuantGemvParams& p) { p.n_tokens = kQuantMmaMaxTokens + 1; }));
         QVERIFY(refused([](QuantGemvParams& p) { p.k = 240; }));             // not a multiple of 32
         QVERIFY(refused([](QuantGemvParams& p) { p.group_size = 48; }));     // not a multiple of 32

@@ -2,7 +2,9 @@
 // (AWQ's interleaved nibbles, GPTQ's sequential ones, v1 zeros, act-order g_idx, fp8 block scales) and against the test
 // packers' logical values on random cases. CPU only, runs in CI.
 #include <QtTest>
+#include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "kernel_test_util.h"
 #include "quant_case.h"
@@ -196,6 +198,38 @@ class TstQuantTwin : public QObject {
         ref::quant_mma(p);
         QCOMPARE(ref::bf16_to_f32(y[0]), 9.0f);
         QCOMPARE(ref::bf16_to_f32(y[1]), 3.0f);
+    }
+
+    // The fused shrink (lora_shrink) writes what sgmv_shrink's twin writes, for a launch's own tokens only: a launch
+    // over step tokens 1-2 (lora_token0 1) of a 3-token step whose tokens are on slot 1, the base, slot 2.
+    void fused_shrink_matches_sgmv_twin() {
+        constexpr int k = 64, n = 16, rank = 4, tokens = 3;
+        std::mt19937 rng(5);
+        const QuantCase c(QuantFormat::awq_int4, n, k, 32, false, false, Fp8Scaling::block128, 9);
+        const auto x = random_bf16(rng, std::size_t(tokens) * k);
+        const std::vector<uint16_t> a0 = random_bf16(rng, 2 * rank * k), a1 = random_bf16(rng, 2 * rank * k);
+        const std::vector<uint16_t> bt0 = random_bf16(rng, 2 * rank * k), bt1 = random_bf16(rng, 2 * rank * k);
+        const std::vector<int32_t> ranks0{0, 4, 2}, ranks1{0, 3, 0}, indptr{0, 1, 2, 3}, seg_slots{1, 0, 2};
+        const std::vector<float> scales{0.f, 0.5f, 2.f};
+        SgmvParams l;
+        l.x = x.data(), l.x_row_stride = k, l.in_features = k, l.seg_indptr = indptr.data(),
+        l.seg_slot = seg_slots.data();
+        l.n_segs = 3, l.max_seg_len = 1, l.max_rank = rank, l.slot_stride = int64_t(rank) * k, l.n_slices = 2;
+        l.slices[0] = {a0.data(), bt0.data(), ranks0.data(), scales.data(), 0, 8};
+        l.slices[1] = {a1.data(), bt1.data(), ranks1.data(), scales.data(), 8, 8};
+        std::vector<float> want(std::size_t(tokens) * 2 * rank, -7.f), got = want;
+        l.xa = want.data();
+        ref::sgmv_shrink(l);
+        for (std::size_t i = 0; i < std::size_t(2 * rank); ++i) want[i] = -7.f;  // token 0 is not the launch's
+
+        std::vector<uint16_t> y(std::size_t(2) * n);
+        QuantGemvParams p = c.params(x.data() + k, k, y.data(), n, 2, c.qweight.data(), c.qzeros.data(), c.s16.data(),
+                                     nullptr, nullptr, nullptr, nullptr);
+        l.xa = got.data();
+        p.lora = l, p.lora_expand = p.lora_shrink = true, p.lora_token0 = 1;
+        ref::quant_mma(p);
+        QCOMPARE(got, want);
+        QVERIFY(std::count(got.begin(), got.end(), -7.f) < int(got.size()));  // something was written
     }
 };
 

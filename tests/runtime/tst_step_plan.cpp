@@ -296,7 +296,7 @@ class TstStepPlan : public QObject {
         QTest::addColumn<bool>("mma_fuses");
         const int gemv = int(QuantKernel::gemv), mma = int(QuantKernel::mma);
         QTest::newRow("int4 1 token") << false << 1 << false << mma << false;
-        QTest::newRow("int4 1 token + adapter: the GEMV's fused expand") << false << 1 << true << gemv << true;
+        QTest::newRow("int4 1 token + adapter: shrink and expand in quant_mma") << false << 1 << true << mma << true;
         QTest::newRow("int4 2 tokens + adapters: fused in quant_mma") << false << 2 << true << mma << true;
         QTest::newRow("int4 4 tokens + adapters: fused in quant_mma") << false << 4 << true << mma << true;
         QTest::newRow("int4 5 tokens + adapters: SGMV after") << false << 5 << true << mma << false;

@@ -139,7 +139,7 @@ void CudaRunner::Impl::quant_matmul(const DeviceQuantSite& site, const uint16_t*
 
 bool CudaRunner::Impl::quant_mma_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
                                       const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride,
-                                      int first_module, int n_modules, bool fuse_lora) {
+                                      int first_module, int n_modules, bool fuse_lora, int32_t* sync) {
     // fp8 reads twice int4's bytes: two passes at 33-64 tokens measured slower than dequantize + cuBLAS there.
     const int n = sm.n;
     const bool fp8 = !site.parts.empty() && site.parts.front().p.format == kernels::QuantFormat::fp8_e4m3;
@@ -149,6 +149,7 @@ bool CudaRunner::Impl::quant_mma_site(const StepMeta& sm, int layer, const Devic
     std::size_t n_launches = 0;
     kernels::SgmvParams lp;
     if (fuse_lora) lp = lora_params(sm, layer, first_module, n_modules, x, x_stride);
+    const bool one_pass = n <= kernels::kQuantMmaMaxTokens;  // a pass shrinks its own tokens: one counter pair
     for (const DeviceQuantSite::Part& part : site.parts)
         for (int t0 = 0; t0 < n; t0 += kernels::kQuantMmaMaxTokens) {
             kernels::QuantGemvParams p = part.p;
@@ -157,12 +158,13 @@ bool CudaRunner::Impl::quant_mma_site(const StepMeta& sm, int layer, const Devic
             p.n_tokens = std::min(n - t0, kernels::kQuantMmaMaxTokens), p.workspace = quant_workspace;
             p.bias = bias ? bias + part.out_offset : nullptr;
             p.lora_expand = fuse_lora, p.lora = lp, p.lora_col = part.out_offset, p.lora_token0 = t0;
-            // Only the launch right after the shrink may read x before its wait (quant_params.h).
-            p.x_before_wait = fuse_lora && n_launches == 0;
+            // The first launch runs the shrink, or follows the shrink's launch and may read x before its wait.
+            p.lora_shrink = fuse_lora && one_pass && n_launches == 0, p.lora_sync = sync;
+            p.x_before_wait = fuse_lora && !one_pass && n_launches == 0;
             if (!kernels::quant_mma_supported(p) || n_launches == launches.size()) return false;
             launches[n_launches++] = p;
         }
-    if (fuse_lora) launch_check(kernels::sgmv_shrink(lp, stream), "sgmv_shrink");
+    if (fuse_lora && !one_pass) launch_check(kernels::sgmv_shrink(lp, stream), "sgmv_shrink");
     for (std::size_t i = 0; i < n_launches; ++i) launch_check(kernels::quant_mma(launches[i], stream), "quant_mma");
     return true;
 }
@@ -207,7 +209,7 @@ void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const
             done = a.kernel == QuantKernel::gemv
                        ? quant_gemv_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules)
                        : quant_mma_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules,
-                                        a.fuse_lora);
+                                        a.fuse_lora, site_sync(layer, site));
             if (done) {
                 lora_fused = a.fuses_lora();
                 break;
@@ -228,7 +230,7 @@ void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const
         g.y_row_stride = swiglu ? out / 2 : y_stride;
         g.lora = sm.any_lora && n_slots > 0;
         if (g.lora) g.sgmv = lora_params(sm, layer, first_module, n_modules, x, x_stride);
-        g.sync = gemv_sync + (std::size_t(layer) * 4 + std::size_t(site)) * 2;
+        g.sync = site_sync(layer, site);
         if (kernels::gemv_supported(g)) {
             launch_check(kernels::gemv(g, stream), "gemv");
             return;
@@ -252,11 +254,16 @@ void CudaRunner::Impl::run_attention(const StepMeta& sm, const kernels::Attentio
         launch_check(kernels::attention(ap, sm.items, sm.n_items, sm.groups, sm.n_groups, att_ws, stream), "attention");
 }
 
+bool CudaRunner::Impl::uses_site_sync(int n_tokens) const {
+    const bool quantized = !layers.empty() && !layers.front().quant[0].parts.empty();
+    return use_gemv(n_tokens) || (quantized && n_tokens <= kQuantMmaFusedLoraTokens);
+}
+
 void CudaRunner::Impl::run_layers(const StepMeta& sm) {
     const int n = sm.n, hid = cfg.hidden_size, qd = cfg.q_dim(), kvd = cfg.kv_dim(), inter = cfg.intermediate_size;
     const int qkv_dim = qd + 2 * kvd;
     const float eps = cfg.rms_norm_eps;
-    if (sm.any_lora && n_slots > 0 && use_gemv(n))  // the fused-LoRA counters of every call site start at zero
+    if (sm.any_lora && n_slots > 0 && uses_site_sync(n))  // the fused-shrink counters of every call site start at zero
         cuda_check(cudaMemsetAsync(gemv_sync, 0, std::size_t(cfg.n_layers) * 4 * 2 * sizeof(int32_t), stream),
                    "gemv counters");
     launch_check(kernels::embedding_gather(embed, sm.token_ids, n, hid, cfg.vocab_size, residual, stream), "embedding");

@@ -81,7 +81,7 @@ void CudaRunner::Impl::allocate_workspace(int n_tokens, int n_logits, int n_item
     argmax_ws = take();
     cuda_check(cudaMemset(argmax_ws, 0, argmax_bytes), "cudaMemset");
     gemv_sync = reinterpret_cast<int32_t*>(take());
-    cuda_check(cudaMemset(gemv_sync, 0, std::size_t(cfg.n_layers) * 4 * 2 * 4), "cudaMemset");  // then self-resetting
+    cuda_check(cudaMemset(gemv_sync, 0, std::size_t(cfg.n_layers) * 4 * 2 * 4), "cudaMemset");  // and by steps using it
     cublas_ws = take();
     cublas_ws_bytes = kCublasWorkspace;
     // A fixed cuBLAS workspace: stream capture must not allocate, and eager steps then use the same one.

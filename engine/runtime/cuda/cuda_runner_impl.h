@@ -183,14 +183,15 @@ struct CudaRunner::Impl {
     // A quantized site at up to kQuantMmaMaxRows tokens (fp8: 32): quant_mma per part and 32 tokens, bias in its
     // epilogue. Each launch streams the
     // packed weights once: at 64 tokens the two passes measured 13.99 ms per Qwen3-8B AWQ step against 18.34 for
-    // dequantize + cuBLAS (H100). fuse_lora (quant_route.h): the adapter's sgmv_shrink first, then the expand in
-    // each launch's epilogue, the first launch streaming its weights while the shrink runs (x_before_wait);
-    // otherwise the caller applies LoRA after. False, launching nothing, when the kernel does not take the shapes
+    // dequantize + cuBLAS (H100). fuse_lora (quant_route.h): the expand in each launch's epilogue and, in one pass
+    // (up to 32 tokens), the shrink in the first launch's own blocks (lora_shrink, counters at sync); over 32 tokens
+    // the adapter's sgmv_shrink first, the first launch streaming its weights while it runs (x_before_wait).
+    // Otherwise the caller applies LoRA after. False, launching nothing, when the kernel does not take the shapes
     // (act-order, odd widths).
     static constexpr int kQuantMmaMaxRows = 64;
     bool quant_mma_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
                         const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride, int first_module,
-                        int n_modules, bool fuse_lora);
+                        int n_modules, bool fuse_lora, int32_t* sync);
     // y[:, 0 .. site width) = x W^T for a quantized site otherwise: each part dequantized a slice of rows at a
     // time into dequant_scratch and multiplied by cuBLAS (bias and LoRA follow as separate launches).
     void quant_matmul(const DeviceQuantSite& site, const uint16_t* x, int64_t x_stride, int n, uint16_t* y,
@@ -199,6 +200,12 @@ struct CudaRunner::Impl {
     // x reuse across tokens through L1 does not keep up), so larger batches go to cuBLAS.
     static constexpr int kSkinnyMaxTokens = 2;
     bool use_gemv(int n_tokens) const { return opts.skinny_gemm && n_tokens <= kSkinnyMaxTokens; }
+    // The fused-shrink counters of a layer's call site (gemv, quant_mma's lora_shrink), and whether a step of n
+    // tokens with adapters may use them, so that run_layers zeroes them first.
+    int32_t* site_sync(int layer, int site) const {
+        return gemv_sync + (std::size_t(layer) * 4 + std::size_t(site)) * 2;
+    }
+    bool uses_site_sync(int n_tokens) const;
     void run_step(const ForwardBatch& b);  // leaves logits in `logits` on the device
     void run_eager_step(const ForwardBatch& b);
     void check_slots(const ForwardBatch& b) const;  // throws unless every slot the batch uses holds an adapter

@@ -27,13 +27,13 @@ using QuantRoute = std::array<QuantAttempt, 2>;
 // fused expand took 7.340; at 8 on 8 adapters 6.108 against 5.742 for quant_mma + SGMV (H200).
 inline constexpr int kQuantMmaFusedLoraTokens = 4;
 
-// int4: quant_mma first (it beats the GEMV from 1 token: AWQ batch 1 4.05 -> 3.83 ms per step, H100), except one
-// token with an adapter, where the GEMV's fused expand stays ahead (4.677 against 4.710 ms, H200); the GEMV
-// second for act-order at 1-4 tokens. fp8: the GEMV first (the faster of the two at 1-4 tokens), then quant_mma.
+// int4: quant_mma first (it beats the GEMV from 1 token: AWQ batch 1 4.05 -> 3.83 ms per step, H100), with an
+// adapter too since it runs the shrink in its own launch (quant_params.h, lora_shrink); the GEMV second for
+// act-order at 1-4 tokens. fp8: the GEMV first (the faster of the two at 1-4 tokens), then quant_mma.
 constexpr QuantRoute route_quant_site(bool fp8, int tokens, bool lora) {
     const QuantAttempt gemv{QuantKernel::gemv, false};
     const QuantAttempt mma{QuantKernel::mma, lora && tokens <= kQuantMmaFusedLoraTokens};
-    if (fp8 || (lora && tokens == 1)) return {gemv, mma};
+    if (fp8) return {gemv, mma};
     return {mma, gemv};
 }
 
