@@ -274,10 +274,8 @@ __device__ void finish(const QuantGemvParams& p, const float* sums, int tile, in
             v.x += r.x, v.y += r.y, v.z += r.z, v.w += r.w;
         }
         if (p.lora_expand) {
-            v.x += detail::lora_expand_share(p, t, col, split, n_splits);
-            v.y += detail::lora_expand_share(p, t, col + 1, split, n_splits);
-            v.z += detail::lora_expand_share(p, t, col + 2, split, n_splits);
-            v.w += detail::lora_expand_share(p, t, col + 3, split, n_splits);
+            const float4 d = detail::lora_expand_share4(p, t, col, split, n_splits);
+            v.x += d.x, v.y += d.y, v.z += d.z, v.w += d.w;
         }
         return v;
     };
@@ -414,9 +412,9 @@ bool shrink_supported(const QuantGemvParams& p) {
     return true;  // x's alignment and k % 32 are the kernel's own conditions
 }
 
-// Units of the fused shrink: one xa row per warp of a block.
+// Units of the fused shrink: a block's warps, each four xa rows (quant_lora.cuh).
 int quant_mma_shrink_units(const QuantGemvParams& p) {
-    return (p.n_tokens * p.lora.n_slices * p.lora.max_rank + kWarps - 1) / kWarps;
+    return (detail::lora_shrink_warps(p.n_tokens, p.lora.n_slices, p.lora.max_rank) + kWarps - 1) / kWarps;
 }
 
 int max_block_rows(int n_tokens) { return kMaxXBytes / (2 * 8 * ((n_tokens + 7) / 8)) / 32 * 32; }

@@ -1,5 +1,6 @@
-// Forward progress of the fused-LoRA skinny GEMM (kernels/gemv.cu, issue #19) on a GPU shared with other
-// work: an SmHog launched first on a high-priority stream holds every SM but `free` (1 or 2), then the
+// Forward progress of the kernels that run the LoRA shrink in their own launch (kernels/gemv.cu, and quant_mma.cu
+// with lora_shrink; issue #19) on a GPU shared with other work: an SmHog launched first on a high-priority stream
+// holds every SM but `free` (1 or 2), then the
 // kernel runs many times on another stream — eagerly and by replaying a captured graph, as the runner does —
 // under a host-side watchdog (a hang fails in 20 s with a message instead of stalling CI), and every launch's
 // output is compared with the CPU twin. Label cuda.
@@ -14,6 +15,7 @@
 // for units that running blocks hold (gemv.cu, "Forward progress"), so it completes on any dispatch order and
 // any number of free SMs; the forward rows keep the usual order honest under the same squeeze.
 #include <QtTest>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +26,9 @@
 #include "gemv_case.h"
 #include "gemv_device_slices.h"
 #include "launchers.h"
+#include "quant_case.h"
+#include "quant_lora_case.h"
+#include "quant_mma.h"
 #include "ref/ref_kernels.h"
 #include "sm_hog.h"
 
@@ -110,7 +115,6 @@ class TstGemvProgressCuda : public QObject {
         p.reverse_block_order = reverse;
         QVERIFY(gemv_supported(p));
 
-        Streams st;
         // One round: poison the outputs (0xffff is a bf16 NaN), zero the counters (the caller's job,
         // kernel_params.h), then kLaunches launches, each with its own counter pair and output slice.
         auto round = [&](cudaStream_t s) {
@@ -122,6 +126,80 @@ class TstGemvProgressCuda : public QObject {
                 cuda_check(loradesk::kernels::gemv(q, s), "gemv launch");
             }
         };
+        squeeze("gemv", free_sms, graph, round, [&](int r) { check_outputs(c, d_y.download(), want, r); });
+    }
+
+    // The same squeeze for quant_mma with the shrink in its own launch (lora_shrink, lora_handover.cuh): AWQ and fp8
+    // Qwen3-8B-wide rows at 1 and 4 tokens, whose every launch must give the bits of the same launch on the idle GPU.
+    void squeezed_quant_mma_data() {
+        QTest::addColumn<int>("format");
+        QTest::addColumn<int>("tokens");
+        QTest::addColumn<int>("free_sms");
+        QTest::addColumn<bool>("reverse");
+        QTest::addColumn<bool>("graph");
+        for (bool graph : {false, true})
+            for (bool reverse : {false, true})
+                for (int f : {int(QuantFormat::awq_int4), int(QuantFormat::fp8_e4m3)}) {
+                    const QString tag = QString("format%1 %2 %3")
+                                            .arg(f)
+                                            .arg(graph ? "graph" : "eager", reverse ? "reverse" : "forward");
+                    QTest::newRow(qPrintable("n1 free 1 " + tag)) << f << 1 << 1 << reverse << graph;
+                    QTest::newRow(qPrintable("n4 free 2 " + tag)) << f << 4 << 2 << reverse << graph;
+                }
+    }
+
+    void squeezed_quant_mma() {
+        QFETCH(int, format);
+        QFETCH(int, tokens);
+        QFETCH(int, free_sms);
+        QFETCH(bool, reverse);
+        QFETCH(bool, graph);
+        const int n = QuantLoraCase::kSiteColumns, k = 4096;
+        const QuantCase c(QuantFormat(format), n, k, 128, false, false, Fp8Scaling::block128, uint32_t(k + tokens));
+        std::mt19937 rng(uint32_t(41 + tokens + format));
+        const QuantLoraCase lc(rng, tokens, false, k);
+        auto nonempty = [](auto v) { return v.empty() ? decltype(v)(1) : v; };
+        DeviceBuffer<uint16_t> dx(random_bf16(rng, std::size_t(tokens) * k)), ds(nonempty(c.s16));
+        DeviceBuffer<uint16_t> dy(std::size_t(kLaunches) * tokens * n);
+        DeviceBuffer<int32_t> dqw(nonempty(c.qweight)), dqz(nonempty(c.qzeros));
+        DeviceBuffer<uint8_t> dw8(nonempty(c.w8));
+        DeviceBuffer<float> dsc(nonempty(c.w_scale));
+        DeviceBuffer<int32_t> d_sync(std::vector<int32_t>(2 * kLaunches, 0));
+        // Launches in one stream run one after another, so they share the split-K workspace (its counters come back
+        // zero), but each has its own shrink counters and output slice.
+        DeviceBuffer<uint8_t> dws(std::vector<uint8_t>(quant_mma_workspace_bytes(n, k), 0));
+        QuantGemvParams p = c.params(dx.get(), k, dy.get(), n, tokens, dqw.get(), dqz.get(), ds.get(), nullptr,
+                                     dw8.get(), dsc.get(), dws.get());
+        p.lora_expand = p.lora_shrink = true, p.lora = lc.params(true), p.reverse_block_order = reverse;
+        p.lora_sync = d_sync.get();
+        QVERIFY(quant_mma_supported(p));
+        auto round = [&](cudaStream_t s) {
+            cuda_check(cudaMemsetAsync(dy.get(), 0xff, dy.size() * 2, s), "poison y");
+            cuda_check(cudaMemsetAsync(d_sync.get(), 0, d_sync.size() * 4, s), "zero counters");
+            for (int i = 0; i < kLaunches; ++i) {
+                QuantGemvParams q = p;
+                q.y = dy.get() + std::size_t(i) * tokens * n, q.lora_sync = d_sync.get() + 2 * i;
+                cuda_check(loradesk::kernels::quant_mma(q, s), "quant_mma launch");
+            }
+        };
+        std::vector<uint16_t> idle;  // launch 0 of the warm-up round, on the idle GPU
+        squeeze("quant_mma", free_sms, graph, round, [&](int r) {
+            const auto y = dy.download();
+            if (r < 0) idle.assign(y.begin(), y.begin() + std::ptrdiff_t(tokens) * n);
+            QVERIFY2(std::none_of(idle.begin(), idle.end(), [](uint16_t v) { return v == 0xffff; }), "y not written");
+            for (int i = 0; i < kLaunches; ++i)
+                QVERIFY2(std::equal(idle.begin(), idle.end(), y.begin() + std::ptrdiff_t(i) * tokens * n),
+                         qPrintable(QString("round %1 launch %2: other bits than on the idle GPU").arg(r).arg(i)));
+        });
+    }
+
+  private:
+    // Runs round (kLaunches launches on the stream it is given) once on the idle GPU and then kRounds times, eagerly
+    // or by replaying its capture, while an SmHog holds every SM but free_sms; check(r) after each (r = -1: the idle
+    // round). A round that does not finish within the watchdog fails the test with what that means.
+    template <class Round, class Check>
+    void squeeze(const char* kernel, int free_sms, bool graph, Round round, Check check) {
+        Streams st;
         cudaGraphExec_t exec = nullptr;
         if (graph) {  // captured before the hog starts, replayed while it runs
             cudaGraph_t g = nullptr;
@@ -141,7 +219,7 @@ class TstGemvProgressCuda : public QObject {
         else
             round(st.work);
         cuda_check(cudaStreamSynchronize(st.work), "warm-up round");
-        check_outputs(c, d_y.download(), want, -1);
+        check(-1);
         if (QTest::currentTestFailed()) return;
 
         int n_sm = 0;
@@ -150,8 +228,8 @@ class TstGemvProgressCuda : public QObject {
         QVERIFY2(hog.start(n_sm - free_sms, st.hog), "the SM hog's blocks did not all start: is the GPU busy?");
         const std::set<int> held = hog.sms(), landed = hog.probe(256, st.work);
         for (int sm : landed)
-            QVERIFY2(!held.count(sm), "a gemv-shaped block ran beside the hog: the hog does not hold its SMs whole");
-        qInfo("the hog holds %zu of %d SMs; gemv-shaped blocks ran on %zu others", held.size(), n_sm, landed.size());
+            QVERIFY2(!held.count(sm), "a kernel-shaped block ran beside the hog: the hog does not hold its SMs whole");
+        qInfo("the hog holds %zu of %d SMs; kernel-shaped blocks ran on %zu others", held.size(), n_sm, landed.size());
 
         for (int r = 0; r < kRounds; ++r) {
             if (graph)
@@ -163,24 +241,26 @@ class TstGemvProgressCuda : public QObject {
                 hog.stop();
                 const bool freed = wait_with_deadline(st.work, 30.0) == cudaSuccess;
                 const QString msg = QString(
-                                        "round %1: gemv did not finish within %2 s while other work held all but %3 "
+                                        "round %1: %5 did not finish within %2 s while other work held all but %3 "
                                         "SMs: the fused-LoRA handshake waits for blocks that cannot be scheduled "
                                         "(issue #19); %4")
                                         .arg(r)
                                         .arg(kWatchdogSeconds)
                                         .arg(free_sms)
                                         .arg(freed ? "it finished once the SMs were released"
-                                                   : "it did not finish even then: exiting without cleanup");
+                                                   : "it did not finish even then: exiting without cleanup")
+                                        .arg(kernel);
                 if (!freed) {
-                    std::fprintf(stderr, "FAIL! TstGemvProgressCuda::squeezed: %s\n", qPrintable(msg));
+                    std::fprintf(stderr, "FAIL! TstGemvProgressCuda::%s: %s\n", QTest::currentTestFunction(),
+                                 qPrintable(msg));
                     std::fflush(stderr);
                     std::_Exit(1);
                 }
                 QFAIL(qPrintable(msg));
             }
-            cuda_check(e, "gemv rounds");
+            cuda_check(e, "rounds");
             QVERIFY2(hog.holding(), "the hog let go before the kernel finished: the test did not squeeze it");
-            check_outputs(c, d_y.download(), want, r);
+            check(r);
             if (QTest::currentTestFailed()) return;
         }
         hog.stop();

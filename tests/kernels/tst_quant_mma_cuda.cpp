@@ -300,7 +300,7 @@ class TstQuantMmaCuda : public QObject {
                 p.lora_sync = sync.get() + 2 * (t0 / kQuantMmaMaxTokens);
                 QVERIFY(quant_mma_supported(p));
                 cuda_check(loradesk::kernels::quant_mma(p, nullptr), "quant_mma launch");
-                units.push_back((rows * 3 * QuantLoraCase::kMaxRank + 3) / 4);  // a row per warp, 4 warps
+                units.push_back((rows * 3 * QuantLoraCase::kMaxRank / 4 + 3) / 4);  // 4 rows per warp, 4 warps
             }
             cuda_check(cudaDeviceSynchronize(), "quant_mma");
             const auto got = dy.download();

@@ -28,12 +28,15 @@ using QuantRoute = std::array<QuantAttempt, 2>;
 inline constexpr int kQuantMmaFusedLoraTokens = 4;
 
 // int4: quant_mma first (it beats the GEMV from 1 token: AWQ batch 1 4.05 -> 3.83 ms per step, H100), with an
-// adapter too since it runs the shrink in its own launch (quant_params.h, lora_shrink); the GEMV second for
-// act-order at 1-4 tokens. fp8: the GEMV first (the faster of the two at 1-4 tokens), then quant_mma.
+// adapter too since it runs the shrink in its own launch (quant_params.h, lora_shrink): GPTQ batch 1 on an adapter
+// 5.447 -> 4.576 ms, AWQ 4.902 -> 4.762 (H100). The GEMV second, for act-order at 1-4 tokens. fp8: the GEMV first
+// (the faster of the two at 1-4 tokens), then quant_mma; but with adapters at 2-4 tokens quant_mma with both LoRA
+// halves fused first, where the GEMV's per-row expand and separate shrink cost more (batch 4 on 4 adapters 9.162
+// -> 7.308 ms; batch 1 stays on the GEMV: 4.963 against 6.404, H100).
 constexpr QuantRoute route_quant_site(bool fp8, int tokens, bool lora) {
     const QuantAttempt gemv{QuantKernel::gemv, false};
     const QuantAttempt mma{QuantKernel::mma, lora && tokens <= kQuantMmaFusedLoraTokens};
-    if (fp8) return {gemv, mma};
+    if (fp8 && !(lora && tokens >= 2 && tokens <= kQuantMmaFusedLoraTokens)) return {gemv, mma};
     return {mma, gemv};
 }
 
