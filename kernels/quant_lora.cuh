@@ -70,45 +70,54 @@ __device__ __forceinline__ float lora_expand_share(const QuantGemvParams& p, int
     return ref.scale * d;
 }
 
-// lora_expand_share of columns c .. c + 3 at once: one slot and slice lookup and one rank loop for the four where
-// they share a slice (always, when slices start at multiples of 4), instead of four chains of dependent loads in a
-// row at the end of every block.
-__device__ __forceinline__ float4 lora_expand_share4(const QuantGemvParams& p, int t, int c, int part, int parts) {
+// lora_expand_share of columns c .. c + 3 at once, in two halves: lora_quad looks up the slot and slice (it reads
+// only the step's segments and the adapter slots, so a kernel may call it before its PDL wait), lora_expand_quad
+// runs one rank loop for the four columns where they share a slice (always, when slices start at multiples of 4).
+// It replaces four chains of dependent loads in a row at the end of every block.
+struct LoraQuad {
     LoraRef ref;
-    const bool on = lora_ref(p, t, p.lora_col + c, ref);
-    if (on && ref.cols_left >= 4) {
+    int kind;  // 0: nothing to add (t on the base model); 1: the four columns in ref's slice; 2: column by column
+};
+
+__device__ __forceinline__ LoraQuad lora_quad(const QuantGemvParams& p, int t, int c) {
+    LoraQuad q;
+    const bool on = lora_ref(p, t, p.lora_col + c, q.ref);
+    q.kind = on && q.ref.cols_left >= 4 ? 1 : on || lora_slot(p.lora, t + p.lora_token0) > 0 ? 2 : 0;
+    return q;
+}
+
+__device__ __forceinline__ float4 lora_expand_quad(const QuantGemvParams& p, const LoraQuad& q, int t, int c, int part,
+                                                   int parts) {
+    if (q.kind == 1) {
         float4 d = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 8
-        for (int r = part; r < ref.rank; r += parts) {
-            const float x = __ldcg(ref.xa + r);
-            const uint16_t* b = ref.bt + r * ref.stride;
+        for (int r = part; r < q.ref.rank; r += parts) {
+            const float x = __ldcg(q.ref.xa + r);
+            const uint16_t* b = q.ref.bt + r * q.ref.stride;
             d.x += x * bf(b), d.y += x * bf(b + 1), d.z += x * bf(b + 2), d.w += x * bf(b + 3);
         }
-        return make_float4(ref.scale * d.x, ref.scale * d.y, ref.scale * d.z, ref.scale * d.w);
+        const float s = q.ref.scale;
+        return make_float4(s * d.x, s * d.y, s * d.z, s * d.w);
     }
-    if (on || lora_slot(p.lora, t + p.lora_token0) > 0)  // a slice edge inside the quad, or c in no slice
+    if (q.kind == 2)  // a slice edge inside the quad, or c in no slice
         return make_float4(lora_expand_share(p, t, c, part, parts), lora_expand_share(p, t, c + 1, part, parts),
                            lora_expand_share(p, t, c + 2, part, parts), lora_expand_share(p, t, c + 3, part, parts));
-    return make_float4(0.f, 0.f, 0.f, 0.f);  // t on the base model
+    return make_float4(0.f, 0.f, 0.f, 0.f);
 }
 
-// Rank rows per warp of the fused shrink: each x load serves four A rows.
-constexpr int kShrinkRanksPerWarp = 4;
-
-// Warps of the fused shrink for n_tokens tokens (QuantGemvParams::lora_shrink).
+// Warps of the fused shrink for n_tokens tokens (QuantGemvParams::lora_shrink): one xa row each.
 __host__ __device__ constexpr int lora_shrink_warps(int n_tokens, int n_slices, int max_rank) {
-    return n_tokens * n_slices * ((max_rank + kShrinkRanksPerWarp - 1) / kShrinkRanksPerWarp);
+    return n_tokens * n_slices * max_rank;
 }
 
-// One warp of the fused shrink: xa[token0 + t, j * max_rank + r] = x[t] . A_j[slot][r] for ranks r = 4q .. 4q + 3
-// of warp id wid -> (t, j, q), q fastest; nothing for ranks past the slot's or tokens on the base model, whose xa
-// the expand never reads. Each lane keeps two rounds of x and A loads (10 of 16 bytes) in flight; lane 0 stores
-// the sums and fences them (lora_handover.cuh).
+// One warp of the fused shrink (QuantGemvParams::lora_shrink): xa[token0 + t, j * max_rank + r] = x[t] . A_j[slot][r]
+// for warp id wid -> (t, j, r), r fastest; nothing for ranks past the slot's or tokens on the base model, whose xa
+// the expand never reads. Every lane has four 16-byte loads of A in flight; lane 0 stores the sum and fences it
+// (lora_handover.cuh).
 __device__ __forceinline__ void lora_shrink_warp(const QuantGemvParams& p, int wid, int lane) {
-    constexpr int R = kShrinkRanksPerWarp;
     const SgmvParams& s = p.lora;
-    const int quads = (s.max_rank + R - 1) / R, per_tok = s.n_slices * quads;
-    const int t = wid / per_tok, j = wid % per_tok / quads, r0 = wid % quads * R;
+    const int per_tok = s.n_slices * s.max_rank;
+    const int t = wid / per_tok, j = wid % per_tok / s.max_rank, r = wid % s.max_rank;
     if (t >= p.n_tokens) return;
     const int slot = lora_slot(s, t + p.lora_token0);
     if (slot <= 0) return;
@@ -117,42 +126,26 @@ __device__ __forceinline__ void lora_shrink_warp(const QuantGemvParams& p, int w
 #pragma unroll
     for (int jj = 0; jj < kMaxLoraSlices; ++jj)  // static indices, as lora_ref
         if (jj == j) a = s.slices[jj].a, ranks = s.slices[jj].ranks;
-    const int rows = min(min(ranks[slot], s.max_rank) - r0, R);
-    if (rows <= 0) return;
-    a += int64_t(slot - 1) * s.slot_stride + int64_t(r0) * p.k;
+    if (r >= min(ranks[slot], s.max_rank)) return;
+    a += int64_t(slot - 1) * s.slot_stride + int64_t(r) * p.k;
     const uint16_t* x = p.x + int64_t(t) * p.x_row_stride;
-    float acc[R] = {};
-#pragma unroll 2
+    float acc = 0.f;
+#pragma unroll 4
     for (int k = lane * 8; k < p.k; k += 32 * 8) {
-        float xf[8];
-        const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x + k));
+        const uint4 av = __ldcs(reinterpret_cast<const uint4*>(a + k)),
+                    xv = __ldg(reinterpret_cast<const uint4*>(x + k));
+        const __nv_bfloat162* ah = reinterpret_cast<const __nv_bfloat162*>(&av);
         const __nv_bfloat162* xh = reinterpret_cast<const __nv_bfloat162*>(&xv);
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-            const float2 f = __bfloat1622float2(xh[e]);
-            xf[2 * e] = f.x, xf[2 * e + 1] = f.y;
-        }
-#pragma unroll
-        for (int i = 0; i < R; ++i) {
-            if (i >= rows) break;
-            const uint4 av = __ldcs(reinterpret_cast<const uint4*>(a + int64_t(i) * p.k + k));
-            const __nv_bfloat162* ah = reinterpret_cast<const __nv_bfloat162*>(&av);
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const float2 f = __bfloat1622float2(ah[e]);
-                acc[i] += f.x * xf[2 * e] + f.y * xf[2 * e + 1];
-            }
+            const float2 af = __bfloat1622float2(ah[e]), xf = __bfloat1622float2(xh[e]);
+            acc += af.x * xf.x + af.y * xf.y;
         }
     }
 #pragma unroll
-    for (int i = 0; i < R; ++i)
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], o);
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
     if (lane == 0) {
-        float* out = s.xa + int64_t(t + p.lora_token0) * s.n_slices * s.max_rank + j * s.max_rank + r0;
-#pragma unroll
-        for (int i = 0; i < R; ++i)
-            if (i < rows) out[i] = acc[i];
+        s.xa[int64_t(t + p.lora_token0) * per_tok + j * s.max_rank + r] = acc;
         __threadfence();  // visible device-wide before the block publishes the unit
     }
 }

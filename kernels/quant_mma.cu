@@ -26,7 +26,7 @@
 // its share to its partial; its shrink is either a launch just before or, with lora_shrink, blocks of this launch
 // that run first (lora_handover.cuh) while the others stream weights, which wait for it only before the epilogue. CG
 // and the split come from the L2 traffic they cost (col_groups below). At 32 tokens ptxas keeps the kernels at 168
-// registers (3 blocks per SM) with an 8-20 byte spill (int4; fp8 none); up to 24 tokens nothing spills.
+// registers (3 blocks per SM) with a 4-8 byte spill (int4; fp8 none); up to 24 tokens nothing spills.
 //
 // H100, quant_mma_bench (Qwen3-8B call sites, weights from DRAM), us per layer's four call sites, 2026-11-24
 // fourth session, call 3: 8 tokens AWQ 75.6 / GPTQ 71.1 (bf16 cuBLAS 155.6, AWQ dequantize + cuBLAS 376.1);
@@ -244,11 +244,18 @@ __device__ __forceinline__ void multiply(const Chunk<F>& ch, const __nv_bfloat16
         }
 }
 
+// The LoRA code (shrink blocks, expand, the early quad lookup) is compiled into the kernels of up to 8 tokens only
+// (kQuantMmaMaxLoraTokens), the only ones the runner fuses LoRA into: the 32-token kernels keep their registers.
+template <int NT>
+constexpr bool kLora = NT == 1;
+static_assert(kQuantMmaMaxLoraTokens == 8);
+
 // Sums the k parts of the block's partial sums (sums[kp][token][column], in kp order) and the block's share of the
 // LoRA expand, then with one split writes y (bias added), else stores the split's partial and the last block of
 // the tile to arrive sums all of them in split order and writes y.
 template <int NT, int CG>
-__device__ void finish(const QuantGemvParams& p, const float* sums, int tile, int split, int n_splits, int n_units) {
+__device__ void finish(const QuantGemvParams& p, const float* sums, int tile, int split, int n_splits, int n_units,
+                       const detail::LoraQuad& first_quad) {
     constexpr int KP = kWarps / CG, kTileCols = CG * kWarpCols;
     __shared__ int last;
     int* counters = static_cast<int*>(p.workspace);
@@ -258,14 +265,14 @@ __device__ void finish(const QuantGemvParams& p, const float* sums, int tile, in
         t = e / (kTileCols / 4), col = tile * kTileCols + (e % (kTileCols / 4)) * 4;
         return col < p.n;
     };
-    if (n_units > 0) {  // the fused shrink's xa, before any block adds its share of the expand
+    if (kLora<NT> && n_units > 0) {  // the fused shrink's xa, before any block adds its share of the expand
         const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
         detail::await_shrink(p.lora_sync, n_units,
                              [&](int u) { detail::lora_shrink_warp(p, u * kWarps + warp, lane); });
     }
     // The block's sum, plus its share of the LoRA expand: split s adds ranks s, s + splits, ..., so the expand's
     // loads are spread over every block of the tile instead of lengthening the last one's serial tail.
-    auto block_sum = [&](int t, int col) {
+    auto block_sum = [&](int e, int t, int col) {
         float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
         for (int kp = 0; kp < KP; ++kp) {
@@ -273,8 +280,9 @@ __device__ void finish(const QuantGemvParams& p, const float* sums, int tile, in
                 *reinterpret_cast<const float4*>(sums + (kp * 8 * NT + t) * kTileCols + col - tile * kTileCols);
             v.x += r.x, v.y += r.y, v.z += r.z, v.w += r.w;
         }
-        if (p.lora_expand) {
-            const float4 d = detail::lora_expand_share4(p, t, col, split, n_splits);
+        if (kLora<NT> && p.lora_expand) {
+            const detail::LoraQuad q = e == int(threadIdx.x) ? first_quad : detail::lora_quad(p, t, col);
+            const float4 d = detail::lora_expand_quad(p, q, t, col, split, n_splits);
             v.x += d.x, v.y += d.y, v.z += d.z, v.w += d.w;
         }
         return v;
@@ -284,7 +292,7 @@ __device__ void finish(const QuantGemvParams& p, const float* sums, int tile, in
             int t, col;
             if (quad_at(e, t, col))
                 __stcg(reinterpret_cast<float4*>(parts + (int64_t(split) * p.n_tokens + t) * p.n + col),
-                       block_sum(t, col));
+                       block_sum(e, t, col));
         }
         __threadfence();
         __syncthreads();
@@ -304,7 +312,7 @@ __device__ void finish(const QuantGemvParams& p, const float* sums, int tile, in
                 v.x += r.x, v.y += r.y, v.z += r.z, v.w += r.w;
             }
         } else {
-            v = block_sum(t, col);
+            v = block_sum(e, t, col);
         }
         if (p.bias) {
             const __nv_bfloat162* b = reinterpret_cast<const __nv_bfloat162*>(p.bias + col);
@@ -322,8 +330,10 @@ __device__ void finish(const QuantGemvParams& p, const float* sums, int tile, in
 __host__ __device__ constexpr int x_stride(int block_rows) { return block_rows + (96 - block_rows % 64) % 64; }
 
 // Block: CG groups of 64 columns; its 4 warps take column group warp % CG and k part warp / CG of the block's rows.
-// The grid is one-dimensional: n_units blocks of the fused shrink first (lora_shrink, else none), then the tiles of
-// split 0, of split 1, and so on.
+// Up to 8 tokens the grid is one-dimensional: n_units blocks of the fused shrink first (lora_shrink, else none), then
+// the tiles of split 0, of split 1, and so on. Above, it is (tiles, splits), and blockIdx gives the tile and split
+// whenever they are needed, where derived values would be held in registers through the loop (ptxas spilled 20-28
+// bytes at 32 tokens, against 8-16).
 template <int NT, QuantFormat F, int CG>
 __global__ void __launch_bounds__(kThreads, 3)
     int4_mma_kernel(QuantGemvParams p, int block_rows, int n_splits, int tiles, int n_units) {
@@ -331,14 +341,15 @@ __global__ void __launch_bounds__(kThreads, 3)
     extern __shared__ __align__(16) uint8_t smem[];
     auto* xs = reinterpret_cast<__nv_bfloat16*>(smem);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-    const int block = p.reverse_block_order ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x);
-    if (block < n_units) {  // a shrink block: x is its predecessor's output
+    const int block = kLora<NT> && p.reverse_block_order ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x);
+    if (kLora<NT> && block < n_units) {  // a shrink block: x is its predecessor's output
         detail::pdl_wait();
         detail::run_shrink_units(p.lora_sync, n_units,
                                  [&](int u) { detail::lora_shrink_warp(p, u * kWarps + warp, lane); });
         return;
     }
-    const int tile = (block - n_units) % tiles, split = (block - n_units) / tiles;
+    const int tile = kLora<NT> ? (block - n_units) % tiles : int(blockIdx.x);
+    const int split = kLora<NT> ? (block - n_units) / tiles : int(blockIdx.y);
     const int col8 = tile * kTileCols + (warp % CG) * kWarpCols + 8 * g;
     const int blk_begin = split * block_rows, blk_rows = min(p.k, blk_begin + block_rows) - blk_begin;
     const int blk_chunks = blk_rows / 32, per_part = (blk_chunks + KP - 1) / KP;
@@ -352,6 +363,14 @@ __global__ void __launch_bounds__(kThreads, 3)
 #pragma unroll
     for (int s = 0; s < kS; ++s)
         if (s < n_chunks) ln.load_weights(s, ch[s]);
+    // The LoRA expand's slot and slice lookups for this thread's first quad of the epilogue (finish), before the wait:
+    // segments and adapter slots are in place before the step starts, so they never depend on the predecessor.
+    detail::LoraQuad first_quad;
+    first_quad.kind = 0;
+    if (kLora<NT> && p.lora_expand && threadIdx.x < p.n_tokens * kTileCols / 4) {
+        const int qt = threadIdx.x / (kTileCols / 4), qcol = tile * kTileCols + threadIdx.x % (kTileCols / 4) * 4;
+        if (qcol < p.n) first_quad = detail::lora_quad(p, qt, qcol);
+    }
     if (!p.x_before_wait) detail::pdl_wait();
     // x [8 NT tokens][block rows] into shared memory once (zero past n_tokens); every warp reads it from there.
     // Through L2 (.cg), the coherence point: with x_before_wait its writer finished two kernels back.
@@ -398,7 +417,7 @@ __global__ void __launch_bounds__(kThreads, 3)
                 mine[(8 * u + 2 * t + e % 2) * kTileCols + wcol + column_of_slot<F>(2 * j + e / 2)] = acc[j][u][e];
     __syncthreads();
     if (p.x_before_wait) detail::pdl_wait();  // the epilogue reads xa, which the predecessor (the shrink) writes
-    finish<NT, CG>(p, sums, tile, split, n_splits, n_units);
+    finish<NT, CG>(p, sums, tile, split, n_splits, n_units, first_quad);
 }
 
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
@@ -412,7 +431,7 @@ bool shrink_supported(const QuantGemvParams& p) {
     return true;  // x's alignment and k % 32 are the kernel's own conditions
 }
 
-// Units of the fused shrink: a block's warps, each four xa rows (quant_lora.cuh).
+// Units of the fused shrink: a block's warps, each one xa row (quant_lora.cuh).
 int quant_mma_shrink_units(const QuantGemvParams& p) {
     return (detail::lora_shrink_warps(p.n_tokens, p.lora.n_slices, p.lora.max_rank) + kWarps - 1) / kWarps;
 }
@@ -447,8 +466,10 @@ cudaError_t launch_kernel(const QuantGemvParams& p, cudaStream_t stream) {
     const std::size_t smem = std::max<std::size_t>(x_bytes, std::size_t(8 * NT) * kWarps * kWarpCols * 4);
     const int tiles = (p.n + CG * kWarpCols - 1) / (CG * kWarpCols);
     const int units = p.lora_shrink ? quant_mma_shrink_units(p) : 0;
-    return detail::launch(int4_mma_kernel<NT, F, CG>, dim3(unsigned(units + tiles * sp.splits)), kThreads, smem, stream,
-                          p, sp.chunk, sp.splits, tiles, units);
+    const dim3 grid =
+        kLora<NT> ? dim3(unsigned(units + tiles * sp.splits)) : dim3(unsigned(tiles), unsigned(sp.splits));
+    return detail::launch(int4_mma_kernel<NT, F, CG>, grid, kThreads, smem, stream, p, sp.chunk, sp.splits, tiles,
+                          units);
 }
 
 template <int NT, QuantFormat F>
@@ -500,6 +521,7 @@ bool quant_mma_supported(const QuantGemvParams& p) {
     if (p.g_idx || p.lora_token0 < 0) return false;
     if (p.lora_expand && (p.lora.n_slices < 1 || p.lora.n_slices > kMaxLoraSlices || !p.lora.xa)) return false;
     if (p.lora_shrink && !shrink_supported(p)) return false;
+    if ((p.lora_expand || p.lora_shrink || p.x_before_wait) && p.n_tokens > kQuantMmaMaxLoraTokens) return false;
     if (p.n_tokens < 1 || p.n_tokens > kQuantMmaMaxTokens || p.n <= 0 || p.n > kQuantMmaMaxColumns || p.k <= 0 ||
         !p.x || !p.y || !p.workspace)
         return false;

@@ -13,7 +13,8 @@
 
 namespace loradesk::kernels {
 
-constexpr int kQuantMmaMaxTokens = 32;  // per launch: more tokens take several launches (or cuBLAS)
+constexpr int kQuantMmaMaxTokens = 32;     // per launch: more tokens take several launches (or cuBLAS)
+constexpr int kQuantMmaMaxLoraTokens = 8;  // per launch with lora_expand, lora_shrink or x_before_wait
 // Split-K arrival counters are quant_gemv's, one per 64 columns of the narrowest tiles.
 constexpr int kQuantMmaMaxColumns = int(kQuantGemvCounterBytes / 4) * 64;
 

@@ -79,8 +79,8 @@ struct QuantGemvParams {
     // first sets it; the others only expand, their PDL wait ordering them after it.
     bool lora_shrink = false;
     int32_t* lora_sync = nullptr;
-    // quant_mma, tests only: blocks take their work in reverse index order, an order CUDA may dispatch them in,
-    // under which the blocks that stream weights reach their epilogue before any shrink block has run.
+    // quant_mma with LoRA, tests only: blocks take their work in reverse index order, an order CUDA may dispatch them
+    // in, under which the blocks that stream weights reach their epilogue before any shrink block has run.
     bool reverse_block_order = false;
     // quant_mma only: x was complete before the predecessor kernel started, so the launch reads it without waiting
     // for that kernel and waits only before its epilogue. For the launch right after this library's

@@ -177,8 +177,9 @@ class TstQuantMmaCuda : public QObject {
 
     // The fused LoRA expand (quant_gemv's epilogue case, quant_lora_case.h): a matrix that is the whole site or its
     // middle slice, tokens on adapters and on the base, split-K from one split (the last block adds every rank) to
-    // more splits than ranks (each block a share, some none), and a step of 40 tokens as the runner launches it
-    // (rows 0-31, then rows 32-39 with lora_token0 32). x_before_wait changes only when the kernel waits: same bits.
+    // more splits than ranks (each block a share, some none), and a step of 13 tokens in launches of at most 8, the
+    // most a LoRA launch takes (rows 0-7, then rows 8-12 with lora_token0 8). x_before_wait changes only when the
+    // kernel waits: same bits.
     void quant_mma_lora_data() {
         QTest::addColumn<int>("format");
         QTest::addColumn<bool>("whole_site");
@@ -188,7 +189,7 @@ class TstQuantMmaCuda : public QObject {
         int i = 0;
         for (int f : {int(QuantFormat::awq_int4), int(QuantFormat::gptq_int4), int(QuantFormat::fp8_e4m3)})
             for (bool whole : {true, false})
-                for (int t : {1, 2, 4, 8, 32, 40})
+                for (int t : {1, 2, 4, 8, 13})
                     for (bool base_first : {false, true}) {
                         if (t == 1 && base_first) continue;
                         const int chunk = std::array<int, 3>{0, 32, 512}[std::size_t(i++ % 3)];
@@ -228,8 +229,8 @@ class TstQuantMmaCuda : public QObject {
         DeviceBuffer<uint8_t> dws(std::vector<uint8_t>(quant_mma_workspace_bytes(n, k, chunk), 0));
         std::vector<uint16_t> first;
         for (bool early : {false, true}) {
-            for (int t0 = 0; t0 < tokens; t0 += kQuantMmaMaxTokens) {
-                const int rows = std::min(tokens - t0, kQuantMmaMaxTokens);
+            for (int t0 = 0; t0 < tokens; t0 += kQuantMmaMaxLoraTokens) {
+                const int rows = std::min(tokens - t0, kQuantMmaMaxLoraTokens);
                 QuantGemvParams p = c.params(dx.get() + int64_t(t0) * k, k, dy.get() + int64_t(t0) * n, n, rows,
                                              dqw.get(), dqz.get(), ds.get(), nullptr, dw8.get(), dsc.get(), dws.get());
                 p.split_chunk = chunk, p.bias = db.get(), p.lora_expand = true, p.lora = lc.params(true);
@@ -256,7 +257,7 @@ class TstQuantMmaCuda : public QObject {
     }
 
     // The shrink in the same launch (lora_shrink): the xa it writes against the twin's shrink, and y against the
-    // twin, for the same sites, token counts (40: two launches, each shrinking its own tokens with its own counters)
+    // twin, for the same sites, token counts (13: two launches, each shrinking its own tokens with its own counters)
     // and splits as above. Every row runs twice, the second time with the blocks in reverse order, so that the blocks
     // streaming weights reach their epilogue before any shrink block has run and must take the shrink's units
     // themselves (lora_handover.cuh): the same bits either way, and the counters of every launch end at its units.
@@ -286,21 +287,21 @@ class TstQuantMmaCuda : public QObject {
         DeviceBuffer<uint8_t> dw8(nonempty(c.w8));
         DeviceBuffer<float> dsc(nonempty(c.w_scale));
         DeviceBuffer<uint8_t> dws(std::vector<uint8_t>(quant_mma_workspace_bytes(n, k, chunk), 0));
-        const int launches = (tokens + kQuantMmaMaxTokens - 1) / kQuantMmaMaxTokens;
+        const int launches = (tokens + kQuantMmaMaxLoraTokens - 1) / kQuantMmaMaxLoraTokens;
         std::vector<uint16_t> first;
         for (bool reverse : {false, true}) {
             DeviceBuffer<int32_t> sync(std::vector<int32_t>(std::size_t(2 * launches), 0));
             std::vector<int32_t> units;
-            for (int t0 = 0; t0 < tokens; t0 += kQuantMmaMaxTokens) {
-                const int rows = std::min(tokens - t0, kQuantMmaMaxTokens);
+            for (int t0 = 0; t0 < tokens; t0 += kQuantMmaMaxLoraTokens) {
+                const int rows = std::min(tokens - t0, kQuantMmaMaxLoraTokens);
                 QuantGemvParams p = c.params(dx.get() + int64_t(t0) * k, k, dy.get() + int64_t(t0) * n, n, rows,
                                              dqw.get(), dqz.get(), ds.get(), nullptr, dw8.get(), dsc.get(), dws.get());
                 p.split_chunk = chunk, p.bias = db.get(), p.lora_expand = p.lora_shrink = true;
                 p.lora = lc.params(true), p.lora_col = lora_col, p.lora_token0 = t0, p.reverse_block_order = reverse;
-                p.lora_sync = sync.get() + 2 * (t0 / kQuantMmaMaxTokens);
+                p.lora_sync = sync.get() + 2 * (t0 / kQuantMmaMaxLoraTokens);
                 QVERIFY(quant_mma_supported(p));
                 cuda_check(loradesk::kernels::quant_mma(p, nullptr), "quant_mma launch");
-                units.push_back((rows * 3 * QuantLoraCase::kMaxRank / 4 + 3) / 4);  // 4 rows per warp, 4 warps
+                units.push_back((rows * 3 * QuantLoraCase::kMaxRank + 3) / 4);  // a row per warp, 4 warps
             }
             cuda_check(cudaDeviceSynchronize(), "quant_mma");
             const auto got = dy.download();
@@ -356,6 +357,10 @@ class TstQuantMmaCuda : public QObject {
         QVERIFY(refused([](QuantGemvParams& p) { p.lora_expand = true, p.lora.n_slices = 0; }));
         QVERIFY(refused([](QuantGemvParams& p) { p.lora_token0 = -1; }));
         QVERIFY(refused([](QuantGemvParams& p) { p.lora_shrink = true; }));  // no expand, slices or counters
+        QVERIFY(refused([](QuantGemvParams& p) {  // LoRA is compiled into the kernels of up to 8 tokens only
+            p.lora_expand = true, p.lora.n_slices = 1, p.lora.xa = reinterpret_cast<float*>(p.workspace);
+            p.n_tokens = kQuantMmaMaxLoraTokens + 1;
+        }));
         QVERIFY(refused([](QuantGemvParams& p) { p.n_tokens = kQuantMmaMaxTokens + 1; }));
         QVERIFY(refused([](QuantGemvParams& p) { p.k = 240; }));             // not a multiple of 32
         QVERIFY(refused([](QuantGemvParams& p) { p.group_size = 48; }));     // not a multiple of 32
