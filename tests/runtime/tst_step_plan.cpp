@@ -321,6 +321,7 @@ class TstStepPlan : public QObject {
         const QuantAttempt& m = r[0].kernel == QuantKernel::mma ? r[0] : r[1];
         QCOMPARE(m.fuse_lora, mma_fuses);
         QVERIFY(!m.fuse_lora || lora);
+        QCOMPARE(m.fuse_shrink, mma_fuses && tokens <= kQuantMmaFusedShrinkTokens);
         const QuantAttempt& g = r[0].kernel == QuantKernel::gemv ? r[0] : r[1];
         QVERIFY(g.fuses_lora());  // the GEMV always fuses the expand
     }

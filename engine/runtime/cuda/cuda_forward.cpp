@@ -139,7 +139,7 @@ void CudaRunner::Impl::quant_matmul(const DeviceQuantSite& site, const uint16_t*
 
 bool CudaRunner::Impl::quant_mma_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
                                       const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride,
-                                      int first_module, int n_modules, bool fuse_lora, int32_t* sync) {
+                                      int first_module, int n_modules, const QuantAttempt& a, int32_t* sync) {
     // fp8 reads twice int4's bytes: two passes at 33-64 tokens measured slower than dequantize + cuBLAS there.
     const int n = sm.n;
     const bool fp8 = !site.parts.empty() && site.parts.front().p.format == kernels::QuantFormat::fp8_e4m3;
@@ -147,9 +147,12 @@ bool CudaRunner::Impl::quant_mma_site(const StepMeta& sm, int layer, const Devic
     constexpr int kPasses = (kQuantMmaMaxRows + kernels::kQuantMmaMaxTokens - 1) / kernels::kQuantMmaMaxTokens;
     std::array<kernels::QuantGemvParams, 3 * kPasses> launches;  // a site has at most q|k|v parts
     std::size_t n_launches = 0;
+    // One launch per part when LoRA is fused: quant_mma takes LoRA up to kQuantMmaMaxLoraTokens tokens per launch,
+    // and the shrink in the launch needs one counter pair.
+    static_assert(kQuantMmaFusedLoraTokens <= kernels::kQuantMmaMaxLoraTokens);
+    const bool fuse_lora = a.fuse_lora, fuse_shrink = a.fuse_lora && a.fuse_shrink;
     kernels::SgmvParams lp;
     if (fuse_lora) lp = lora_params(sm, layer, first_module, n_modules, x, x_stride);
-    const bool one_pass = n <= kernels::kQuantMmaMaxTokens;  // a pass shrinks its own tokens: one counter pair
     for (const DeviceQuantSite::Part& part : site.parts)
         for (int t0 = 0; t0 < n; t0 += kernels::kQuantMmaMaxTokens) {
             kernels::QuantGemvParams p = part.p;
@@ -159,12 +162,12 @@ bool CudaRunner::Impl::quant_mma_site(const StepMeta& sm, int layer, const Devic
             p.bias = bias ? bias + part.out_offset : nullptr;
             p.lora_expand = fuse_lora, p.lora = lp, p.lora_col = part.out_offset, p.lora_token0 = t0;
             // The first launch runs the shrink, or follows the shrink's launch and may read x before its wait.
-            p.lora_shrink = fuse_lora && one_pass && n_launches == 0, p.lora_sync = sync;
-            p.x_before_wait = fuse_lora && !one_pass && n_launches == 0;
+            p.lora_shrink = fuse_shrink && n_launches == 0, p.lora_sync = sync;
+            p.x_before_wait = fuse_lora && !fuse_shrink && n_launches == 0;
             if (!kernels::quant_mma_supported(p) || n_launches == launches.size()) return false;
             launches[n_launches++] = p;
         }
-    if (fuse_lora && !one_pass) launch_check(kernels::sgmv_shrink(lp, stream), "sgmv_shrink");
+    if (fuse_lora && !fuse_shrink) launch_check(kernels::sgmv_shrink(lp, stream), "sgmv_shrink");
     for (std::size_t i = 0; i < n_launches; ++i) launch_check(kernels::quant_mma(launches[i], stream), "quant_mma");
     return true;
 }
@@ -208,8 +211,8 @@ void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const
         for (const QuantAttempt& a : route_quant_site(fp8, n, lora)) {
             done = a.kernel == QuantKernel::gemv
                        ? quant_gemv_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules)
-                       : quant_mma_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules,
-                                        a.fuse_lora, site_sync(layer, site));
+                       : quant_mma_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules, a,
+                                        site_sync(layer, site));
             if (done) {
                 lora_fused = a.fuses_lora();
                 break;
@@ -256,7 +259,7 @@ void CudaRunner::Impl::run_attention(const StepMeta& sm, const kernels::Attentio
 
 bool CudaRunner::Impl::uses_site_sync(int n_tokens) const {
     const bool quantized = !layers.empty() && !layers.front().quant[0].parts.empty();
-    return use_gemv(n_tokens) || (quantized && n_tokens <= kQuantMmaFusedLoraTokens);
+    return use_gemv(n_tokens) || (quantized && n_tokens <= kQuantMmaFusedShrinkTokens);
 }
 
 void CudaRunner::Impl::run_layers(const StepMeta& sm) {

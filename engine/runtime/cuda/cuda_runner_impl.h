@@ -19,6 +19,7 @@
 #include "model/model_config.h"
 #include "quant_params.h"
 #include "runtime/cuda/cuda_runner.h"
+#include "runtime/cuda/quant_route.h"
 #include "runtime/cuda/step_plan.h"
 
 namespace loradesk::runtime::cuda {
@@ -183,15 +184,15 @@ struct CudaRunner::Impl {
     // A quantized site at up to kQuantMmaMaxRows tokens (fp8: 32): quant_mma per part and 32 tokens, bias in its
     // epilogue. Each launch streams the
     // packed weights once: at 64 tokens the two passes measured 13.99 ms per Qwen3-8B AWQ step against 18.34 for
-    // dequantize + cuBLAS (H100). fuse_lora (quant_route.h): the expand in each launch's epilogue and, in one pass
-    // (up to 32 tokens), the shrink in the first launch's own blocks (lora_shrink, counters at sync); over 32 tokens
-    // the adapter's sgmv_shrink first, the first launch streaming its weights while it runs (x_before_wait).
-    // Otherwise the caller applies LoRA after. False, launching nothing, when the kernel does not take the shapes
-    // (act-order, odd widths).
+    // dequantize + cuBLAS (H100). a.fuse_lora (quant_route.h): the expand in each launch's epilogue, and the shrink
+    // either in the first launch's own blocks (a.fuse_shrink, one pass of up to 32 tokens; counters at sync) or as an
+    // sgmv_shrink launch first, the first launch streaming its weights while it runs (x_before_wait). Otherwise the
+    // caller applies LoRA after. False, launching nothing, when the kernel does not take the shapes (act-order, odd
+    // widths).
     static constexpr int kQuantMmaMaxRows = 64;
     bool quant_mma_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
                         const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride, int first_module,
-                        int n_modules, bool fuse_lora, int32_t* sync);
+                        int n_modules, const QuantAttempt& a, int32_t* sync);
     // y[:, 0 .. site width) = x W^T for a quantized site otherwise: each part dequantized a slice of rows at a
     // time into dequant_scratch and multiplied by cuBLAS (bias and LoRA follow as separate launches).
     void quant_matmul(const DeviceQuantSite& site, const uint16_t* x, int64_t x_stride, int n, uint16_t* y,

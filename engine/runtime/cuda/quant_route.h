@@ -15,7 +15,8 @@ enum class QuantKernel {
 
 struct QuantAttempt {
     QuantKernel kernel = QuantKernel::mma;
-    bool fuse_lora = false;  // quant_mma: shrink first, expand in its epilogue (else SGMV launches follow)
+    bool fuse_lora = false;    // quant_mma: the expand in its epilogue (else SGMV launches follow)
+    bool fuse_shrink = false;  // quant_mma with fuse_lora: the shrink in its own launch (else an sgmv_shrink before)
 
     bool fuses_lora() const { return kernel == QuantKernel::gemv || fuse_lora; }
     bool operator==(const QuantAttempt&) const = default;
@@ -26,16 +27,23 @@ using QuantRoute = std::array<QuantAttempt, 2>;
 // quant_mma fuses the expand up to this many tokens: AWQ batch 4 on 4 adapters 5.148 ms per step where the GEMV's
 // fused expand took 7.340; at 8 on 8 adapters 6.108 against 5.742 for quant_mma + SGMV (H200).
 inline constexpr int kQuantMmaFusedLoraTokens = 4;
+// quant_mma runs the shrink itself (lora_shrink) up to this many tokens, in blocks that go first, where an sgmv_shrink
+// launch would precede it: AWQ batch 1 on an adapter 4.266 -> 4.052 ms per step, batch 2 on 2 adapters 4.523 ->
+// 4.418. From 4 tokens its shrink blocks hold SM slots the weight stream needs, where sgmv_shrink's small blocks
+// sit beside it: batch 4 on 4 adapters 4.677 against 4.910 (H200).
+inline constexpr int kQuantMmaFusedShrinkTokens = 2;
 
 // int4: quant_mma first (it beats the GEMV from 1 token: AWQ batch 1 4.05 -> 3.83 ms per step, H100), with an
-// adapter too since it runs the shrink in its own launch (quant_params.h, lora_shrink): GPTQ batch 1 on an adapter
-// 5.447 -> 4.576 ms, AWQ 4.902 -> 4.762 (H100). The GEMV second, for act-order at 1-4 tokens. fp8: the GEMV first
-// (the faster of the two at 1-4 tokens), then quant_mma; but with adapters at 2-4 tokens quant_mma with both LoRA
-// halves fused first, where the GEMV's per-row expand and separate shrink cost more (batch 4 on 4 adapters 9.162
-// -> 7.308 ms; batch 1 stays on the GEMV: 4.963 against 6.404, H100).
+// adapter too since it runs the shrink in its own launch (quant_params.h, lora_shrink): batch 1 on an adapter GPTQ
+// 5.141 -> 3.904 ms per step, AWQ 4.689 -> 4.052 (H200, against the GEMV route of d2515dc). The GEMV second, for
+// act-order at 1-4 tokens. fp8: the GEMV first (the faster of the two at 1-4 tokens), then quant_mma; but with
+// adapters at 2-4 tokens quant_mma with the LoRA fused first, where the GEMV's per-row expand and separate shrink
+// cost more (batch 4 on 4 adapters 8.766 -> 5.773 ms, batch 2 5.845 -> 5.572, H200; batch 1 stays on the GEMV:
+// 4.963 against 6.404 on H100, measured before quant_mma's epilogue looked its LoRA slots up early).
 constexpr QuantRoute route_quant_site(bool fp8, int tokens, bool lora) {
-    const QuantAttempt gemv{QuantKernel::gemv, false};
-    const QuantAttempt mma{QuantKernel::mma, lora && tokens <= kQuantMmaFusedLoraTokens};
+    const QuantAttempt gemv{QuantKernel::gemv, false, false};
+    const bool fuse = lora && tokens <= kQuantMmaFusedLoraTokens;
+    const QuantAttempt mma{QuantKernel::mma, fuse, fuse && tokens <= kQuantMmaFusedShrinkTokens};
     if (fp8 && !(lora && tokens >= 2 && tokens <= kQuantMmaFusedLoraTokens)) return {gemv, mma};
     return {mma, gemv};
 }
