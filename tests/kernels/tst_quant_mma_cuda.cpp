@@ -7,8 +7,10 @@
 // identical x rows give identical y rows. Then the fused LoRA expand against the twin's epilogue, and the shapes
 // the kernel must refuse. Label cuda.
 #include <QtTest>
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <random>
 
 #include "device_buffer.h"
 #include "kernel_test_util.h"
@@ -38,6 +40,75 @@ Errors compare(const std::vector<uint16_t>& got, const std::vector<uint16_t>& wa
         }
     return {rel_l2(g, w), max_abs_diff(g, w), max_y};
 }
+
+// What both LoRA tests build: a quantized matrix that is a whole 256-column site or its middle slice (k 512), x, the
+// LoRA case (with each slice's A when shrink), a bias, the twin's y (the twin shrinks first when shrink), the
+// device copies, and the parameters of the launch over tokens t0 .. t0 + 7 as the runner would pass them.
+struct MmaLoraSetup {
+    static constexpr int k = 512;
+    int n, lora_col, tokens, chunk;
+    QuantCase c;
+    std::mt19937 rng;
+    std::vector<uint16_t> x;
+    QuantLoraCase lc;
+    std::vector<uint16_t> b, want;
+    QuantGemvParams hp;
+    DeviceBuffer<uint16_t> dx, db, dy, ds;
+    DeviceBuffer<int32_t> dqw, dqz;
+    DeviceBuffer<uint8_t> dw8, dws;
+    DeviceBuffer<float> dsc;
+
+    template <class V>
+    static V nonempty(V v) {
+        return v.empty() ? V(1) : v;
+    }
+
+    MmaLoraSetup(int format, bool whole_site, int tokens_, bool base_first, int chunk_, uint32_t seed, bool shrink)
+        : n(whole_site ? QuantLoraCase::kSiteColumns : 128),
+          lora_col(whole_site ? 0 : 64),
+          tokens(tokens_),
+          chunk(chunk_),
+          c(QuantFormat(format), n, k, 128, false, false, Fp8Scaling::block128, uint32_t(n + tokens)),
+          rng(seed),
+          x(random_bf16(rng, std::size_t(tokens) * k)),
+          lc(rng, tokens, base_first, shrink ? k : 0),
+          b(random_bf16(rng, std::size_t(n))),
+          want(std::size_t(tokens) * n),
+          hp(c.params(x.data(), k, want.data(), n, tokens, c.qweight.data(), c.qzeros.data(), c.s16.data(), nullptr,
+                      c.w8.data(), c.w_scale.data(), nullptr)),
+          dx(x),
+          db(b),
+          dy(std::vector<uint16_t>(want.size(), 0x7fc1)),
+          ds(nonempty(c.s16)),
+          dqw(nonempty(c.qweight)),
+          dqz(nonempty(c.qzeros)),
+          dw8(nonempty(c.w8)),
+          dws(std::vector<uint8_t>(quant_mma_workspace_bytes(n, k, chunk), 0)),
+          dsc(nonempty(c.w_scale)) {
+        hp.bias = b.data(), hp.lora_expand = true, hp.lora_shrink = shrink, hp.lora = lc.params(false);
+        hp.lora_col = lora_col;
+        ref::quant_mma(hp);  // with shrink, writes lc.xa from x and A first
+    }
+
+    QuantGemvParams launch(int t0) const {
+        QuantGemvParams p = c.params(dx.get() + int64_t(t0) * k, k, dy.get() + int64_t(t0) * n, n,
+                                     std::min(tokens - t0, kQuantMmaMaxLoraTokens), dqw.get(), dqz.get(), ds.get(),
+                                     nullptr, dw8.get(), dsc.get(), dws.get());
+        p.split_chunk = chunk, p.bias = db.get(), p.lora_expand = true, p.lora = lc.params(true);
+        p.lora_col = lora_col, p.lora_token0 = t0;
+        return p;
+    }
+
+    // y against the twin, and the split-K counters back at zero.
+    void check(const std::vector<uint16_t>& got) const {
+        const Errors e = compare(got, want, tokens, n, n);
+        QVERIFY2(e.rel_l2 < 1e-3 && e.max_abs <= e.max_y / 128,
+                 qPrintable(QString("vs twin: rel l2 %1, max abs err %2").arg(e.rel_l2).arg(e.max_abs)));
+        const auto ws = dws.download();
+        for (std::size_t i = 0; i < kQuantGemvCounterBytes; ++i)
+            if (ws[i]) QFAIL("the workspace's counters are not zero after the launches");
+    }
+};
 
 }  // namespace
 
@@ -209,51 +280,26 @@ class TstQuantMmaCuda : public QObject {
         QFETCH(int, tokens);
         QFETCH(bool, base_first);
         QFETCH(int, chunk);
-        const int n = whole_site ? QuantLoraCase::kSiteColumns : 128, k = 512, lora_col = whole_site ? 0 : 64;
-        QuantCase c(QuantFormat(format), n, k, 128, false, false, Fp8Scaling::block128, uint32_t(n + tokens));
-        std::mt19937 rng(uint32_t(29 + tokens + format));
-        const auto x = random_bf16(rng, std::size_t(tokens) * k);
-        const QuantLoraCase lc(rng, tokens, base_first);
-        const auto b = random_bf16(rng, std::size_t(n));
-        std::vector<uint16_t> want(std::size_t(tokens) * n);
-        QuantGemvParams hp = c.params(x.data(), k, want.data(), n, tokens, c.qweight.data(), c.qzeros.data(),
-                                      c.s16.data(), nullptr, c.w8.data(), c.w_scale.data(), nullptr);
-        hp.bias = b.data(), hp.lora_expand = true, hp.lora = lc.params(false), hp.lora_col = lora_col;
-        ref::quant_mma(hp);
-
-        auto nonempty = [](auto v) { return v.empty() ? decltype(v)(1) : v; };
-        DeviceBuffer<uint16_t> dx(x), db(b), dy(std::vector<uint16_t>(want.size(), 0x7fc1)), ds(nonempty(c.s16));
-        DeviceBuffer<int32_t> dqw(nonempty(c.qweight)), dqz(nonempty(c.qzeros));
-        DeviceBuffer<uint8_t> dw8(nonempty(c.w8));
-        DeviceBuffer<float> dsc(nonempty(c.w_scale));
-        DeviceBuffer<uint8_t> dws(std::vector<uint8_t>(quant_mma_workspace_bytes(n, k, chunk), 0));
+        MmaLoraSetup m(format, whole_site, tokens, base_first, chunk, uint32_t(29 + tokens + format), false);
         std::vector<uint16_t> first;
         for (bool early : {false, true}) {
             for (int t0 = 0; t0 < tokens; t0 += kQuantMmaMaxLoraTokens) {
-                const int rows = std::min(tokens - t0, kQuantMmaMaxLoraTokens);
-                QuantGemvParams p = c.params(dx.get() + int64_t(t0) * k, k, dy.get() + int64_t(t0) * n, n, rows,
-                                             dqw.get(), dqz.get(), ds.get(), nullptr, dw8.get(), dsc.get(), dws.get());
-                p.split_chunk = chunk, p.bias = db.get(), p.lora_expand = true, p.lora = lc.params(true);
-                p.lora_col = lora_col, p.lora_token0 = t0, p.x_before_wait = early;
+                QuantGemvParams p = m.launch(t0);
+                p.x_before_wait = early;
                 QVERIFY(quant_mma_supported(p));
                 cuda_check(loradesk::kernels::quant_mma(p, nullptr), "quant_mma launch");
             }
             cuda_check(cudaDeviceSynchronize(), "quant_mma");
-            const auto got = dy.download();
+            const auto got = m.dy.download();
             if (!early) first = got;
             QVERIFY2(got == first, "x_before_wait gave other bits");
         }
         double max_epilogue = 0;
         for (int t = 0; t < tokens; ++t)
-            for (int col = 0; col < n; ++col)
-                max_epilogue = std::max(max_epilogue, std::fabs(ref::quant_epilogue(hp, t, col)));
+            for (int col = 0; col < m.n; ++col)
+                max_epilogue = std::max(max_epilogue, std::fabs(ref::quant_epilogue(m.hp, t, col)));
         QVERIFY2(max_epilogue > 1.0, "the case must exercise the epilogue");
-        const Errors e = compare(first, want, tokens, n, n);
-        QVERIFY2(e.rel_l2 < 1e-3 && e.max_abs <= e.max_y / 128,
-                 qPrintable(QString("vs twin: rel l2 %1, max abs err %2").arg(e.rel_l2).arg(e.max_abs)));
-        const auto ws = dws.download();
-        for (std::size_t i = 0; i < kQuantGemvCounterBytes; ++i)
-            if (ws[i]) QFAIL("the workspace's counters are not zero after the launches");
+        m.check(first);
     }
 
     // The shrink in the same launch (lora_shrink): the xa it writes against the twin's shrink, and y against the
@@ -269,42 +315,22 @@ class TstQuantMmaCuda : public QObject {
         QFETCH(int, tokens);
         QFETCH(bool, base_first);
         QFETCH(int, chunk);
-        const int n = whole_site ? QuantLoraCase::kSiteColumns : 128, k = 512, lora_col = whole_site ? 0 : 64;
-        QuantCase c(QuantFormat(format), n, k, 128, false, false, Fp8Scaling::block128, uint32_t(n + tokens));
-        std::mt19937 rng(uint32_t(31 + tokens + format));
-        const auto x = random_bf16(rng, std::size_t(tokens) * k);
-        QuantLoraCase lc(rng, tokens, base_first, k);
-        const auto b = random_bf16(rng, std::size_t(n));
-        std::vector<uint16_t> want(std::size_t(tokens) * n);
-        QuantGemvParams hp = c.params(x.data(), k, want.data(), n, tokens, c.qweight.data(), c.qzeros.data(),
-                                      c.s16.data(), nullptr, c.w8.data(), c.w_scale.data(), nullptr);
-        hp.bias = b.data(), hp.lora_expand = hp.lora_shrink = true, hp.lora = lc.params(false), hp.lora_col = lora_col;
-        ref::quant_mma(hp);  // writes lc.xa from x and A
-
-        auto nonempty = [](auto v) { return v.empty() ? decltype(v)(1) : v; };
-        DeviceBuffer<uint16_t> dx(x), db(b), dy(std::vector<uint16_t>(want.size(), 0x7fc1)), ds(nonempty(c.s16));
-        DeviceBuffer<int32_t> dqw(nonempty(c.qweight)), dqz(nonempty(c.qzeros));
-        DeviceBuffer<uint8_t> dw8(nonempty(c.w8));
-        DeviceBuffer<float> dsc(nonempty(c.w_scale));
-        DeviceBuffer<uint8_t> dws(std::vector<uint8_t>(quant_mma_workspace_bytes(n, k, chunk), 0));
+        MmaLoraSetup m(format, whole_site, tokens, base_first, chunk, uint32_t(31 + tokens + format), true);
         const int launches = (tokens + kQuantMmaMaxLoraTokens - 1) / kQuantMmaMaxLoraTokens;
         std::vector<uint16_t> first;
         for (bool reverse : {false, true}) {
             DeviceBuffer<int32_t> sync(std::vector<int32_t>(std::size_t(2 * launches), 0));
             std::vector<int32_t> units;
             for (int t0 = 0; t0 < tokens; t0 += kQuantMmaMaxLoraTokens) {
-                const int rows = std::min(tokens - t0, kQuantMmaMaxLoraTokens);
-                QuantGemvParams p = c.params(dx.get() + int64_t(t0) * k, k, dy.get() + int64_t(t0) * n, n, rows,
-                                             dqw.get(), dqz.get(), ds.get(), nullptr, dw8.get(), dsc.get(), dws.get());
-                p.split_chunk = chunk, p.bias = db.get(), p.lora_expand = p.lora_shrink = true;
-                p.lora = lc.params(true), p.lora_col = lora_col, p.lora_token0 = t0, p.reverse_block_order = reverse;
+                QuantGemvParams p = m.launch(t0);
+                p.lora_shrink = true, p.reverse_block_order = reverse;
                 p.lora_sync = sync.get() + 2 * (t0 / kQuantMmaMaxLoraTokens);
                 QVERIFY(quant_mma_supported(p));
                 cuda_check(loradesk::kernels::quant_mma(p, nullptr), "quant_mma launch");
-                units.push_back((rows * 3 * QuantLoraCase::kMaxRank + 3) / 4);  // a row per warp, 4 warps
+                units.push_back((p.n_tokens * 3 * QuantLoraCase::kMaxRank + 3) / 4);  // a row per warp, 4 warps
             }
             cuda_check(cudaDeviceSynchronize(), "quant_mma");
-            const auto got = dy.download();
+            const auto got = m.dy.download();
             if (!reverse) first = got;
             QVERIFY2(got == first, "the reverse block order gave other bits");
             const auto counters = sync.download();
@@ -314,8 +340,8 @@ class TstQuantMmaCuda : public QObject {
                          "every unit claimed and published once");
         }
         // xa where the expand reads it (tokens on an adapter, ranks below the slot's) against the twin's shrink.
-        const auto xa = lc.device_xa();
-        const SgmvParams hl = lc.params(false);
+        const auto xa = m.lc.device_xa();
+        const SgmvParams hl = m.lc.params(false);
         int checked = 0;
         for (int t = 0; t < tokens; ++t) {
             int slot = 0;
@@ -325,17 +351,12 @@ class TstQuantMmaCuda : public QObject {
                 for (int r = 0; r < hl.slices[j].ranks[slot]; ++r, ++checked) {
                     const std::size_t i =
                         std::size_t(t * 3 * QuantLoraCase::kMaxRank + j * QuantLoraCase::kMaxRank + r);
-                    QVERIFY2(std::fabs(xa[i] - lc.xa[i]) <= 1e-4f * (1.f + std::fabs(lc.xa[i])),
-                             qPrintable(QString("xa[%1] %2, twin %3").arg(i).arg(xa[i]).arg(lc.xa[i])));
+                    QVERIFY2(std::fabs(xa[i] - m.lc.xa[i]) <= 1e-4f * (1.f + std::fabs(m.lc.xa[i])),
+                             qPrintable(QString("xa[%1] %2, twin %3").arg(i).arg(xa[i]).arg(m.lc.xa[i])));
                 }
         }
         QVERIFY(checked > 0);
-        const Errors e = compare(first, want, tokens, n, n);
-        QVERIFY2(e.rel_l2 < 1e-3 && e.max_abs <= e.max_y / 128,
-                 qPrintable(QString("vs twin: rel l2 %1, max abs err %2").arg(e.rel_l2).arg(e.max_abs)));
-        const auto ws = dws.download();
-        for (std::size_t i = 0; i < kQuantGemvCounterBytes; ++i)
-            if (ws[i]) QFAIL("the workspace's counters are not zero after the launches");
+        m.check(first);
     }
 
     // What the runner must route elsewhere: act-order, over 32 tokens, odd shapes, a LoRA epilogue without slices.

@@ -29,8 +29,8 @@ using QuantRoute = std::array<QuantAttempt, 2>;
 inline constexpr int kQuantMmaFusedLoraTokens = 4;
 // quant_mma runs the shrink itself (lora_shrink) up to this many tokens, in blocks that go first, where an sgmv_shrink
 // launch would precede it: AWQ batch 1 on an adapter 4.266 -> 4.052 ms per step, batch 2 on 2 adapters 4.544 ->
-// 4.466 (two runs each), fp8 batch 2 5.424 -> 5.326. From 4 tokens its shrink blocks hold SM slots the weight stream needs, where sgmv_shrink's small blocks
-// sit beside it: batch 4 on 4 adapters 4.677 against 4.910 (H200).
+// 4.466 (two runs each), fp8 batch 2 5.424 -> 5.326. From 4 tokens its shrink blocks hold SM slots the weight stream
+// needs, where sgmv_shrink's small blocks sit beside it: batch 4 on 4 adapters 4.677 against 4.910 (H200).
 inline constexpr int kQuantMmaFusedShrinkTokens = 2;
 
 // int4: quant_mma first (it beats the GEMV from 1 token: AWQ batch 1 4.05 -> 3.83 ms per step, H100), with an
