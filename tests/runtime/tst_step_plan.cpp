@@ -304,10 +304,13 @@ class TstStepPlan : public QObject {
         QTest::newRow("int4 64 tokens") << false << 64 << false << mma << false;
         QTest::newRow("fp8 1 token") << true << 1 << false << gemv << false;
         QTest::newRow("fp8 1 token + adapter: the GEMV") << true << 1 << true << gemv << true;
+        QTest::newRow("fp8 2 tokens: the GEMV") << true << 2 << false << gemv << false;
         QTest::newRow("fp8 2 tokens + adapters: fused in quant_mma") << true << 2 << true << mma << true;
+        QTest::newRow("fp8 3 tokens: quant_mma") << true << 3 << false << mma << false;
+        QTest::newRow("fp8 4 tokens: quant_mma") << true << 4 << false << mma << false;
         QTest::newRow("fp8 4 tokens + adapters: fused in quant_mma") << true << 4 << true << mma << true;
-        QTest::newRow("fp8 8 tokens + adapters") << true << 8 << true << gemv << false;
-        QTest::newRow("fp8 32 tokens") << true << 32 << false << gemv << false;
+        QTest::newRow("fp8 8 tokens + adapters: SGMV after") << true << 8 << true << mma << false;
+        QTest::newRow("fp8 32 tokens") << true << 32 << false << mma << false;
     }
     void quant_route() {
         QFETCH(bool, fp8);
