@@ -137,63 +137,44 @@ void CudaRunner::Impl::quant_matmul(const DeviceQuantSite& site, const uint16_t*
     }
 }
 
-bool CudaRunner::Impl::quant_mma_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
-                                      const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride,
-                                      int first_module, int n_modules, const QuantAttempt& a, int32_t* sync) {
-    // fp8 reads twice int4's bytes: two passes at 33-64 tokens measured slower than dequantize + cuBLAS there.
+bool CudaRunner::Impl::quant_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
+                                  const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride, int first_module,
+                                  int n_modules, const QuantAttempt& a, int32_t* sync) {
     const int n = sm.n;
+    const bool gemv = a.kernel == QuantKernel::gemv;
     const bool fp8 = !site.parts.empty() && site.parts.front().p.format == kernels::QuantFormat::fp8_e4m3;
-    if (n > (fp8 ? kernels::kQuantMmaMaxTokens : kQuantMmaMaxRows)) return false;
+    // fp8 reads twice int4's bytes: two quant_mma passes at 33-64 tokens measured slower than dequantize + cuBLAS.
+    if (n > (gemv ? kernels::kQuantGemvMaxTokens : fp8 ? kernels::kQuantMmaMaxTokens : kQuantMmaMaxRows)) return false;
+    const int pass = gemv ? kernels::kQuantGemvMaxTokens : kernels::kQuantMmaMaxTokens;
     constexpr int kPasses = (kQuantMmaMaxRows + kernels::kQuantMmaMaxTokens - 1) / kernels::kQuantMmaMaxTokens;
     std::array<kernels::QuantGemvParams, 3 * kPasses> launches;  // a site has at most q|k|v parts
     std::size_t n_launches = 0;
-    // One launch per part when LoRA is fused: quant_mma takes LoRA up to kQuantMmaMaxLoraTokens tokens per launch,
-    // and the shrink in the launch needs one counter pair.
+    // One pass when LoRA is fused: quant_mma takes LoRA up to kQuantMmaMaxLoraTokens tokens per launch, and the
+    // shrink in the launch needs one counter pair.
     static_assert(kQuantMmaFusedLoraTokens <= kernels::kQuantMmaMaxLoraTokens);
-    const bool fuse_lora = a.fuse_lora, fuse_shrink = a.fuse_lora && a.fuse_shrink;
+    const bool fuse_lora = a.fuses_lora() && sm.any_lora && n_slots > 0, fuse_shrink = fuse_lora && a.fuse_shrink;
     kernels::SgmvParams lp;
     if (fuse_lora) lp = lora_params(sm, layer, first_module, n_modules, x, x_stride);
     for (const DeviceQuantSite::Part& part : site.parts)
-        for (int t0 = 0; t0 < n; t0 += kernels::kQuantMmaMaxTokens) {
+        for (int t0 = 0; t0 < n; t0 += pass) {
             kernels::QuantGemvParams p = part.p;
             p.x = x + t0 * x_stride, p.x_row_stride = x_stride;
             p.y = y + t0 * y_stride + part.out_offset, p.y_row_stride = y_stride;
-            p.n_tokens = std::min(n - t0, kernels::kQuantMmaMaxTokens), p.workspace = quant_workspace;
+            p.n_tokens = std::min(n - t0, pass), p.workspace = quant_workspace;
             p.bias = bias ? bias + part.out_offset : nullptr;
             p.lora_expand = fuse_lora, p.lora = lp, p.lora_col = part.out_offset, p.lora_token0 = t0;
             // The first launch runs the shrink, or follows the shrink's launch and may read x before its wait.
             p.lora_shrink = fuse_shrink && n_launches == 0, p.lora_sync = sync;
-            p.x_before_wait = fuse_lora && !fuse_shrink && n_launches == 0;
-            if (!kernels::quant_mma_supported(p) || n_launches == launches.size()) return false;
+            p.x_before_wait = !gemv && fuse_lora && !fuse_shrink && n_launches == 0;
+            const bool takes = gemv ? kernels::quant_gemv_supported(p) : kernels::quant_mma_supported(p);
+            if (!takes || n_launches == launches.size()) return false;
             launches[n_launches++] = p;
         }
+    // The shrink writes xa first; each launch adds bias and the expand to its outputs before rounding them once.
     if (fuse_lora && !fuse_shrink) launch_check(kernels::sgmv_shrink(lp, stream), "sgmv_shrink");
-    for (std::size_t i = 0; i < n_launches; ++i) launch_check(kernels::quant_mma(launches[i], stream), "quant_mma");
-    return true;
-}
-
-bool CudaRunner::Impl::quant_gemv_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
-                                       const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride,
-                                       int first_module, int n_modules) {
-    if (sm.n > kernels::kQuantGemvMaxTokens) return false;
-    std::array<kernels::QuantGemvParams, 3> launches;  // a site has at most q|k|v parts
-    int n_launches = 0;
-    const bool lora = sm.any_lora && n_slots > 0;
-    kernels::SgmvParams lp;
-    if (lora) lp = lora_params(sm, layer, first_module, n_modules, x, x_stride);
-    for (const DeviceQuantSite::Part& part : site.parts) {
-        kernels::QuantGemvParams p = part.p;
-        p.x = x, p.x_row_stride = x_stride, p.y = y + part.out_offset, p.y_row_stride = y_stride;
-        p.n_tokens = sm.n, p.workspace = quant_workspace;
-        p.bias = bias ? bias + part.out_offset : nullptr;
-        p.lora_expand = lora, p.lora = lp, p.lora_col = part.out_offset;
-        if (!kernels::quant_gemv_supported(p) || n_launches == int(launches.size())) return false;
-        launches[std::size_t(n_launches++)] = p;
-    }
-    // The shrink writes xa first; each GEMV adds bias and the expand to its outputs before rounding them once.
-    if (lora) launch_check(kernels::sgmv_shrink(lp, stream), "sgmv_shrink");
-    for (int i = 0; i < n_launches; ++i)
-        launch_check(kernels::quant_gemv(launches[std::size_t(i)], stream), "quant_gemv");
+    for (std::size_t i = 0; i < n_launches; ++i)
+        launch_check(gemv ? kernels::quant_gemv(launches[i], stream) : kernels::quant_mma(launches[i], stream),
+                     gemv ? "quant_gemv" : "quant_mma");
     return true;
 }
 
@@ -209,10 +190,8 @@ void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const
         const bool lora = sm.any_lora && n_slots > 0;
         bool done = false, lora_fused = false;
         for (const QuantAttempt& a : route_quant_site(fp8, n, lora)) {
-            done = a.kernel == QuantKernel::gemv
-                       ? quant_gemv_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules)
-                       : quant_mma_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules, a,
-                                        site_sync(layer, site));
+            done = quant_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules, a,
+                              site_sync(layer, site));
             if (done) {
                 lora_fused = a.fuses_lora();
                 break;

@@ -176,23 +176,18 @@ struct CudaRunner::Impl {
     void projection(const StepMeta& sm, int layer, int site, const uint16_t* w, const uint16_t* bias, const uint16_t* x,
                     int64_t x_stride, int in, int out, uint16_t* y, int64_t y_stride, int first_module, int n_modules,
                     bool swiglu);
-    // A quantized site at 1-4 tokens: sgmv_shrink (with LoRA), then quant_gemv per part with bias and the LoRA
-    // expand in its epilogue. False, launching nothing, when the kernel does not take the shapes.
-    bool quant_gemv_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
-                         const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride, int first_module,
-                         int n_modules);
-    // A quantized site at up to kQuantMmaMaxRows tokens (fp8: 32): quant_mma per part and 32 tokens, bias in its
-    // epilogue. Each launch streams the
-    // packed weights once: at 64 tokens the two passes measured 13.99 ms per Qwen3-8B AWQ step against 18.34 for
-    // dequantize + cuBLAS (H100). a.fuse_lora (quant_route.h): the expand in each launch's epilogue, and the shrink
-    // either in the first launch's own blocks (a.fuse_shrink, one pass of up to 32 tokens; counters at sync) or as an
-    // sgmv_shrink launch first, the first launch streaming its weights while it runs (x_before_wait). Otherwise the
-    // caller applies LoRA after. False, launching nothing, when the kernel does not take the shapes (act-order, odd
-    // widths).
+    // A quantized site through the kernel of attempt a (quant_route.h), per part and per pass of its most tokens
+    // (quant_gemv 4, quant_mma 32), bias in the epilogue. quant_gemv takes 1-4 tokens and always adds the LoRA expand;
+    // quant_mma up to kQuantMmaMaxRows (fp8: 32): each launch streams the packed weights once (at 64 tokens the two
+    // passes measured 13.99 ms per Qwen3-8B AWQ step against 18.34 for dequantize + cuBLAS, H100), and it adds the
+    // expand with a.fuse_lora. The shrink is either in the first launch's own blocks (a.fuse_shrink, one pass;
+    // counters at sync) or an sgmv_shrink launch first, which quant_mma's first launch overlaps with its weight
+    // streaming (x_before_wait). Without a fused expand the caller applies LoRA after. False, launching nothing, when
+    // the kernel does not take the shapes (act-order for quant_mma, 5+ tokens for quant_gemv, odd widths).
     static constexpr int kQuantMmaMaxRows = 64;
-    bool quant_mma_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
-                        const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride, int first_module,
-                        int n_modules, const QuantAttempt& a, int32_t* sync);
+    bool quant_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias, const uint16_t* x,
+                    int64_t x_stride, uint16_t* y, int64_t y_stride, int first_module, int n_modules,
+                    const QuantAttempt& a, int32_t* sync);
     // y[:, 0 .. site width) = x W^T for a quantized site otherwise: each part dequantized a slice of rows at a
     // time into dequant_scratch and multiplied by cuBLAS (bias and LoRA follow as separate launches).
     void quant_matmul(const DeviceQuantSite& site, const uint16_t* x, int64_t x_stride, int n, uint16_t* y,
