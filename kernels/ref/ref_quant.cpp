@@ -105,14 +105,23 @@ std::vector<float> quant_mma_dequantize(const QuantGemvParams& p) {
     return w;
 }
 
+namespace {
+
+// Slot of step token t: the segment holding it, or 0 (the base model) past the last one.
+int segment_slot(const SgmvParams& s, int t) {
+    for (int g = 0; g < s.n_segs; ++g)
+        if (t >= s.seg_indptr[g] && t < s.seg_indptr[g + 1]) return s.seg_slot[g];
+    return 0;
+}
+
+}  // namespace
+
 double quant_epilogue(const QuantGemvParams& p, int t, int n) {
     double add = p.bias ? double(bf16_to_f32(p.bias[n])) : 0.0;
     if (!p.lora_expand) return add;
     const SgmvParams& s = p.lora;
     t += p.lora_token0;
-    int slot = 0;
-    for (int g = 0; g < s.n_segs; ++g)
-        if (t >= s.seg_indptr[g] && t < s.seg_indptr[g + 1]) slot = s.seg_slot[g];
+    const int slot = segment_slot(s, t);
     if (slot <= 0) return add;
     const int c = p.lora_col + n;
     for (int j = 0; j < s.n_slices; ++j) {
@@ -135,10 +144,7 @@ namespace {
 void shrink(const QuantGemvParams& p) {
     const SgmvParams& s = p.lora;
     for (int t = 0; t < p.n_tokens; ++t) {
-        const int st = t + p.lora_token0;
-        int slot = 0;
-        for (int g = 0; g < s.n_segs; ++g)
-            if (st >= s.seg_indptr[g] && st < s.seg_indptr[g + 1]) slot = s.seg_slot[g];
+        const int st = t + p.lora_token0, slot = segment_slot(s, st);
         if (slot <= 0) continue;
         for (int j = 0; j < s.n_slices; ++j) {
             const LoraSlice& sl = s.slices[j];
