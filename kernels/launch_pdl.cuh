@@ -31,12 +31,22 @@ __device__ __forceinline__ void prefetch_l2(const void* ptr) { asm volatile("pre
 template <typename... Params, typename... Args>
 cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
                    Args&&... args) {
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchAttribute attr[2];
+    unsigned n_attrs = 0;
+    if (pdl_enabled()) {
+        attr[n_attrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[n_attrs++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    // The stream's priority, named on the launch so that a graph captured from it keeps it (graphs instantiated
+    // with cudaGraphInstantiateFlagUseNodePriority schedule by node priority, not by the stream they replay in).
+    int priority = 0;
+    if (cudaStreamGetPriority(stream, &priority) == cudaSuccess && priority != 0) {
+        attr[n_attrs].id = cudaLaunchAttributePriority;
+        attr[n_attrs++].val.priority = priority;
+    }
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = stream;
-    cfg.attrs = attr, cfg.numAttrs = pdl_enabled() ? 1 : 0;
+    cfg.attrs = attr, cfg.numAttrs = n_attrs;
     return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 

@@ -155,32 +155,33 @@ int run_bench(const cli::Args& args) {
     return 0;
 }
 
-LORADESK_COMMAND({"bench",
-                  "prefill / TTFT and greedy decode throughput of a runner, beside the memory roofline",
-                  "loradeskd bench --model DIR [--device cpu|cuda|auto] [--prompt-len 512] [--new-tokens 256] "
-                  "[--batch 1,8,32] [--prefill-lens 512,2048] [--lora-rank R --lora-adapters N] [--no-graphs] "
-                  "[--cublas-only] [--no-pdl] [--json]\n"
-                  "       loradeskd bench --model DIR --cold-adapter ADAPTER_DIR [--batch 8] [--cold-at 32] "
-                  "[--max-lora-rank 64] [--device ...] [--json]",
-                  {{"model", "DIR|ORG/NAME", "Hugging Face model directory, or a Hub id in the Hugging Face cache"},
-                   {"device", "DEV", "cpu (default), cuda or auto"},
-                   {"prompt-len", "N", "prompt tokens per decoding sequence (default 512)"},
-                   {"new-tokens", "N", "timed decode steps (default 256)"},
-                   {"batch", "LIST", "decode batch sizes, comma-separated (default 1)"},
-                   {"prefill-lens", "LIST",
-                    "single-prompt prefill lengths timed for TTFT (default: the prompt length)"},
-                   {"lora-rank", "R", "give sequences random all-module LoRA adapters of rank R"},
-                   {"lora-adapters", "N", "number of distinct adapters (slots) the batch is spread over"},
-                   {"cold-adapter", "DIR",
-                    "instead: decode with B base requests and bring this PEFT adapter from "
-                    "disk into a free GPU slot mid-run; report load times and step times around it"},
-                   {"cold-at", "N", "cold-adapter: decode step at which the load starts (default 32)"},
-                   {"max-lora-rank", "R", "cold-adapter: rank of the slot the adapter goes into (default 64)"},
-                   {"no-graphs", "", "CUDA: run decode steps eagerly instead of replaying CUDA graphs"},
-                   {"cublas-only", "", "CUDA: cuBLAS + separate kernels for every projection (no fused skinny GEMM)"},
-                   {"no-pdl", "", "CUDA: launch kernels without programmatic dependent launch"},
-                   {"threads", "N", "CPU threads (0 = all cores)"},
-                   {"json", "", "print one JSON object per measurement"}},
-                  &run_bench});
+LORADESK_COMMAND(
+    {"bench",
+     "prefill / TTFT and greedy decode throughput of a runner, beside the memory roofline",
+     "loradeskd bench --model DIR [--device cpu|cuda|auto] [--prompt-len 512] [--new-tokens 256] "
+     "[--batch 1,8,32] [--prefill-lens 512,2048] [--lora-rank R --lora-adapters N] [--no-graphs] "
+     "[--cublas-only] [--no-pdl] [--serial-lora] [--json]\n"
+     "       loradeskd bench --model DIR --cold-adapter ADAPTER_DIR [--batch 8] [--cold-at 32] "
+     "[--max-lora-rank 64] [--device ...] [--json]",
+     {{"model", "DIR|ORG/NAME", "Hugging Face model directory, or a Hub id in the Hugging Face cache"},
+      {"device", "DEV", "cpu (default), cuda or auto"},
+      {"prompt-len", "N", "prompt tokens per decoding sequence (default 512)"},
+      {"new-tokens", "N", "timed decode steps (default 256)"},
+      {"batch", "LIST", "decode batch sizes, comma-separated (default 1)"},
+      {"prefill-lens", "LIST", "single-prompt prefill lengths timed for TTFT (default: the prompt length)"},
+      {"lora-rank", "R", "give sequences random all-module LoRA adapters of rank R"},
+      {"lora-adapters", "N", "number of distinct adapters (slots) the batch is spread over"},
+      {"cold-adapter", "DIR",
+       "instead: decode with B base requests and bring this PEFT adapter from "
+       "disk into a free GPU slot mid-run; report load times and step times around it"},
+      {"cold-at", "N", "cold-adapter: decode step at which the load starts (default 32)"},
+      {"max-lora-rank", "R", "cold-adapter: rank of the slot the adapter goes into (default 64)"},
+      {"no-graphs", "", "CUDA: run decode steps eagerly instead of replaying CUDA graphs"},
+      {"cublas-only", "", "CUDA: cuBLAS + separate kernels for every projection (no fused skinny GEMM)"},
+      {"no-pdl", "", "CUDA: launch kernels without programmatic dependent launch"},
+      {"serial-lora", "", "CUDA: run unfused LoRA shrinks after the base projection on one stream, not beside it"},
+      {"threads", "N", "CPU threads (0 = all cores)"},
+      {"json", "", "print one JSON object per measurement"}},
+     &run_bench});
 
 }  // namespace

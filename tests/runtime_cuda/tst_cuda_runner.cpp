@@ -13,6 +13,7 @@
 #include <numeric>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include "core/dtype.h"
 #include "model/synth_model.h"
@@ -502,6 +503,77 @@ class TstCudaRunner : public QObject {
               (long long)fresh.graph_stats().captures, (long long)fresh.graph_stats().replays, (long long)used_captures,
               (long long)used.graph_stats().captures);
         QVERIFY(fresh.graph_stats().replays >= 8);
+    }
+
+    // The shrink of an unfused LoRA site runs on a second stream beside the base projection (CudaRunnerOptions::
+    // lora_beside_base); it changes the order of work, never its arithmetic: the logits equal those of a runner
+    // that runs shrink, base and expand one after another, bit for bit, for prefills (cuBLAS, quant_mma passes,
+    // fp8's dequantize path past 32 tokens) and decode steps (graphs from 3 tokens up, eager), bf16 and quantized.
+    void lora_beside_base_matches_serial_data() {
+        QTest::addColumn<QString>("quant");
+        for (const char* q : {"", "awq", "gptq", "fp8"}) QTest::newRow(*q ? q : "bf16") << QString(q);
+    }
+    void lora_beside_base_matches_serial() {
+        QFETCH(QString, quant);
+        QTemporaryDir dir;
+        model::SynthOptions so;
+        so.preset = "tiny", so.out_dir = dir.path().toStdString(), so.seed = 17, so.quant = quant.toStdString();
+        const model::ModelConfig c = model::synth_model(so);
+        cuda::CudaRunnerOptions serial_options;
+        serial_options.lora_beside_base = false;
+        cuda::CudaRunner beside(so.out_dir), serial(so.out_dir, 0, serial_options);
+        std::vector<SequenceDriver> drivers;
+        drivers.reserve(2);
+        for (cuda::CudaRunner* r : {&beside, &serial}) {
+            r->configure_lora_slots(3, 16);
+            for (int slot = 1; slot <= 3; ++slot) r->load_lora_slot(slot, random_lora(c, 4 * slot, uint64_t(slot)));
+            drivers.emplace_back(*r, 256, 16);
+        }
+        std::mt19937 rng(31);
+        const int n_seqs = 40;
+        std::vector<SequenceDriver::Work> prefill;
+        for (int i = 0; i < n_seqs; ++i) {  // 10 base sequences, then 10 per slot
+            for (auto& d : drivers) QCOMPARE(d.add_sequence(i / 10), i);
+            std::vector<int32_t> toks(1 + rng() % 12);
+            for (auto& t : toks) t = int32_t(rng() % uint32_t(c.vocab_size));
+            prefill.push_back({i, toks});
+        }
+        std::vector<int32_t> next(n_seqs);
+        std::vector<float> la, lb;
+        auto compare = [&](const char* what, std::size_t rows) {
+            QCOMPARE(la.size(), lb.size());
+            int differ = 0;
+            for (std::size_t r = 0; r < rows; ++r)
+                differ += std::memcmp(la.data() + r * std::size_t(c.vocab_size),
+                                      lb.data() + r * std::size_t(c.vocab_size), std::size_t(c.vocab_size) * 4) != 0;
+            QVERIFY2(differ == 0, qPrintable(QString("%1: %2 of %3 rows differ").arg(what).arg(differ).arg(rows)));
+        };
+        drivers[0].step(prefill, false, la);
+        drivers[1].step(prefill, false, lb);
+        compare("prefill", prefill.size());
+        auto take_next = [&](const std::vector<SequenceDriver::Work>& w) {
+            for (std::size_t i = 0; i < w.size(); ++i) {
+                auto row = la.begin() + std::ptrdiff_t(i) * c.vocab_size;
+                next[std::size_t(w[i].seq)] = int32_t(std::max_element(row, row + c.vocab_size) - row);
+            }
+        };
+        take_next(prefill);
+        // (first sequence, count, graphs): adapter-only and mixed decode batches of 3 to 40 tokens.
+        const std::vector<std::tuple<int, int, bool>> steps{{10, 3, true},  {8, 6, true},   {5, 20, true},
+                                                            {0, 40, true},  {12, 9, false}, {0, 33, false},
+                                                            {10, 30, true}, {0, 40, true}};
+        for (const auto& [first, count, graphs] : steps) {
+            beside.set_cuda_graphs(graphs);
+            serial.set_cuda_graphs(graphs);
+            std::vector<SequenceDriver::Work> w;
+            for (int i = first; i < first + count; ++i) w.push_back({i, {next[std::size_t(i)]}});
+            drivers[0].step(w, false, la);
+            drivers[1].step(w, false, lb);
+            compare(qPrintable(QString("decode %1 from %2%3").arg(count).arg(first).arg(graphs ? "" : " eager")),
+                    w.size());
+            take_next(w);
+        }
+        QVERIFY(beside.graph_stats().replays >= 6);
     }
 
     // forward_sampled (the engine loop's path): the device argmax of every row equals the host argmax of the

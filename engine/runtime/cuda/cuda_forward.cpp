@@ -2,8 +2,9 @@
 // items) into one int32 block that a single async copy moves to the device; then the stream runs, per layer:
 // add+RMSNorm, fused QKV GEMM (+bias, +SGMV LoRA over q|k|v), q/k norm+RoPE+KV write, paged attention,
 // o GEMM (+LoRA), add+RMSNorm, fused gate|up GEMM (+LoRA), SiLU*mul, down GEMM (+LoRA); finally the norm of
-// the logits rows only and the lm_head GEMM in f32. Decode steps replay graphs (cuda_graphs.cpp) when their
-// plan says so; the workspace they all use is planned there too.
+// the logits rows only and the lm_head GEMM in f32. A LoRA shrink that no kernel fuses runs on side_stream beside
+// its site's base GEMM. Decode steps replay graphs (cuda_graphs.cpp) when their plan says so; the workspace they
+// all use is planned there too.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -114,12 +115,25 @@ kernels::SgmvParams CudaRunner::Impl::lora_params(const StepMeta& sm, int layer,
     return p;
 }
 
-void CudaRunner::Impl::apply_lora(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x,
-                                  int64_t x_stride, uint16_t* y, int64_t y_stride) {
-    if (!sm.any_lora || n_slots == 0) return;
+kernels::SgmvParams CudaRunner::Impl::begin_lora(const StepMeta& sm, int layer, int first_module, int n_modules,
+                                                 const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride) {
     kernels::SgmvParams p = lora_params(sm, layer, first_module, n_modules, x, x_stride);
     p.y = y, p.y_row_stride = y_stride;
-    launch_check(kernels::sgmv_shrink(p, stream), "sgmv_shrink");
+    if (!opts.lora_beside_base) {
+        launch_check(kernels::sgmv_shrink(p, stream), "sgmv_shrink");
+        return p;
+    }
+    // x was written by the stream's last launch. The site's previous expand is already ordered before this fork on
+    // the stream, so the shrink may overwrite xa. Inside a graph capture the events become edges.
+    cuda_check(cudaEventRecord(fork_mark, stream), "cudaEventRecord");
+    cuda_check(cudaStreamWaitEvent(side_stream, fork_mark, 0), "cudaStreamWaitEvent");
+    launch_check(kernels::sgmv_shrink(p, side_stream), "sgmv_shrink");
+    cuda_check(cudaEventRecord(join_mark, side_stream), "cudaEventRecord");
+    return p;
+}
+
+void CudaRunner::Impl::end_lora(const kernels::SgmvParams& p) {
+    if (opts.lora_beside_base) cuda_check(cudaStreamWaitEvent(stream, join_mark, 0), "cudaStreamWaitEvent");
     launch_check(kernels::sgmv_expand(p, stream), "sgmv_expand");
 }
 
@@ -137,24 +151,23 @@ void CudaRunner::Impl::quant_matmul(const DeviceQuantSite& site, const uint16_t*
     }
 }
 
-bool CudaRunner::Impl::quant_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
-                                  const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride, int first_module,
-                                  int n_modules, const QuantAttempt& a, int32_t* sync) {
+bool CudaRunner::Impl::plan_quant_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
+                                       const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride,
+                                       int first_module, int n_modules, const QuantAttempt& a, int32_t* sync,
+                                       QuantLaunches& out) const {
     const int n = sm.n;
     const bool gemv = a.kernel == QuantKernel::gemv;
     const bool fp8 = !site.parts.empty() && site.parts.front().p.format == kernels::QuantFormat::fp8_e4m3;
     // fp8 reads twice int4's bytes: two quant_mma passes at 33-64 tokens measured slower than dequantize + cuBLAS.
     if (n > (gemv ? kernels::kQuantGemvMaxTokens : fp8 ? kernels::kQuantMmaMaxTokens : kQuantMmaMaxRows)) return false;
     const int pass = gemv ? kernels::kQuantGemvMaxTokens : kernels::kQuantMmaMaxTokens;
-    constexpr int kPasses = (kQuantMmaMaxRows + kernels::kQuantMmaMaxTokens - 1) / kernels::kQuantMmaMaxTokens;
-    std::array<kernels::QuantGemvParams, 3 * kPasses> launches;  // a site has at most q|k|v parts
-    std::size_t n_launches = 0;
     // One pass when LoRA is fused: quant_mma takes LoRA up to kQuantMmaMaxLoraTokens tokens per launch, and the
     // shrink in the launch needs one counter pair.
     static_assert(kQuantMmaFusedLoraTokens <= kernels::kQuantMmaMaxLoraTokens);
-    const bool fuse_lora = a.fuses_lora() && sm.any_lora && n_slots > 0, fuse_shrink = fuse_lora && a.fuse_shrink;
-    kernels::SgmvParams lp;
-    if (fuse_lora) lp = lora_params(sm, layer, first_module, n_modules, x, x_stride);
+    const bool fuse_lora = a.fuses_lora() && step_has_lora(sm), fuse_shrink = fuse_lora && a.fuse_shrink;
+    out = QuantLaunches{};
+    out.gemv = gemv, out.fuses_lora = a.fuses_lora(), out.shrink_first = fuse_lora && !fuse_shrink;
+    if (fuse_lora) out.lora = lora_params(sm, layer, first_module, n_modules, x, x_stride);
     for (const DeviceQuantSite::Part& part : site.parts)
         for (int t0 = 0; t0 < n; t0 += pass) {
             kernels::QuantGemvParams p = part.p;
@@ -162,20 +175,23 @@ bool CudaRunner::Impl::quant_site(const StepMeta& sm, int layer, const DeviceQua
             p.y = y + t0 * y_stride + part.out_offset, p.y_row_stride = y_stride;
             p.n_tokens = std::min(n - t0, pass), p.workspace = quant_workspace;
             p.bias = bias ? bias + part.out_offset : nullptr;
-            p.lora_expand = fuse_lora, p.lora = lp, p.lora_col = part.out_offset, p.lora_token0 = t0;
+            p.lora_expand = fuse_lora, p.lora = out.lora, p.lora_col = part.out_offset, p.lora_token0 = t0;
             // The first launch runs the shrink, or follows the shrink's launch and may read x before its wait.
-            p.lora_shrink = fuse_shrink && n_launches == 0, p.lora_sync = sync;
-            p.x_before_wait = !gemv && fuse_lora && !fuse_shrink && n_launches == 0;
+            p.lora_shrink = fuse_shrink && out.n == 0, p.lora_sync = sync;
+            p.x_before_wait = !gemv && out.shrink_first && out.n == 0;
             const bool takes = gemv ? kernels::quant_gemv_supported(p) : kernels::quant_mma_supported(p);
-            if (!takes || n_launches == launches.size()) return false;
-            launches[n_launches++] = p;
+            if (!takes || out.n == out.p.size()) return false;
+            out.p[out.n++] = p;
         }
-    // The shrink writes xa first; each launch adds bias and the expand to its outputs before rounding them once.
-    if (fuse_lora && !fuse_shrink) launch_check(kernels::sgmv_shrink(lp, stream), "sgmv_shrink");
-    for (std::size_t i = 0; i < n_launches; ++i)
-        launch_check(gemv ? kernels::quant_gemv(launches[i], stream) : kernels::quant_mma(launches[i], stream),
-                     gemv ? "quant_gemv" : "quant_mma");
     return true;
+}
+
+// The shrink writes xa first; each launch adds bias and the expand to its outputs before rounding them once.
+void CudaRunner::Impl::launch_quant_site(const QuantLaunches& q) {
+    if (q.shrink_first) launch_check(kernels::sgmv_shrink(q.lora, stream), "sgmv_shrink");
+    for (std::size_t i = 0; i < q.n; ++i)
+        launch_check(q.gemv ? kernels::quant_gemv(q.p[i], stream) : kernels::quant_mma(q.p[i], stream),
+                     q.gemv ? "quant_gemv" : "quant_mma");
 }
 
 void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const uint16_t* w, const uint16_t* bias,
@@ -183,25 +199,27 @@ void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const
                                   int first_module, int n_modules, bool swiglu) {
     const int n = sm.n;
     const DeviceQuantSite& quant = layers[std::size_t(layer)].quant[site];
+    const bool lora = step_has_lora(sm);
     if (!quant.parts.empty()) {
         // The kernels route_quant_site picks, in order, until one takes the shapes; else dequantize + cuBLAS. LoRA
-        // follows as separate launches where no kernel fused it.
+        // goes around the base launches where no kernel fuses it.
         const bool fp8 = quant.parts.front().p.format == kernels::QuantFormat::fp8_e4m3;
-        const bool lora = sm.any_lora && n_slots > 0;
-        bool done = false, lora_fused = false;
-        for (const QuantAttempt& a : route_quant_site(fp8, n, lora)) {
-            done = quant_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules, a,
-                              site_sync(layer, site));
-            if (done) {
-                lora_fused = a.fuses_lora();
+        QuantLaunches q;
+        bool planned = false;
+        for (const QuantAttempt& a : route_quant_site(fp8, n, lora))
+            if ((planned = plan_quant_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules, a,
+                                           site_sync(layer, site), q)))
                 break;
-            }
-        }
-        if (!done) {
+        const bool lora_around = lora && !(planned && q.fuses_lora);
+        kernels::SgmvParams lp;
+        if (lora_around) lp = begin_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride);
+        if (planned) {
+            launch_quant_site(q);
+        } else {
             quant_matmul(quant, x, x_stride, n, y, y_stride);
             if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");
         }
-        if (!lora_fused) apply_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride);
+        if (lora_around) end_lora(lp);
         if (swiglu) launch_check(kernels::silu_mul(y, n, out / 2, act, stream), "silu_mul");
         return;
     }
@@ -210,7 +228,7 @@ void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const
         g.w = w, g.x = x, g.x_row_stride = x_stride, g.n_tokens = n, g.in = in, g.out_rows = out, g.bias = bias;
         g.swiglu = swiglu, g.y = swiglu ? static_cast<void*>(act) : static_cast<void*>(y);
         g.y_row_stride = swiglu ? out / 2 : y_stride;
-        g.lora = sm.any_lora && n_slots > 0;
+        g.lora = lora;
         if (g.lora) g.sgmv = lora_params(sm, layer, first_module, n_modules, x, x_stride);
         g.sync = site_sync(layer, site);
         if (kernels::gemv_supported(g)) {
@@ -218,9 +236,11 @@ void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const
             return;
         }
     }
+    kernels::SgmvParams lp;
+    if (lora) lp = begin_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride);
     gemm(w, x, n, in, out, y, y_stride, false);
     if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");
-    apply_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride);
+    if (lora) end_lora(lp);
     if (swiglu) launch_check(kernels::silu_mul(y, n, out / 2, act, stream), "silu_mul");
 }
 
@@ -245,7 +265,7 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm) {
     const int n = sm.n, hid = cfg.hidden_size, qd = cfg.q_dim(), kvd = cfg.kv_dim(), inter = cfg.intermediate_size;
     const int qkv_dim = qd + 2 * kvd;
     const float eps = cfg.rms_norm_eps;
-    if (sm.any_lora && n_slots > 0 && uses_site_sync(n))  // the fused-shrink counters of every call site start at zero
+    if (step_has_lora(sm) && uses_site_sync(n))  // the fused-shrink counters of every call site start at zero
         cuda_check(cudaMemsetAsync(gemv_sync, 0, std::size_t(cfg.n_layers) * 4 * 2 * sizeof(int32_t), stream),
                    "gemv counters");
     launch_check(kernels::embedding_gather(embed, sm.token_ids, n, hid, cfg.vocab_size, residual, stream), "embedding");

@@ -146,7 +146,8 @@ void CudaRunner::Impl::replay_graph() {
         }
         cuda_check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
         cudaGraphExec_t exec = nullptr;
-        cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+        // Node priorities: LoRA shrinks captured from side_stream keep its priority inside the graph.
+        cudaError_t e = cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagUseNodePriority);
         cudaGraphDestroy(graph);
         cuda_check(e, "cudaGraphInstantiate");
         it = graphs.emplace(key, exec).first;

@@ -101,6 +101,13 @@ CudaRunner::CudaRunner(const std::string& model_dir, int device, CudaRunnerOptio
     m->n_sms = prop.multiProcessorCount;
     cuda_check(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking), "cudaStreamCreate");
     cuda_check(cudaStreamCreateWithFlags(&m->lora_stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    int least_priority = 0, greatest_priority = 0;
+    cuda_check(cudaDeviceGetStreamPriorityRange(&least_priority, &greatest_priority),
+               "cudaDeviceGetStreamPriorityRange");
+    cuda_check(cudaStreamCreateWithPriority(&m->side_stream, cudaStreamNonBlocking, greatest_priority),
+               "cudaStreamCreate");
+    cuda_check(cudaEventCreateWithFlags(&m->fork_mark, cudaEventDisableTiming), "cudaEventCreate");
+    cuda_check(cudaEventCreateWithFlags(&m->join_mark, cudaEventDisableTiming), "cudaEventCreate");
     cuda_check(cudaEventCreateWithFlags(&m->staging_free, cudaEventDisableTiming), "cudaEventCreate");
     cuda_check(cudaEventCreateWithFlags(&m->compute_mark, cudaEventDisableTiming), "cudaEventCreate");
     cublas_check(cublasCreate(&m->cublas), "cublasCreate");
@@ -122,6 +129,9 @@ CudaRunner::~CudaRunner() {
         if (e) cudaEventDestroy(e);
     if (m->staging_free) cudaEventDestroy(m->staging_free);
     if (m->compute_mark) cudaEventDestroy(m->compute_mark);
+    if (m->fork_mark) cudaEventDestroy(m->fork_mark);
+    if (m->join_mark) cudaEventDestroy(m->join_mark);
+    if (m->side_stream) cudaStreamDestroy(m->side_stream);
     if (m->stream) cudaStreamDestroy(m->stream);
     if (m->lora_stream) cudaStreamDestroy(m->lora_stream);
 }

@@ -17,6 +17,7 @@
 
 #include "attention_plan.h"
 #include "model/model_config.h"
+#include "quant_mma.h"
 #include "quant_params.h"
 #include "runtime/cuda/cuda_runner.h"
 #include "runtime/cuda/quant_route.h"
@@ -90,6 +91,10 @@ struct CudaRunner::Impl {
     std::string name;
     cudaStream_t stream = nullptr;       // compute
     cudaStream_t lora_stream = nullptr;  // slot uploads
+    // Unfused LoRA shrinks, beside their site's base projection (begin_lora / end_lora): the greatest priority, so
+    // that the shrink's few blocks take the first free SM slots instead of queueing behind the GEMM's.
+    cudaStream_t side_stream = nullptr;
+    cudaEvent_t fork_mark = nullptr, join_mark = nullptr;  // x is ready / xa is ready
     // Per slot: recorded after the slot's last upload (or clear); a step waits on it only when its batch uses
     // the slot and the wait was not issued yet, so uploads for other slots never hold a step back.
     std::vector<cudaEvent_t> slot_ready;  // [n_slots + 1], [0] unused
@@ -168,8 +173,13 @@ struct CudaRunner::Impl {
     void run_attention(const StepMeta& sm, const kernels::AttentionParams& ap);
     kernels::SgmvParams lora_params(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x,
                                     int64_t x_stride) const;
-    void apply_lora(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x, int64_t x_stride,
-                    uint16_t* y, int64_t y_stride);
+    // LoRA of a site that no kernel fused, in two halves around the site's base projection: begin_lora launches the
+    // shrink (on side_stream once x is ready, when opts.lora_beside_base), end_lora the expand into y once both the
+    // base output and xa are ready. Callers use them only when step_has_lora.
+    bool step_has_lora(const StepMeta& sm) const { return sm.any_lora && n_slots > 0; }
+    kernels::SgmvParams begin_lora(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x,
+                                   int64_t x_stride, uint16_t* y, int64_t y_stride);
+    void end_lora(const kernels::SgmvParams& p);
     // One projection y = x W^T (+ bias) (+ LoRA of modules [first_module, +n_modules)) (SwiGLU when swiglu: y is
     // then the activation, inter wide): the skinny GEMM with everything fused for small batches, else cuBLAS
     // followed by bias_add, SGMV and silu_mul. site: the layer's LoRA call site (0 qkv, 1 o, 2 gate/up, 3 down).
@@ -182,12 +192,23 @@ struct CudaRunner::Impl {
     // passes measured 13.99 ms per Qwen3-8B AWQ step against 18.34 for dequantize + cuBLAS, H100), and it adds the
     // expand with a.fuse_lora. The shrink is either in the first launch's own blocks (a.fuse_shrink, one pass;
     // counters at sync) or an sgmv_shrink launch first, which quant_mma's first launch overlaps with its weight
-    // streaming (x_before_wait). Without a fused expand the caller applies LoRA after. False, launching nothing, when
-    // the kernel does not take the shapes (act-order for quant_mma, 5+ tokens for quant_gemv, odd widths).
+    // streaming (x_before_wait). Without a fused expand the caller applies LoRA around it (begin_lora / end_lora).
+    // plan_quant_site fills `out` and says whether the kernel takes the shapes (not act-order for quant_mma, not 5+
+    // tokens for quant_gemv, no odd widths); launch_quant_site then issues it.
     static constexpr int kQuantMmaMaxRows = 64;
-    bool quant_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias, const uint16_t* x,
-                    int64_t x_stride, uint16_t* y, int64_t y_stride, int first_module, int n_modules,
-                    const QuantAttempt& a, int32_t* sync);
+    struct QuantLaunches {
+        static constexpr int kPasses =
+            (kQuantMmaMaxRows + kernels::kQuantMmaMaxTokens - 1) / kernels::kQuantMmaMaxTokens;
+        std::array<kernels::QuantGemvParams, 3 * kPasses> p;  // a site has at most q|k|v parts
+        std::size_t n = 0;
+        bool gemv = false, fuses_lora = false;
+        bool shrink_first = false;  // an sgmv_shrink launch of `lora` precedes them
+        kernels::SgmvParams lora;
+    };
+    bool plan_quant_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
+                         const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride, int first_module,
+                         int n_modules, const QuantAttempt& a, int32_t* sync, QuantLaunches& out) const;
+    void launch_quant_site(const QuantLaunches& q);
     // y[:, 0 .. site width) = x W^T for a quantized site otherwise: each part dequantized a slice of rows at a
     // time into dequant_scratch and multiplied by cuBLAS (bias and LoRA follow as separate launches).
     void quant_matmul(const DeviceQuantSite& site, const uint16_t* x, int64_t x_stride, int n, uint16_t* y,
