@@ -1,9 +1,11 @@
 // Element-wise and row-wise kernels of the forward pass: embedding gather into the f32 residual stream,
 // fused residual add + RMSNorm (optionally on a gathered subset of rows, for the logits), q/k norm +
-// rotary embedding + paged K/V write, SiLU*mul, bias add and argmax. All f32 arithmetic on bf16 data.
-// Memory-bound and small next to the GEMMs; see docs/kernel-benchmarks.md for measured figures.
+// rotary embedding + paged K/V write, SiLU*mul, bias add, the column gather of act-order GPTQ and argmax. All f32
+// arithmetic on bf16 data. Memory-bound and small next to the GEMMs; see docs/kernel-benchmarks.md for measured
+// figures.
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <cfloat>
 
 #include "launch_pdl.cuh"
@@ -176,6 +178,16 @@ __global__ void bias_add_kernel(uint16_t* y, int64_t stride, const uint16_t* bia
     }
 }
 
+// The order is fixed at load, so it is read before the PDL wait; x after it.
+__global__ void gather_columns_kernel(const uint16_t* x, int64_t stride, const int32_t* order, int n_tokens, int cols,
+                                      uint16_t* out) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int from = i < cols ? __ldg(order + i) : 0;
+    detail::pdl_wait();
+    if (i >= cols) return;
+    for (int t = blockIdx.y; t < n_tokens; t += gridDim.y) out[int64_t(t) * cols + i] = x[t * stride + from];
+}
+
 // Argmax of a row is split over blocks of kArgmaxChunk logits (a 151,936-token row was one block, 125 us under
 // ncu: the tail of every decode step). Each block folds its best (value, index) into the row's 64-bit slot by
 // atomicMax on an order-preserving key (larger value first, then the lower index), then counts itself in; the
@@ -290,6 +302,14 @@ cudaError_t bias_add(uint16_t* y, int64_t y_row_stride, const uint16_t* bias, in
     int64_t n = int64_t(n_tokens) * cols;
     if (n == 0) return cudaSuccess;
     return detail::launch(bias_add_kernel, grid_for(n, 256), 256, 0, stream, y, y_row_stride, bias, n, cols);
+}
+
+cudaError_t gather_columns(const uint16_t* x, int64_t x_row_stride, const int32_t* order, int n_tokens, int cols,
+                           uint16_t* out, cudaStream_t stream) {
+    if (n_tokens == 0 || cols == 0) return cudaSuccess;
+    if (n_tokens < 0 || cols < 0 || x_row_stride < cols || !x || !order || !out) return cudaErrorInvalidValue;
+    const dim3 grid(unsigned((cols + 255) / 256), unsigned(std::min(n_tokens, 64)));
+    return detail::launch(gather_columns_kernel, grid, 256, 0, stream, x, x_row_stride, order, n_tokens, cols, out);
 }
 
 cudaError_t argmax(const float* logits, int n_rows, int vocab, int32_t* out, void* workspace, cudaStream_t stream) {

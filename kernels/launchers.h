@@ -28,6 +28,10 @@ cudaError_t rope_kv_write(const RopeKvParams& p, cudaStream_t stream);
 cudaError_t silu_mul(const uint16_t* gate_up, int n_tokens, int inter, uint16_t* out, cudaStream_t stream);
 cudaError_t bias_add(uint16_t* y, int64_t y_row_stride, const uint16_t* bias, int n_tokens, int cols,
                      cudaStream_t stream);
+// out[t, i] = x[t, order[i]] for i < cols, out rows cols wide: x's columns in the order of an act-order GPTQ matrix
+// sorted by group at load (QuantGemvParams::k_order), so the GEMM kernels read it as a plain GPTQ matrix.
+cudaError_t gather_columns(const uint16_t* x, int64_t x_row_stride, const int32_t* order, int n_tokens, int cols,
+                           uint16_t* out, cudaStream_t stream);
 // Greedy ids: the largest logit of each row, the lowest index among equal ones. workspace: argmax_workspace_bytes
 // (n_rows) bytes, zero before the first launch; the kernels leave it zero again. vocab <= 0 or no workspace:
 // cudaErrorInvalidValue.

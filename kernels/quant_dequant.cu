@@ -97,7 +97,7 @@ __global__ void fp8_dequant8(QuantGemvParams p, int row_begin, __nv_bfloat16* ou
 }  // namespace
 
 bool quant_dequantize_supported(const QuantGemvParams& p, int row_begin, int n_rows) {
-    if (p.n <= 0 || p.k <= 0 || row_begin < 0 || n_rows <= 0 || row_begin + n_rows > p.n) return false;
+    if (p.n <= 0 || p.k <= 0 || row_begin < 0 || n_rows <= 0 || row_begin + n_rows > p.n || p.k_order) return false;
     if (p.format == QuantFormat::fp8_e4m3) return p.w_fp8 && p.w_scale;
     if (p.format == QuantFormat::awq_int4 && p.g_idx) return false;
     return p.n % 8 == 0 && p.k % 8 == 0 && p.group_size > 0 && row_begin % 8 == 0 && n_rows % 8 == 0 && p.qweight &&

@@ -529,7 +529,7 @@ cudaError_t launch(const QuantGemvParams& p, cudaStream_t stream) {
 
 bool quant_gemv_supported(const QuantGemvParams& p) {
     if (p.n_tokens < 1 || p.n_tokens > kQuantGemvMaxTokens || p.n <= 0 || p.n > kQuantGemvMaxColumns || p.k <= 0 ||
-        !p.x || !p.y)
+        !p.x || !p.y || p.k_order)
         return false;
     if (p.n_tokens > 1 && (p.x_row_stride < p.k || p.y_row_stride < p.n)) return false;
     if (p.lora_expand && (p.lora.n_slices < 1 || p.lora.n_slices > kMaxLoraSlices)) return false;

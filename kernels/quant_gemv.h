@@ -12,6 +12,7 @@ namespace loradesk::kernels {
 // Whether the kernel takes these shapes and pointers: n_tokens 1-4; int4: n % 8 == 0, group_size a multiple of
 // 32 up to 1024 that divides k, 16-byte aligned qweight / scales / workspace; fp8: k % 16 == 0, 16-byte aligned
 // w_fp8 and x rows. GPTQ act-order (g_idx non-null) takes a slower path: pass g_idx = null when it is k / G.
+// k_order is refused (quant_params.h).
 bool quant_gemv_supported(const QuantGemvParams& p);
 // cudaErrorInvalidValue without launching when !quant_gemv_supported(p). fp8 prefetches its first weights into L2
 // before the PDL wait: they must not be written by the kernel launched just before.

@@ -518,7 +518,7 @@ std::size_t quant_mma_workspace_bytes(int n, int k, int split_chunk) {
 }
 
 bool quant_mma_supported(const QuantGemvParams& p) {
-    if (p.g_idx || p.lora_token0 < 0) return false;
+    if (p.g_idx || p.k_order || p.lora_token0 < 0) return false;
     if (p.lora_expand && (p.lora.n_slices < 1 || p.lora.n_slices > kMaxLoraSlices || !p.lora.xa)) return false;
     if (p.lora_shrink && !shrink_supported(p)) return false;
     if ((p.lora_expand || p.lora_shrink || p.x_before_wait) && p.n_tokens > kQuantMmaMaxLoraTokens) return false;

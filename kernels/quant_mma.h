@@ -32,7 +32,7 @@ QuantMmaSplit quant_mma_split(int n, int k, int split_chunk, int n_tokens, int c
 // stream.
 std::size_t quant_mma_workspace_bytes(int n, int k, int split_chunk = 0);
 
-// Whether the kernel takes p: no act-order (g_idx null), n_tokens 1..kQuantMmaMaxTokens, n % 8 == 0,
+// Whether the kernel takes p: no act-order (g_idx and k_order null), n_tokens 1..kQuantMmaMaxTokens, n % 8 == 0,
 // n <= kQuantMmaMaxColumns, k % 32 == 0, int4 group_size a multiple of 32 (GPTQ's last group may be partial),
 // split_chunk a multiple of 32 whose x rows fit the block's 64 KiB, mma_col_groups 0, 1, 2 or 4, x_row_stride %
 // 8 == 0, even y_row_stride, 16-byte aligned x / qweight / scales / workspace, 8-byte aligned w_fp8. The

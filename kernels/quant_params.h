@@ -48,8 +48,13 @@ struct QuantGemvParams {
     const int32_t* qzeros = nullptr;   // [ceil(K/G), N/8]
     const uint16_t* scales = nullptr;  // fp16 [ceil(K/G), N]
     const int32_t* g_idx = nullptr;    // gptq only: [K] group of each input row, or null for k / G
-    int group_size = 128;              // G
-    bool zero_plus_one = false;        // gptq v1
+    // gptq only, without g_idx: an act-order matrix with its rows sorted by group at load (runtime/cuda/quant_pack.h),
+    // so that qweight row k holds the checkpoint's input row k_order[k] and groups are contiguous (g = k / G). The
+    // kernels refuse it: their caller gathers x's columns by k_order and passes the matrix without it, a plain GPTQ
+    // matrix then. The reference twin's quant_dequantize puts row k's weights in column k_order[k], the checkpoint's.
+    const int32_t* k_order = nullptr;
+    int group_size = 128;        // G
+    bool zero_plus_one = false;  // gptq v1
 
     // fp8
     const uint8_t* w_fp8 = nullptr;  // e4m3 [N, K]

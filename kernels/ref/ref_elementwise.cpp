@@ -132,6 +132,12 @@ void bias_add(uint16_t* y, int64_t y_row_stride, const uint16_t* bias, int n_tok
         }
 }
 
+void gather_columns(const uint16_t* x, int64_t x_row_stride, const int32_t* order, int n_tokens, int cols,
+                    uint16_t* out) {
+    for (int t = 0; t < n_tokens; ++t)
+        for (int i = 0; i < cols; ++i) out[int64_t(t) * cols + i] = x[t * x_row_stride + order[i]];
+}
+
 void argmax(const float* logits, int n_rows, int vocab, int32_t* out) {
     for (int r = 0; r < n_rows; ++r) {
         const float* row = logits + int64_t(r) * vocab;

@@ -38,6 +38,9 @@ void attention(const AttentionParams& p);
 void silu_mul(const uint16_t* gate_up, int n_tokens, int inter, uint16_t* out);
 // y[t, c] = bf16(y[t, c] + bias[c]) for c < cols.
 void bias_add(uint16_t* y, int64_t y_row_stride, const uint16_t* bias, int n_tokens, int cols);
+// out[t, i] = x[t, order[i]] for i < cols (out rows cols wide).
+void gather_columns(const uint16_t* x, int64_t x_row_stride, const int32_t* order, int n_tokens, int cols,
+                    uint16_t* out);
 // out[t] = index of the largest logits[t, :] (lowest index on ties; NaN never wins).
 void argmax(const float* logits, int n_rows, int vocab, int32_t* out);
 // argmax over the tokens each row's mask allows (kernels::masked_argmax's twin).

@@ -83,9 +83,9 @@ std::vector<float> quant_dequantize(const QuantGemvParams& p) {
     std::vector<float> w(std::size_t(p.n) * p.k);
     for (int n = 0; n < p.n; ++n)
         for (int k = 0; k < p.k; ++k)
-            w[std::size_t(n) * p.k + k] = p.format == QuantFormat::fp8_e4m3
-                                              ? fp8_e4m3_to_f32(p.w_fp8[int64_t(n) * p.k + k]) * fp8_scale(p, n, k)
-                                              : int4_weight(p, n, k).value();
+            w[std::size_t(n) * p.k + (p.k_order ? p.k_order[k] : k)] =
+                p.format == QuantFormat::fp8_e4m3 ? fp8_e4m3_to_f32(p.w_fp8[int64_t(n) * p.k + k]) * fp8_scale(p, n, k)
+                                                  : int4_weight(p, n, k).value();
     return w;
 }
 

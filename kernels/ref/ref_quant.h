@@ -13,7 +13,8 @@ namespace loradesk::kernels::ref {
 float fp16_to_f32(uint16_t v);
 float fp8_e4m3_to_f32(uint8_t v);  // e4m3fn: no infinities, 0x7f / 0xff are NaN
 
-// w [p.n, p.k] row-major, f32, as the formula of QuantGemvParams gives it.
+// w [p.n, p.k] row-major, f32, as the formula of QuantGemvParams gives it (columns in the checkpoint's order when
+// k_order is set). The GEMM twins below take no k_order, as the kernels do.
 std::vector<float> quant_dequantize(const QuantGemvParams& p);
 // y as quant_gemv computes it, epilogue included (workspace unused).
 void quant_gemv(const QuantGemvParams& p);

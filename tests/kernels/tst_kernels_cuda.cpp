@@ -468,6 +468,16 @@ class TstKernelsCuda : public QObject {
         sync_check(bias_add(d_gu.get(), 2 * cols, d_bias.get(), n, cols, nullptr));
         QVERIFY(rel_l2(to_f32(d_gu.download()), to_f32(gu)) < kBf16Tol);
 
+        // The act-order column gather, from rows 2 * cols wide: a copy, so exact.
+        std::vector<int32_t> order(static_cast<std::size_t>(cols));
+        for (int i = 0; i < cols; ++i) order[std::size_t(i)] = int32_t(uint32_t(rng()) % uint32_t(2 * cols));
+        std::vector<uint16_t> gathered(std::size_t(n) * cols);
+        ref::gather_columns(gu.data(), 2 * cols, order.data(), n, cols, gathered.data());
+        DeviceBuffer<int32_t> d_order(order);
+        DeviceBuffer<uint16_t> d_gathered(std::vector<uint16_t>(gathered.size(), kNanBf16));
+        sync_check(gather_columns(d_gu.get(), 2 * cols, d_order.get(), n, cols, d_gathered.get(), nullptr));
+        QCOMPARE(d_gathered.download(), gathered);
+
         auto logits = random_f32(rng, std::size_t(n) * cols, -20.0f, 20.0f);
         if (cols > 5) logits[3] = logits[cols - 1] = 100.0f;  // a tie: the lower index wins
         std::vector<int32_t> am(n), got;

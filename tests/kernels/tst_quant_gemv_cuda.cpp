@@ -278,6 +278,9 @@ class TstQuantGemvCuda : public QObject {
                 QVERIFY2(got[i] == 0x7fc1, "quant_dequantize wrote past its rows");
         }
         QVERIFY(!quant_dequantize_supported(p, 0, n + 1));
+        QuantGemvParams sorted = p;  // a matrix sorted by group at load dequantizes without its k_order
+        sorted.g_idx = nullptr, sorted.k_order = reinterpret_cast<const int32_t*>(dqw.get());
+        QVERIFY(!quant_dequantize_supported(sorted, 0, n));
     }
 
     // Launches of different widths share one workspace in the runner: a narrow launch's partials must not land

@@ -375,6 +375,7 @@ class TstQuantMmaCuda : public QObject {
         };
         QVERIFY(refused([](QuantGemvParams& p) { p.format = QuantFormat::fp8_e4m3; }));  // no fp8 weights given
         QVERIFY(refused([&](QuantGemvParams& p) { p.g_idx = dg.get(); }));
+        QVERIFY(refused([&](QuantGemvParams& p) { p.k_order = dg.get(); }));  // x must be gathered first
         QVERIFY(refused([](QuantGemvParams& p) { p.lora_expand = true, p.lora.n_slices = 0; }));
         QVERIFY(refused([](QuantGemvParams& p) { p.lora_token0 = -1; }));
         QVERIFY(refused([](QuantGemvParams& p) { p.lora_shrink = true; }));  // no expand, slices or counters

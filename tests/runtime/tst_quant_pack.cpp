@@ -106,14 +106,41 @@ class TstQuantPack : public QObject {
         const int qkv_split = fp8_block && (w.config().q_dim() % 128 || w.config().kv_dim() % 128) ? 3 : 1;
         QCOMPARE(int(pack_quant_site({l.gate, l.up}).parts.size()), gate_split);
         QCOMPARE(int(pack_quant_site({l.q, l.k, l.v}).parts.size()), qkv_split);
-        // down_proj has several groups of inputs: act-order permutes them, and only then is g_idx kept.
-        QCOMPARE(pack_quant_site({l.down}).parts.front().g_idx.empty(), o.quant != "gptq-actorder");
+        // down_proj has several groups of inputs: act-order permutes them, and its rows are then sorted by group
+        // (k_order) for the kernels' fast path instead of keeping g_idx.
+        const auto down = pack_quant_site({l.down}).parts.front();
+        QVERIFY(down.g_idx.empty());
+        QCOMPARE(down.k_order.empty(), o.quant != "gptq-actorder");
         const auto g = pack_quant_site({l.gate}).parts.front();
         if (o.quant == "fp8-tensor") {
             QCOMPARE(int(g.params.fp8_scaling), int(kernels::Fp8Scaling::per_tensor));
             QCOMPARE(int(pack_quant_site({l.gate, l.up}).parts.front().params.fp8_scaling),
                      int(kernels::Fp8Scaling::per_channel));
         }
+    }
+
+    // An act-order g_idx whose groups do not hold G rows each (not what GPTQ writes, but a valid checkpoint) cannot
+    // be sorted into whole groups: the part keeps g_idx (the GEMV's gathering path) and still reads back exactly.
+    void uneven_act_order_keeps_g_idx() {
+        QTemporaryDir dir;
+        SynthOptions o;
+        o.preset = "tiny", o.out_dir = dir.path().toStdString(), o.quant = "gptq-actorder";
+        synth_model(o);
+        ModelWeights w(o.out_dir);
+        QuantizedLinear down = *w.layer(0).quant.down;
+        const int64_t k = down.in_features, groups = down.n_groups();
+        QVERIFY(groups >= 2);
+        std::vector<int32_t> g(static_cast<std::size_t>(k));
+        for (int64_t i = 0; i < k; ++i)  // G + 1 rows in group 0, G - 1 in group 1
+            g[std::size_t(i)] = i <= down.group_size ? 0 : int32_t(std::min<int64_t>(i / down.group_size, groups - 1));
+        TensorView gv = *down.g_idx;
+        gv.data = reinterpret_cast<const uint8_t*>(g.data());
+        down.g_idx = &gv;
+        const PackedQuantSite site = pack_quant_site({&down});
+        QCOMPARE(int(site.parts.size()), 1);
+        QVERIFY(site.parts.front().k_order.empty());
+        QCOMPARE(site.parts.front().g_idx, g);
+        QVERIFY(unpacked(site, k) == stacked({&down}));
     }
 
     // Projections whose fp8 block rows would straddle two of them stay separate parts at their offsets; blocks

@@ -123,8 +123,8 @@ class TstCudaRunner : public QObject {
             QTest::newRow(p) << QString(p) << true << QString();
             QTest::newRow(qPrintable(QString(p) + "-eager")) << QString(p) << false << QString();
         }
-        // Quantized checkpoints: the CUDA runner keeps them packed (a batch of 5 runs the dequantize-then-cuBLAS
-        // path), the CPU runner dequantizes to f32.
+        // Quantized checkpoints: the CUDA runner keeps them packed (a prefill of over 64 tokens runs the
+        // dequantize-then-cuBLAS path), the CPU runner dequantizes to f32.
         for (const std::string& q : model::synth_quant_names())
             QTest::newRow(qPrintable(QString("tiny-") + q.c_str())) << QString("tiny") << true << QString(q.c_str());
     }
@@ -186,7 +186,11 @@ class TstCudaRunner : public QObject {
             qInfo("%s prefill chunk %d: %zu rows, logits rel-L2 %.2e", qPrintable(preset), chunk,
                   lc.size() / c.vocab_size, err);
             QVERIFY2(err < 3e-2, qPrintable(QString("prefill logits rel err %1").arg(err)));
-            QCOMPARE(argmax_disagreements(lg, lc, c.vocab_size), 0);
+            // Quantized rows: the GPU's kernels round each weight to bf16 (quant_mma twice: the scale, then the
+            // product), the CPU keeps f32; a flip inside that noise is numerics (argmax_disagreements_beyond_noise).
+            const int flips = argmax_disagreements(lg, lc, c.vocab_size);
+            if (flips) qInfo("%d argmax flips with a clear lead", flips);
+            QCOMPARE(quant.isEmpty() ? flips : argmax_disagreements_beyond_noise(lg, lc, c.vocab_size), 0);
         }
         // Greedy decode: both runners get the CPU's tokens, so any divergence shows in the logits.
         std::vector<float> last_c(lc.end() - std::ptrdiff_t(work.size()) * c.vocab_size, lc.end());
@@ -511,7 +515,7 @@ class TstCudaRunner : public QObject {
     // fp8's dequantize path past 32 tokens) and decode steps (graphs from 3 tokens up, eager), bf16 and quantized.
     void lora_beside_base_matches_serial_data() {
         QTest::addColumn<QString>("quant");
-        for (const char* q : {"", "awq", "gptq", "fp8"}) QTest::newRow(*q ? q : "bf16") << QString(q);
+        for (const char* q : {"", "awq", "gptq", "gptq-actorder", "fp8"}) QTest::newRow(*q ? q : "bf16") << QString(q);
     }
     void lora_beside_base_matches_serial() {
         QFETCH(QString, quant);

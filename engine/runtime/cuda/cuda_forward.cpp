@@ -11,6 +11,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "core/error.h"
 #include "launchers.h"
@@ -141,12 +142,23 @@ void CudaRunner::Impl::quant_matmul(const DeviceQuantSite& site, const uint16_t*
                                     uint16_t* y, int64_t y_stride) {
     for (const DeviceQuantSite::Part& part : site.parts) {
         kernels::QuantGemvParams p = part.p;
+        // A matrix sorted by group at load dequantizes in its sorted order and multiplies x gathered to match, up to
+        // kGatherRows tokens at a time (each slice of weights is dequantized once).
+        const int32_t* order = std::exchange(p.k_order, nullptr);
         // Slices of whole 8-row packs (int4 packs 8 columns per word) that fit the scratch.
         const int rows = int(std::min<int64_t>(p.n, dequant_scratch_elems / p.k / 8 * 8));
         for (int r = 0; r < p.n; r += rows) {
             const int len = std::min(rows, p.n - r);
             launch_check(kernels::quant_dequantize(p, r, len, dequant_scratch, stream), "quant_dequantize");
-            gemm(dequant_scratch, x, n, p.k, len, y + part.out_offset + r, y_stride, false);
+            for (int t0 = 0; t0 < n; t0 += order ? kGatherRows : n) {
+                const int tokens = order ? std::min(kGatherRows, n - t0) : n;
+                if (order)
+                    launch_check(kernels::gather_columns(x + t0 * x_stride, x_stride, order, tokens, p.k,
+                                                         gather_scratch, stream),
+                                 "gather_columns");
+                gemm(dequant_scratch, order ? gather_scratch : x, tokens, p.k, len,
+                     y + t0 * y_stride + part.out_offset + r, y_stride, false);
+            }
         }
     }
 }
@@ -164,14 +176,28 @@ bool CudaRunner::Impl::plan_quant_site(const StepMeta& sm, int layer, const Devi
     // One pass when LoRA is fused: quant_mma takes LoRA up to kQuantMmaMaxLoraTokens tokens per launch, and the
     // shrink in the launch needs one counter pair.
     static_assert(kQuantMmaFusedLoraTokens <= kernels::kQuantMmaMaxLoraTokens);
-    const bool fuse_lora = a.fuses_lora() && step_has_lora(sm), fuse_shrink = fuse_lora && a.fuse_shrink;
+    // Act-order parts sorted at load read x gathered into their row order; the shrink in the launch would read that
+    // x against A rows in the checkpoint's order, so it runs as its own launch there.
     out = QuantLaunches{};
+    out.x = x, out.x_stride = x_stride, out.n_tokens = n;
+    for (std::size_t i = 0; i < site.parts.size(); ++i)
+        if (const kernels::QuantGemvParams& p = site.parts[i].p; p.k_order) {
+            if (out.n_gathers == out.gathers.size() || n > kQuantMmaMaxRows || p.k > gather_row_elems) return false;
+            out.gathers[out.n_gathers++] = {p.k_order, p.k, gather_scratch + i * kQuantMmaMaxRows * gather_row_elems};
+        }
+    const bool fuse_lora = a.fuses_lora() && step_has_lora(sm);
+    const bool fuse_shrink = fuse_lora && a.fuse_shrink && out.n_gathers == 0;
     out.gemv = gemv, out.fuses_lora = a.fuses_lora(), out.shrink_first = fuse_lora && !fuse_shrink;
     if (fuse_lora) out.lora = lora_params(sm, layer, first_module, n_modules, x, x_stride);
-    for (const DeviceQuantSite::Part& part : site.parts)
+    for (std::size_t i = 0; i < site.parts.size(); ++i)
         for (int t0 = 0; t0 < n; t0 += pass) {
+            const DeviceQuantSite::Part& part = site.parts[i];
             kernels::QuantGemvParams p = part.p;
             p.x = x + t0 * x_stride, p.x_row_stride = x_stride;
+            if (p.k_order) {  // a plain GPTQ matrix over the gathered x
+                p.x = gather_scratch + i * kQuantMmaMaxRows * gather_row_elems + t0 * p.k, p.x_row_stride = p.k;
+                p.k_order = nullptr;
+            }
             p.y = y + t0 * y_stride + part.out_offset, p.y_row_stride = y_stride;
             p.n_tokens = std::min(n - t0, pass), p.workspace = quant_workspace;
             p.bias = bias ? bias + part.out_offset : nullptr;
@@ -188,6 +214,10 @@ bool CudaRunner::Impl::plan_quant_site(const StepMeta& sm, int layer, const Devi
 
 // The shrink writes xa first; each launch adds bias and the expand to its outputs before rounding them once.
 void CudaRunner::Impl::launch_quant_site(const QuantLaunches& q) {
+    for (std::size_t i = 0; i < q.n_gathers; ++i)
+        launch_check(kernels::gather_columns(q.x, q.x_stride, q.gathers[i].order, q.n_tokens, q.gathers[i].cols,
+                                             q.gathers[i].out, stream),
+                     "gather_columns");
     if (q.shrink_first) launch_check(kernels::sgmv_shrink(q.lora, stream), "sgmv_shrink");
     for (std::size_t i = 0; i < q.n; ++i)
         launch_check(q.gemv ? kernels::quant_gemv(q.p[i], stream) : kernels::quant_mma(q.p[i], stream),

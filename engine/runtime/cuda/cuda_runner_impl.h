@@ -113,6 +113,11 @@ struct CudaRunner::Impl {
     void* quant_workspace = nullptr;
     uint16_t* dequant_scratch = nullptr;
     int64_t dequant_scratch_elems = 0;
+    // Act-order GPTQ sorted at load (QuantGemvParams::k_order): x gathered into its rows' order, [kGatherRows]
+    // [gather_row_elems]; the GEMM kernels' launches of a site use [part][kQuantMmaMaxRows] slices of it.
+    static constexpr int kGatherRows = 1024;
+    uint16_t* gather_scratch = nullptr;
+    int64_t gather_row_elems = 0;
 
     DeviceArena kv;
     int n_pages = 0, page_size = 0;  // the arena holds one more page, scratch_page = n_pages, for graph padding
@@ -196,6 +201,7 @@ struct CudaRunner::Impl {
     // plan_quant_site fills `out` and says whether the kernel takes the shapes (not act-order for quant_mma, not 5+
     // tokens for quant_gemv, no odd widths); launch_quant_site then issues it.
     static constexpr int kQuantMmaMaxRows = 64;
+    static_assert(3 * kQuantMmaMaxRows <= kGatherRows);
     struct QuantLaunches {
         static constexpr int kPasses =
             (kQuantMmaMaxRows + kernels::kQuantMmaMaxTokens - 1) / kernels::kQuantMmaMaxTokens;
@@ -204,6 +210,16 @@ struct CudaRunner::Impl {
         bool gemv = false, fuses_lora = false;
         bool shrink_first = false;  // an sgmv_shrink launch of `lora` precedes them
         kernels::SgmvParams lora;
+        struct Gather {  // act-order parts: x's columns in the part's row order, before everything else
+            const int32_t* order = nullptr;
+            int cols = 0;
+            uint16_t* out = nullptr;
+        };
+        std::array<Gather, 3> gathers;
+        std::size_t n_gathers = 0;
+        const uint16_t* x = nullptr;  // what the gathers read
+        int64_t x_stride = 0;
+        int n_tokens = 0;
     };
     bool plan_quant_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
                          const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride, int first_module,

@@ -59,7 +59,8 @@ void append_bf16(const UploadPart& p, std::vector<uint16_t>& out) {
 // Arena bytes of a packed part: each tensor on its own 256-byte boundary (the kernels load 16 bytes at a time).
 std::size_t part_bytes(const PackedQuantPart& p) {
     return align_up(p.qweight.size() * 4) + align_up(p.qzeros.size() * 4) + align_up(p.scales.size() * 2) +
-           align_up(p.g_idx.size() * 4) + align_up(p.w_fp8.size()) + align_up(p.w_scale.size() * 4);
+           align_up(p.g_idx.size() * 4) + align_up(p.k_order.size() * 4) + align_up(p.w_fp8.size()) +
+           align_up(p.w_scale.size() * 4);
 }
 
 // Copies a packed part to `at` in the arena and returns its params pointed there.
@@ -76,6 +77,7 @@ kernels::QuantGemvParams upload_part(const PackedQuantPart& p, uint8_t* at) {
     q.qzeros = reinterpret_cast<const int32_t*>(put(p.qzeros.data(), p.qzeros.size() * 4));
     q.scales = reinterpret_cast<const uint16_t*>(put(p.scales.data(), p.scales.size() * 2));
     q.g_idx = reinterpret_cast<const int32_t*>(put(p.g_idx.data(), p.g_idx.size() * 4));
+    q.k_order = reinterpret_cast<const int32_t*>(put(p.k_order.data(), p.k_order.size() * 4));
     q.w_fp8 = put(p.w_fp8.data(), p.w_fp8.size());
     q.w_scale = reinterpret_cast<const float*>(put(p.w_scale.data(), p.w_scale.size() * 4));
     return q;
@@ -113,6 +115,7 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
     items.push_back({{&w.final_norm()}, &final_norm});
     if (!cfg.tie_word_embeddings) items.push_back({{&w.lm_head()}, &lm_head});
     int64_t max_part_elems = 0, max_in = 0, bf16_sites = 0;
+    bool any_k_order = false;
     std::size_t quant_ws_bytes = 0;
     std::string first_refusal;
     for (int l = 0; l < cfg.n_layers; ++l) {
@@ -134,6 +137,7 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
                         qi.part_bytes.push_back(part_bytes(part));
                         max_part_elems = std::max(max_part_elems, int64_t(part.params.n) * part.params.k);
                         max_in = std::max(max_in, int64_t(part.params.k));
+                        any_k_order = any_k_order || !part.k_order.empty();
                         quant_ws_bytes = std::max(
                             {quant_ws_bytes,
                              kernels::quant_gemv_workspace_bytes(part.params.n, part.params.k, part.params.group_size),
@@ -185,6 +189,13 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
         dequant_scratch_elems = std::max(std::min(max_part_elems, kDequantScratchCap), 8 * max_in);
         total += align_up(std::size_t(dequant_scratch_elems) * 2);
     }
+    // Act-order GPTQ sorted at load: x gathered into its rows' order (24 MiB at Qwen3-8B shapes).
+    std::size_t gather_offset = 0;
+    if (any_k_order) {
+        gather_offset = total;
+        gather_row_elems = max_in;
+        total += align_up(std::size_t(kGatherRows) * std::size_t(max_in) * 2);
+    }
     weights.allocate(total, "the model weights");
     std::vector<uint16_t> host;
     for (std::size_t i = 0; i < items.size(); ++i) {
@@ -210,6 +221,7 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
         cuda_check(cudaMemset(quant_workspace, 0, quant_ws_bytes), "quantized workspace");
         dequant_scratch = reinterpret_cast<uint16_t*>(weights.data() + scratch_offset);
     }
+    if (any_k_order) gather_scratch = reinterpret_cast<uint16_t*>(weights.data() + gather_offset);
     if (cfg.tie_word_embeddings) lm_head = embed;
     kernels::ref::RopeScalingSpec rs;
     rs.kind = cfg.rope_scaling.type == model::RopeType::linear   ? kernels::RopeKind::linear

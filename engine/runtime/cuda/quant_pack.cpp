@@ -4,8 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 
 #include "core/dtype.h"
 
@@ -102,6 +104,31 @@ std::string unsupported_reason(const QuantizedLinear& l) {
     return fmt::format("{}: not quantized", describe(l));
 }
 
+// Act-order GPTQ: sorts qweight's [k / 8, n] rows by group (stable), when every group then holds exactly G rows,
+// the last one what is left, as GPTQ's desc_act writes g_idx (the inverse permutation divided by G). The scales and
+// zeros stay as they are, indexed by k / G now. False, changing nothing, for any other g_idx.
+bool sort_rows_by_group(PackedQuantPart& part, const std::vector<int32_t>& g, int64_t k, int64_t n, int group_size) {
+    std::vector<int32_t> order(std::size_t(k), 0);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int32_t a, int32_t b) { return g[std::size_t(a)] < g[std::size_t(b)]; });
+    for (int64_t i = 0; i < k; ++i)
+        if (g[std::size_t(order[std::size_t(i)])] != i / group_size) return false;
+    std::vector<int32_t> sorted(part.qweight.size(), 0);
+    const auto* src = reinterpret_cast<const uint32_t*>(part.qweight.data());
+    auto* dst = reinterpret_cast<uint32_t*>(sorted.data());
+    for (int64_t i = 0; i < k; ++i) {
+        const int64_t from = order[std::size_t(i)];
+        const uint32_t* srow = src + from / 8 * n;
+        uint32_t* drow = dst + i / 8 * n;
+        const unsigned sshift = unsigned(from % 8) * 4, dshift = unsigned(i % 8) * 4;
+        for (int64_t c = 0; c < n; ++c) drow[c] |= ((srow[c] >> sshift) & 15u) << dshift;
+    }
+    part.qweight = std::move(sorted);
+    part.k_order = std::move(order);
+    return true;
+}
+
 // Packs `ps` (all fusable, or a single projection) as one part.
 bool pack_part(const std::vector<const QuantizedLinear*>& ps, PackedQuantPart& part, std::string& why_not) {
     const QuantizedLinear& a = *ps.front();
@@ -154,7 +181,8 @@ bool pack_part(const std::vector<const QuantizedLinear*>& ps, PackedQuantPart& p
         std::vector<int32_t> g = read_i32(*a.g_idx);
         for (int64_t i = 0; i < k; ++i)
             if (g[std::size_t(i)] != i / a.group_size) {
-                part.g_idx = std::move(g);  // act-order: the kernels' slower gathering path
+                // Act-order: rows sorted by group for the fast kernels, else the GEMV's slower gathering path.
+                if (!sort_rows_by_group(part, g, k, n, a.group_size)) part.g_idx = std::move(g);
                 break;
             }
     }
@@ -164,13 +192,15 @@ bool pack_part(const std::vector<const QuantizedLinear*>& ps, PackedQuantPart& p
 }  // namespace
 
 std::size_t PackedQuantPart::bytes() const {
-    return 4 * (qweight.size() + qzeros.size() + g_idx.size()) + 2 * scales.size() + w_fp8.size() + 4 * w_scale.size();
+    return 4 * (qweight.size() + qzeros.size() + g_idx.size() + k_order.size()) + 2 * scales.size() + w_fp8.size() +
+           4 * w_scale.size();
 }
 
 kernels::QuantGemvParams PackedQuantPart::host_params() const {
     kernels::QuantGemvParams p = params;
     p.qweight = qweight.data(), p.qzeros = qzeros.data(), p.scales = scales.data();
     p.g_idx = g_idx.empty() ? nullptr : g_idx.data();
+    p.k_order = k_order.empty() ? nullptr : k_order.data();
     p.w_fp8 = w_fp8.data(), p.w_scale = w_scale.data();
     return p;
 }

@@ -36,10 +36,11 @@ inline constexpr int kQuantMmaFusedShrinkTokens = 2;
 // int4: quant_mma first (it beats the GEMV from 1 token: AWQ batch 1 4.05 -> 3.83 ms per step, H100), with an
 // adapter too since it runs the shrink in its own launch (quant_params.h, lora_shrink): batch 1 on an adapter GPTQ
 // 5.141 -> 3.904 ms per step, AWQ 4.689 -> 4.052 (H200, against the GEMV route of d2515dc). The GEMV second, for
-// act-order at 1-4 tokens. fp8: the GEMV first at 1 token and at 2 without adapters, quant_mma first from 3 tokens
-// and with adapters from 2, where the GEMV's per-row expand and separate shrink cost more. H200, ms per step: base
-// 1 / 2 / 3 / 4 tokens GEMV 3.526 / 4.183 / 5.359 / 5.385, quant_mma 4.555 / 4.624 / 4.708 / 4.725; adapters at 1
-// token GEMV 4.262, quant_mma 4.989; at 2 on 2 adapters 5.845 against 5.326, at 4 on 4 8.766 against 5.773.
+// act-order whose g_idx does not sort into whole groups at load (quant_pack.h; GPTQ's own act-order does) at 1-4
+// tokens. fp8: the GEMV first at 1 token and at 2 without adapters, quant_mma first from 3 tokens and with adapters
+// from 2, where the GEMV's per-row expand and separate shrink cost more. H200, ms per step: base 1 / 2 / 3 / 4 tokens
+// GEMV 3.526 / 4.183 / 5.359 / 5.385, quant_mma 4.555 / 4.624 / 4.708 / 4.725; adapters at 1 token GEMV 4.262,
+// quant_mma 4.989; at 2 on 2 adapters 5.845 against 5.326, at 4 on 4 8.766 against 5.773.
 constexpr QuantRoute route_quant_site(bool fp8, int tokens, bool lora) {
     const QuantAttempt gemv{QuantKernel::gemv, false, false};
     const bool fuse = lora && tokens <= kQuantMmaFusedLoraTokens;
