@@ -111,6 +111,12 @@ class TstQuantPack : public QObject {
         const auto down = pack_quant_site({l.down}).parts.front();
         QVERIFY(down.g_idx.empty());
         QCOMPARE(down.k_order.empty(), o.quant != "gptq-actorder");
+        // Unsorted (the arena's sizing pass): g_idx kept instead, the same bytes, and it still reads back exactly.
+        const PackedQuantSite unsorted = pack_quant_site({l.down}, false);
+        QCOMPARE(unsorted.parts.front().g_idx.empty(), o.quant != "gptq-actorder");
+        QVERIFY(unsorted.parts.front().k_order.empty());
+        QCOMPARE(unsorted.bytes(), pack_quant_site({l.down}).bytes());
+        QVERIFY(unpacked(unsorted, l.down->in_features) == stacked({l.down}));
         const auto g = pack_quant_site({l.gate}).parts.front();
         if (o.quant == "fp8-tensor") {
             QCOMPARE(int(g.params.fp8_scaling), int(kernels::Fp8Scaling::per_tensor));

@@ -115,7 +115,7 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
     items.push_back({{&w.final_norm()}, &final_norm});
     if (!cfg.tie_word_embeddings) items.push_back({{&w.lm_head()}, &lm_head});
     int64_t max_part_elems = 0, max_in = 0, bf16_sites = 0;
-    bool any_k_order = false;
+    bool any_act_order = false;
     std::size_t quant_ws_bytes = 0;
     std::string first_refusal;
     for (int l = 0; l < cfg.n_layers; ++l) {
@@ -130,14 +130,14 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
             for (const UploadPart& p : parts)
                 if (p.quant) qs.push_back(p.quant);
             if (qs.size() == parts.size()) {
-                const PackedQuantSite packed = pack_quant_site(qs);
+                const PackedQuantSite packed = pack_quant_site(qs, false);  // sized only: unsorted, same bytes
                 if (!packed.parts.empty()) {
                     QuantItem qi{qs, l, index, {}};
                     for (const auto& part : packed.parts) {
                         qi.part_bytes.push_back(part_bytes(part));
                         max_part_elems = std::max(max_part_elems, int64_t(part.params.n) * part.params.k);
                         max_in = std::max(max_in, int64_t(part.params.k));
-                        any_k_order = any_k_order || !part.k_order.empty();
+                        any_act_order = any_act_order || !part.g_idx.empty();
                         quant_ws_bytes = std::max(
                             {quant_ws_bytes,
                              kernels::quant_gemv_workspace_bytes(part.params.n, part.params.k, part.params.group_size),
@@ -191,7 +191,7 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
     }
     // Act-order GPTQ sorted at load: x gathered into its rows' order (24 MiB at Qwen3-8B shapes).
     std::size_t gather_offset = 0;
-    if (any_k_order) {
+    if (any_act_order) {
         gather_offset = total;
         gather_row_elems = max_in;
         total += align_up(std::size_t(kGatherRows) * std::size_t(max_in) * 2);
@@ -221,7 +221,7 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
         cuda_check(cudaMemset(quant_workspace, 0, quant_ws_bytes), "quantized workspace");
         dequant_scratch = reinterpret_cast<uint16_t*>(weights.data() + scratch_offset);
     }
-    if (any_k_order) gather_scratch = reinterpret_cast<uint16_t*>(weights.data() + gather_offset);
+    if (any_act_order) gather_scratch = reinterpret_cast<uint16_t*>(weights.data() + gather_offset);
     if (cfg.tie_word_embeddings) lm_head = embed;
     kernels::ref::RopeScalingSpec rs;
     rs.kind = cfg.rope_scaling.type == model::RopeType::linear   ? kernels::RopeKind::linear

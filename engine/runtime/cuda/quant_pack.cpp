@@ -108,6 +108,7 @@ std::string unsupported_reason(const QuantizedLinear& l) {
 // the last one what is left, as GPTQ's desc_act writes g_idx (the inverse permutation divided by G). The scales and
 // zeros stay as they are, indexed by k / G now. False, changing nothing, for any other g_idx.
 bool sort_rows_by_group(PackedQuantPart& part, const std::vector<int32_t>& g, int64_t k, int64_t n, int group_size) {
+    if (k % 8 != 0 || group_size <= 0) return false;  // GPTQ packs whole words of 8 rows
     std::vector<int32_t> order(std::size_t(k), 0);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),
@@ -117,12 +118,21 @@ bool sort_rows_by_group(PackedQuantPart& part, const std::vector<int32_t>& g, in
     std::vector<int32_t> sorted(part.qweight.size(), 0);
     const auto* src = reinterpret_cast<const uint32_t*>(part.qweight.data());
     auto* dst = reinterpret_cast<uint32_t*>(sorted.data());
-    for (int64_t i = 0; i < k; ++i) {
-        const int64_t from = order[std::size_t(i)];
-        const uint32_t* srow = src + from / 8 * n;
-        uint32_t* drow = dst + i / 8 * n;
-        const unsigned sshift = unsigned(from % 8) * 4, dshift = unsigned(i % 8) * 4;
-        for (int64_t c = 0; c < n; ++c) drow[c] |= ((srow[c] >> sshift) & 15u) << dshift;
+    // One output row of words at a time, from its 8 source rows: each word written once (a loaded model's worth
+    // of nibbles goes through here, so it is the load's cost for act-order checkpoints).
+    for (int64_t w = 0; w < k / 8; ++w) {
+        const uint32_t* srow[8];
+        unsigned shift[8];
+        for (int i = 0; i < 8; ++i) {
+            const int64_t from = order[std::size_t(w * 8 + i)];
+            srow[i] = src + from / 8 * n, shift[i] = unsigned(from % 8) * 4;
+        }
+        uint32_t* drow = dst + w * n;
+        for (int64_t c = 0; c < n; ++c) {
+            uint32_t word = 0;
+            for (int i = 0; i < 8; ++i) word |= ((srow[i][c] >> shift[i]) & 15u) << (4 * i);
+            drow[c] = word;
+        }
     }
     part.qweight = std::move(sorted);
     part.k_order = std::move(order);
@@ -130,7 +140,8 @@ bool sort_rows_by_group(PackedQuantPart& part, const std::vector<int32_t>& g, in
 }
 
 // Packs `ps` (all fusable, or a single projection) as one part.
-bool pack_part(const std::vector<const QuantizedLinear*>& ps, PackedQuantPart& part, std::string& why_not) {
+bool pack_part(const std::vector<const QuantizedLinear*>& ps, bool sort_act_order, PackedQuantPart& part,
+               std::string& why_not) {
     const QuantizedLinear& a = *ps.front();
     int64_t n = 0;
     for (const QuantizedLinear* p : ps) n += p->out_features;
@@ -182,7 +193,7 @@ bool pack_part(const std::vector<const QuantizedLinear*>& ps, PackedQuantPart& p
         for (int64_t i = 0; i < k; ++i)
             if (g[std::size_t(i)] != i / a.group_size) {
                 // Act-order: rows sorted by group for the fast kernels, else the GEMV's slower gathering path.
-                if (!sort_rows_by_group(part, g, k, n, a.group_size)) part.g_idx = std::move(g);
+                if (!sort_act_order || !sort_rows_by_group(part, g, k, n, a.group_size)) part.g_idx = std::move(g);
                 break;
             }
     }
@@ -211,7 +222,7 @@ std::size_t PackedQuantSite::bytes() const {
     return n;
 }
 
-PackedQuantSite pack_quant_site(const std::vector<const model::QuantizedLinear*>& projections) {
+PackedQuantSite pack_quant_site(const std::vector<const model::QuantizedLinear*>& projections, bool sort_act_order) {
     PackedQuantSite site;
     for (const QuantizedLinear* p : projections) {
         site.why_not = p ? unsupported_reason(*p) : "a projection of the site is not quantized";
@@ -225,7 +236,7 @@ PackedQuantSite pack_quant_site(const std::vector<const model::QuantizedLinear*>
     int offset = 0;
     for (const auto& g : groups) {
         PackedQuantPart part;
-        if (!pack_part(g, part, site.why_not)) {
+        if (!pack_part(g, sort_act_order, part, site.why_not)) {
             site.parts.clear();
             return site;
         }

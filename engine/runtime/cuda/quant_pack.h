@@ -44,6 +44,9 @@ struct PackedQuantSite {
 // Packs one call site's projections, in output order. Never throws for a layout the kernels cannot take: it
 // answers with no parts and the reason (fp8 blocks other than 128x128, int4 scales that fp16 cannot hold
 // exactly, AWQ groups that do not divide in_features), and the runner dequantizes that site on upload.
-PackedQuantSite pack_quant_site(const std::vector<const model::QuantizedLinear*>& projections);
+// sort_act_order false keeps every act-order g_idx unsorted: a packing the GEMV reads, of the same bytes as the
+// sorted one, for sizing the weight arena without paying for the sort twice.
+PackedQuantSite pack_quant_site(const std::vector<const model::QuantizedLinear*>& projections,
+                                bool sort_act_order = true);
 
 }  // namespace loradesk::runtime::cuda
