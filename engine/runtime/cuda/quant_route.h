@@ -25,8 +25,11 @@ struct QuantAttempt {
 using QuantRoute = std::array<QuantAttempt, 2>;
 
 // quant_mma fuses the expand up to this many tokens: AWQ batch 4 on 4 adapters 5.148 ms per step where the GEMV's
-// fused expand took 7.340; at 8 on 8 adapters 6.108 against 5.742 for quant_mma + SGMV (H200).
-inline constexpr int kQuantMmaFusedLoraTokens = 4;
+// fused expand took 7.340; at 8 on 8 adapters 6.108 against 5.742 for quant_mma + SGMV (H200). Since the unfused
+// shrink runs beside the GEMM (CudaRunnerOptions::lora_beside_base), 3-4 tokens gain from it too: AWQ batch 3 / 4 on
+// as many adapters 4.923 / 5.004 fused (shrink launch first) against 4.821 / 4.878 (H100, two runs each); fp8 the
+// same within 0.6 %.
+inline constexpr int kQuantMmaFusedLoraTokens = 2;
 // quant_mma runs the shrink itself (lora_shrink) up to this many tokens, in blocks that go first, where an sgmv_shrink
 // launch would precede it: AWQ batch 1 on an adapter 4.266 -> 4.052 ms per step, batch 2 on 2 adapters 4.544 ->
 // 4.466 (two runs each), fp8 batch 2 5.424 -> 5.326. From 4 tokens its shrink blocks hold SM slots the weight stream
