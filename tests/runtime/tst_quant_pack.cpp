@@ -6,6 +6,7 @@
 #include <QtTest>
 #include <cstring>
 
+#include "core/thread_pool.h"
 #include "model/dequantize.h"
 #include "model/model_weights.h"
 #include "model/synth_model.h"
@@ -117,6 +118,8 @@ class TstQuantPack : public QObject {
         QVERIFY(unsorted.parts.front().k_order.empty());
         QCOMPARE(unsorted.bytes(), pack_quant_site({l.down}).bytes());
         QVERIFY(unpacked(unsorted, l.down->in_features) == stacked({l.down}));
+        ThreadPool pool(3);  // sorted on threads: the same words
+        QVERIFY(pack_quant_site({l.down}, true, &pool).parts.front().qweight == down.qweight);
         const auto g = pack_quant_site({l.gate}).parts.front();
         if (o.quant == "fp8-tensor") {
             QCOMPARE(int(g.params.fp8_scaling), int(kernels::Fp8Scaling::per_tensor));

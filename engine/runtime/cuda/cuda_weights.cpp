@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/thread_pool.h"
 #include "model/dequantize.h"
 #include "model/model_weights.h"
 #include "quant_gemv.h"
@@ -205,9 +207,11 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
                    "weight upload");
         *items[i].dst = reinterpret_cast<const uint16_t*>(weights.data() + offsets[i]);
     }
+    std::unique_ptr<ThreadPool> sort_pool;  // act-order rows are sorted on every core (0.6 ns per weight on one)
+    if (any_act_order) sort_pool = std::make_unique<ThreadPool>(0);
     for (std::size_t i = 0; i < quant_items.size(); ++i) {
         const QuantItem& qi = quant_items[i];
-        const PackedQuantSite packed = pack_quant_site(qi.projections);
+        const PackedQuantSite packed = pack_quant_site(qi.projections, true, sort_pool.get());
         DeviceQuantSite& dst = layers[std::size_t(qi.layer)].quant[qi.site];
         uint8_t* at = weights.data() + quant_offsets[i];
         for (const auto& part : packed.parts) {

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "core/dtype.h"
+#include "core/thread_pool.h"
 
 namespace loradesk::runtime::cuda {
 namespace {
@@ -107,7 +108,8 @@ std::string unsupported_reason(const QuantizedLinear& l) {
 // Act-order GPTQ: sorts qweight's [k / 8, n] rows by group (stable), when every group then holds exactly G rows,
 // the last one what is left, as GPTQ's desc_act writes g_idx (the inverse permutation divided by G). The scales and
 // zeros stay as they are, indexed by k / G now. False, changing nothing, for any other g_idx.
-bool sort_rows_by_group(PackedQuantPart& part, const std::vector<int32_t>& g, int64_t k, int64_t n, int group_size) {
+bool sort_rows_by_group(PackedQuantPart& part, const std::vector<int32_t>& g, int64_t k, int64_t n, int group_size,
+                        ThreadPool* pool) {
     if (k % 8 != 0 || group_size <= 0) return false;  // GPTQ packs whole words of 8 rows
     std::vector<int32_t> order(std::size_t(k), 0);
     std::iota(order.begin(), order.end(), 0);
@@ -119,29 +121,35 @@ bool sort_rows_by_group(PackedQuantPart& part, const std::vector<int32_t>& g, in
     const auto* src = reinterpret_cast<const uint32_t*>(part.qweight.data());
     auto* dst = reinterpret_cast<uint32_t*>(sorted.data());
     // One output row of words at a time, from its 8 source rows: each word written once (a loaded model's worth
-    // of nibbles goes through here, so it is the load's cost for act-order checkpoints).
-    for (int64_t w = 0; w < k / 8; ++w) {
-        const uint32_t* srow[8];
-        unsigned shift[8];
-        for (int i = 0; i < 8; ++i) {
-            const int64_t from = order[std::size_t(w * 8 + i)];
-            srow[i] = src + from / 8 * n, shift[i] = unsigned(from % 8) * 4;
+    // of nibbles goes through here, so it is the load's cost for act-order checkpoints), rows spread over the pool.
+    auto rows = [&](std::size_t w0, std::size_t w1) {
+        for (auto w = int64_t(w0); w < int64_t(w1); ++w) {
+            const uint32_t* srow[8];
+            unsigned shift[8];
+            for (int i = 0; i < 8; ++i) {
+                const int64_t from = order[std::size_t(w * 8 + i)];
+                srow[i] = src + from / 8 * n, shift[i] = unsigned(from % 8) * 4;
+            }
+            uint32_t* drow = dst + w * n;
+            for (int64_t c = 0; c < n; ++c) {
+                uint32_t word = 0;
+                for (int i = 0; i < 8; ++i) word |= ((srow[i][c] >> shift[i]) & 15u) << (4 * i);
+                drow[c] = word;
+            }
         }
-        uint32_t* drow = dst + w * n;
-        for (int64_t c = 0; c < n; ++c) {
-            uint32_t word = 0;
-            for (int i = 0; i < 8; ++i) word |= ((srow[i][c] >> shift[i]) & 15u) << (4 * i);
-            drow[c] = word;
-        }
-    }
+    };
+    if (pool)
+        pool->parallel_for(std::size_t(k / 8), rows, 16);
+    else
+        rows(0, std::size_t(k / 8));
     part.qweight = std::move(sorted);
     part.k_order = std::move(order);
     return true;
 }
 
 // Packs `ps` (all fusable, or a single projection) as one part.
-bool pack_part(const std::vector<const QuantizedLinear*>& ps, bool sort_act_order, PackedQuantPart& part,
-               std::string& why_not) {
+bool pack_part(const std::vector<const QuantizedLinear*>& ps, bool sort_act_order, ThreadPool* pool,
+               PackedQuantPart& part, std::string& why_not) {
     const QuantizedLinear& a = *ps.front();
     int64_t n = 0;
     for (const QuantizedLinear* p : ps) n += p->out_features;
@@ -193,7 +201,8 @@ bool pack_part(const std::vector<const QuantizedLinear*>& ps, bool sort_act_orde
         for (int64_t i = 0; i < k; ++i)
             if (g[std::size_t(i)] != i / a.group_size) {
                 // Act-order: rows sorted by group for the fast kernels, else the GEMV's slower gathering path.
-                if (!sort_act_order || !sort_rows_by_group(part, g, k, n, a.group_size)) part.g_idx = std::move(g);
+                if (!sort_act_order || !sort_rows_by_group(part, g, k, n, a.group_size, pool))
+                    part.g_idx = std::move(g);
                 break;
             }
     }
@@ -222,7 +231,8 @@ std::size_t PackedQuantSite::bytes() const {
     return n;
 }
 
-PackedQuantSite pack_quant_site(const std::vector<const model::QuantizedLinear*>& projections, bool sort_act_order) {
+PackedQuantSite pack_quant_site(const std::vector<const model::QuantizedLinear*>& projections, bool sort_act_order,
+                                ThreadPool* pool) {
     PackedQuantSite site;
     for (const QuantizedLinear* p : projections) {
         site.why_not = p ? unsupported_reason(*p) : "a projection of the site is not quantized";
@@ -236,7 +246,7 @@ PackedQuantSite pack_quant_site(const std::vector<const model::QuantizedLinear*>
     int offset = 0;
     for (const auto& g : groups) {
         PackedQuantPart part;
-        if (!pack_part(g, sort_act_order, part, site.why_not)) {
+        if (!pack_part(g, sort_act_order, pool, part, site.why_not)) {
             site.parts.clear();
             return site;
         }

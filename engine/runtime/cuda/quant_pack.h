@@ -16,6 +16,10 @@
 #include "model/quantized_linear.h"
 #include "quant_params.h"
 
+namespace loradesk {
+class ThreadPool;
+}
+
 namespace loradesk::runtime::cuda {
 
 // One matrix the kernels read: its shapes and flags in `params` (device pointers filled in at upload; x, y,
@@ -45,8 +49,8 @@ struct PackedQuantSite {
 // answers with no parts and the reason (fp8 blocks other than 128x128, int4 scales that fp16 cannot hold
 // exactly, AWQ groups that do not divide in_features), and the runner dequantizes that site on upload.
 // sort_act_order false keeps every act-order g_idx unsorted: a packing the GEMV reads, of the same bytes as the
-// sorted one, for sizing the weight arena without paying for the sort twice.
+// sorted one, for sizing the weight arena without paying for the sort twice. pool, when given, sorts on its threads.
 PackedQuantSite pack_quant_site(const std::vector<const model::QuantizedLinear*>& projections,
-                                bool sort_act_order = true);
+                                bool sort_act_order = true, ThreadPool* pool = nullptr);
 
 }  // namespace loradesk::runtime::cuda
