@@ -198,8 +198,9 @@ struct CudaRunner::Impl {
     // expand with a.fuse_lora. The shrink is either in the first launch's own blocks (a.fuse_shrink, one pass;
     // counters at sync) or an sgmv_shrink launch first, which quant_mma's first launch overlaps with its weight
     // streaming (x_before_wait). Without a fused expand the caller applies LoRA around it (begin_lora / end_lora).
-    // plan_quant_site fills `out` and says whether the kernel takes the shapes (not act-order for quant_mma, not 5+
-    // tokens for quant_gemv, no odd widths); launch_quant_site then issues it.
+    // plan_quant_site fills `out` and says whether the kernel takes the shapes (no unsorted act-order g_idx for
+    // quant_mma, not 5+ tokens for quant_gemv, no odd widths); launch_quant_site then issues it, an act-order matrix
+    // sorted at load (k_order) after x is gathered into its row order.
     static constexpr int kQuantMmaMaxRows = 64;
     static_assert(3 * kQuantMmaMaxRows <= kGatherRows);
     struct QuantLaunches {
