@@ -5,7 +5,8 @@
 // timing uses constant-filled weights (no kernel branches on values) in enough copies to defeat the 50 MB L2,
 // launched back to back in one CUDA graph (PDL on, as in a decode step). us = median per call site; GB/s =
 // stored int4 bytes (weights, zeros, scales) / time. Then a sweep of column groups per block and k rows per block (0 =
-// the default).
+// the default). Then, where cuBLASLt has it, the fp8 table: W8A8 (fp8_block_gemm.h) beside the other fp8 paths and
+// bf16, 1 to 2048 tokens. --fp8: the checks and that table only.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -13,9 +14,11 @@
 #include <cstdio>
 #include <functional>
 #include <random>
+#include <string>
 
 #include "bench_timing.h"
 #include "device_buffer.h"
+#include "fp8_block_gemm.h"
 #include "kernel_test_util.h"
 #include "quant_case.h"
 #include "quant_dequant.h"
@@ -74,7 +77,9 @@ void check(QuantFormat f, int n, int k, int tokens) {
     if (!(err < 1e-3)) std::printf("QUANT MMA CHECK FAILED (timings below are of a wrong kernel)\n");
 }
 
-enum class Path { bf16_cublas, dequant_cublas, mma };
+enum class Path { bf16_cublas, dequant_cublas, mma, fp8_w8a8 };
+
+Fp8BlockGemm* g_fp8_gemm = nullptr;  // the block-scaled fp8 GEMM (cuBLASLt), when this GPU has it
 
 // Median us of one call site over `copies` weight copies captured in one graph.
 double time_site(Path path, QuantFormat f, const Site& s, int tokens, int split_chunk, cublasHandle_t h,
@@ -92,8 +97,11 @@ double time_site(Path path, QuantFormat f, const Site& s, int tokens, int split_
     DeviceBuffer<uint8_t> arena(per_copy * std::size_t(copies));
     cuda_check(cudaMemset(arena.get(), 0x3c, arena.size()), "memset");
     std::mt19937 rng(2);
-    DeviceBuffer<uint16_t> dx(random_bf16(rng, std::size_t(tokens) * k)), dy(std::size_t(tokens) * n);
+    // y has the padding rows the fp8 GEMM writes (fp8_gemm_rows).
+    DeviceBuffer<uint16_t> dx(random_bf16(rng, std::size_t(tokens) * k)), dy(std::size_t(fp8_gemm_rows(tokens)) * n);
     DeviceBuffer<uint16_t> scratch(path == Path::dequant_cublas ? std::size_t(n) * k : 1);
+    DeviceBuffer<uint8_t> xq(path == Path::fp8_w8a8 ? std::size_t(fp8_gemm_rows(tokens)) * k : 1);
+    DeviceBuffer<float> xs(path == Path::fp8_w8a8 ? std::size_t(k / 128) * fp8_act_scale_ld(tokens) : 1);
     DeviceBuffer<uint8_t> dws(std::vector<uint8_t>(quant_mma_workspace_bytes(n, k, split_chunk), 0));
     cudaStream_t st;
     cuda_check(cudaStreamCreate(&st), "stream");
@@ -120,6 +128,15 @@ double time_site(Path path, QuantFormat f, const Site& s, int tokens, int split_
         q.scales = reinterpret_cast<const uint16_t*>(sc), q.split_chunk = split_chunk;
         q.w_fp8 = w, q.w_scale = reinterpret_cast<const float*>(sc), q.fp8_scaling = Fp8Scaling::block128;
         q.mma_col_groups = col_groups;
+        if (path == Path::fp8_w8a8) {  // x quantized per site, as the runner does, then the GEMM
+            cuda_check(fp8_quantize_rows(dx.get(), k, tokens, k, xq.get(), xs.get(), fp8_act_scale_ld(tokens), st),
+                       "fp8_quantize_rows");
+            Fp8BlockGemmParams g;
+            g.w = w, g.w_scale = reinterpret_cast<const float*>(sc), g.xq = xq.get(), g.x_scale = xs.get();
+            g.y = dy.get(), g.y_row_stride = n, g.n_tokens = tokens, g.n = n, g.k = k;
+            cuda_check(g_fp8_gemm->run(g, st), "fp8 block gemm");
+            continue;
+        }
         if (path == Path::dequant_cublas) {
             cuda_check(quant_dequantize(q, 0, n, scratch.get(), st), "quant_dequantize");
             gemm(h, scratch.get(), dx.get(), tokens, k, n, dy.get());
@@ -140,7 +157,8 @@ double time_site(Path path, QuantFormat f, const Site& s, int tokens, int split_
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+    const bool fp8_only = argc > 1 && std::string(argv[1]) == "--fp8";  // the fp8 table alone
     cudaDeviceProp prop{};
     cuda_check(cudaGetDeviceProperties(&prop, 0), "device");
     std::printf("%s, %d SMs; device copy %.0f GB/s (read + write)\n", prop.name, prop.multiProcessorCount,
@@ -150,6 +168,7 @@ int main() {
     cublasHandle_t h;
     cublas_ok(cublasCreate(&h));
     for (int tokens : {1, 8, 16, 32, 64}) {
+        if (fp8_only) break;
         std::printf("\ntokens %d: us per call site (GB/s of stored int4 bytes)\n", tokens);
         double sum[6] = {};
         for (const Site& s : kSites) {
@@ -174,7 +193,36 @@ int main() {
             36 * sum[0] * 1e-3, 36 * sum[1] * 1e-3, 36 * sum[2] * 1e-3, 36 * sum[3] * 1e-3, 36 * sum[4] * 1e-3,
             36 * sum[5] * 1e-3);
     }
+    Fp8BlockGemm fp8_gemm;
+    DeviceBuffer<uint8_t> lt_ws(std::size_t(32) << 20);
+    if (fp8_gemm.init(lt_ws.get(), lt_ws.size())) {
+        g_fp8_gemm = &fp8_gemm;
+        std::printf("\nfp8 block-scaled: us per call site; W8A8 = fp8_quantize_rows + cuBLASLt fp8 GEMM\n");
+        for (int tokens : {1, 4, 8, 16, 32, 64, 128, 512, 2048}) {
+            double sum[4] = {};
+            for (const Site& s : kSites) {
+                const double t[4] = {
+                    time_site(Path::bf16_cublas, QuantFormat::fp8_e4m3, s, tokens, 0, h),
+                    tokens <= kQuantMmaMaxTokens ? time_site(Path::mma, QuantFormat::fp8_e4m3, s, tokens, 0, h) : 0.0,
+                    tokens <= 512 ? time_site(Path::dequant_cublas, QuantFormat::fp8_e4m3, s, tokens, 0, h) : 0.0,
+                    time_site(Path::fp8_w8a8, QuantFormat::fp8_e4m3, s, tokens, 0, h)};
+                for (int i = 0; i < 4; ++i) sum[i] += t[i];
+                std::printf(
+                    "tokens %4d %-8s %5dx%-5d | bf16 cuBLAS %8.1f | fp8 mma %7.1f | fp8 dequant+cuBLAS %8.1f | "
+                    "fp8 W8A8 %8.1f (%4.0f GB/s)\n",
+                    tokens, s.name, s.n, s.k, t[0], t[1], t[2], t[3], double(s.n) * s.k / (t[3] * 1e-6) / 1e9);
+                std::fflush(stdout);
+            }
+            std::printf(
+                "tokens %4d layer, x36: bf16 cuBLAS %.2f ms | fp8 mma %.2f ms | fp8 dequant+cuBLAS %.2f ms | "
+                "fp8 W8A8 %.2f ms\n",
+                tokens, 36 * sum[0] * 1e-3, 36 * sum[1] * 1e-3, 36 * sum[2] * 1e-3, 36 * sum[3] * 1e-3);
+        }
+    } else {
+        std::printf("\nno block-scaled fp8 GEMM on this GPU\n");
+    }
     for (int tokens : {8, 16, 32}) {
+        if (fp8_only) break;
         std::printf(
             "\nsweep, tokens %d, awq: us per call site by column groups per block and k rows per block "
             "(0 = default)\n",

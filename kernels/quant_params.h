@@ -106,6 +106,24 @@ struct QuantGemvParams {
     void* workspace = nullptr;
 };
 
+// The block-scaled fp8 GEMM's operands (fp8_block_gemm.h; twin ref::fp8_block_gemm): weights as the checkpoint stores
+// them and x quantized per token and 128 columns (fp8_quantize_rows).
+// The rows the GEMM runs on for n_tokens tokens: cuBLASLt's block-scaled kernels take token counts that are a
+// multiple of 4 only (H100, cuBLASLt 13.1: none for 1 or 33 tokens). The padding rows are quantized as zeros.
+inline int fp8_gemm_rows(int n_tokens) { return (n_tokens + 3) / 4 * 4; }
+// x_scale's row length (floats per 128-column block): its 1x128 scales are token-contiguous per block.
+inline int fp8_act_scale_ld(int n_tokens) { return fp8_gemm_rows(n_tokens); }
+
+struct Fp8BlockGemmParams {
+    const uint8_t* w = nullptr;      // e4m3 [n, k] row-major, 16-byte aligned
+    const float* w_scale = nullptr;  // [n / 128][k / 128] row-major (the checkpoint's weight_scale_inv)
+    const uint8_t* xq = nullptr;     // e4m3 [fp8_gemm_rows(n_tokens), k], from fp8_quantize_rows
+    const float* x_scale = nullptr;  // [k / 128][fp8_act_scale_ld(n_tokens)]
+    uint16_t* y = nullptr;           // bf16 [fp8_gemm_rows(n_tokens), y_row_stride]; columns [0, n), padding rows zero
+    int64_t y_row_stride = 0;
+    int n_tokens = 0, n = 0, k = 0;
+};
+
 inline constexpr int kAwqOrder[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 
 // The workspace starts with a fixed block of int32 arrival counters, one per 128 output columns, the same for

@@ -175,4 +175,53 @@ void quant_gemv(const QuantGemvParams& p) { multiply(p, quant_dequantize(p)); }
 
 void quant_mma(const QuantGemvParams& p) { multiply(p, quant_mma_dequantize(p)); }
 
+uint8_t fp8_e4m3_from_f32(float v) {
+    if (std::isnan(v)) return 0x7f;
+    const uint8_t sign = std::signbit(v) ? 0x80 : 0x00;
+    const float a = std::fabs(v);
+    if (a >= 448.0f) return uint8_t(sign | 0x7e);  // 448 and past it (infinities too): the largest finite
+    // The e4m3 grid near a: steps of 2^-9 below 2^-6 (subnormals), else 8 steps per binade; rint rounds to nearest
+    // even on the grid, and a mantissa that rounds up to 8 carries into the next binade.
+    int code;
+    if (a < 0.015625f) {
+        code = int(std::nearbyint(a * 512.0f));  // 8 is the smallest normal
+    } else {
+        int e = 0;
+        const float m = std::frexp(a, &e);  // a = m 2^e, m in [0.5, 1)
+        const int steps = int(std::nearbyint((m * 2.0f - 1.0f) * 8.0f));
+        code = ((e - 1 + 7) << 3) + steps;
+    }
+    return uint8_t(sign | code);
+}
+
+void fp8_quantize_rows(const uint16_t* x, int64_t x_row_stride, int n_tokens, int k, uint8_t* xq, float* x_scale,
+                       int scale_ld) {
+    for (int t = 0; t < fp8_gemm_rows(n_tokens); ++t)
+        for (int b = 0; b * 128 < k; ++b) {
+            const int end = std::min(k, b * 128 + 128);
+            const auto value = [&](int c) { return t < n_tokens ? bf16_to_f32(x[t * x_row_stride + c]) : 0.0f; };
+            float amax = 0.0f;
+            for (int c = b * 128; c < end; ++c) amax = std::max(amax, std::fabs(value(c)));
+            const float s = amax > 0.0f ? amax / 448.0f : 1.0f;
+            for (int c = b * 128; c < end; ++c) xq[int64_t(t) * k + c] = fp8_e4m3_from_f32(value(c) / s);
+            x_scale[int64_t(b) * scale_ld + t] = s;
+        }
+}
+
+void fp8_block_gemm(const Fp8BlockGemmParams& p) {
+    const int kb = p.k / 128, ld = fp8_act_scale_ld(p.n_tokens);
+    for (int t = 0; t < fp8_gemm_rows(p.n_tokens); ++t)
+        for (int n = 0; n < p.n; ++n) {
+            double d = 0;
+            for (int b = 0; b < kb; ++b) {
+                double block = 0;
+                for (int k = b * 128; k < b * 128 + 128; ++k)
+                    block += double(fp8_e4m3_to_f32(p.w[int64_t(n) * p.k + k])) *
+                             fp8_e4m3_to_f32(p.xq[int64_t(t) * p.k + k]);
+                d += block * p.w_scale[(n / 128) * kb + b] * p.x_scale[int64_t(b) * ld + t];
+            }
+            p.y[t * p.y_row_stride + n] = f32_to_bf16(float(d));
+        }
+}
+
 }  // namespace loradesk::kernels::ref

@@ -37,6 +37,73 @@ class TstQuantTwin : public QObject {
         QVERIFY(std::isnan(ref::fp8_e4m3_to_f32(0xff)));
     }
 
+    // Every finite code round-trips; each midpoint between neighbours goes to the even code, a hair off it to the
+    // nearer; past 448 (infinities too) saturates to 448; NaN stays NaN.
+    void encodes_fp8_to_nearest_even_saturating() {
+        for (int c = 0; c < 256; ++c) {
+            if ((c & 0x7f) == 0x7f) continue;
+            QCOMPARE(int(ref::fp8_e4m3_from_f32(ref::fp8_e4m3_to_f32(uint8_t(c)))), c);
+        }
+        for (int c = 0; c < 0x7e; ++c) {
+            const float lo = ref::fp8_e4m3_to_f32(uint8_t(c)), hi = ref::fp8_e4m3_to_f32(uint8_t(c + 1));
+            const float mid = (lo + hi) / 2;  // exact: neighbours differ by one step of a 3-bit mantissa
+            const int even = c % 2 == 0 ? c : c + 1;
+            QCOMPARE(int(ref::fp8_e4m3_from_f32(mid)), even);
+            QCOMPARE(int(ref::fp8_e4m3_from_f32(-mid)), 0x80 | even);
+            QCOMPARE(int(ref::fp8_e4m3_from_f32(std::nextafter(mid, 0.0f))), c);
+            QCOMPARE(int(ref::fp8_e4m3_from_f32(std::nextafter(mid, 1e9f))), c + 1);
+        }
+        QCOMPARE(int(ref::fp8_e4m3_from_f32(460.0f)), 0x7e);
+        QCOMPARE(int(ref::fp8_e4m3_from_f32(1e30f)), 0x7e);
+        QCOMPARE(int(ref::fp8_e4m3_from_f32(-INFINITY)), 0xfe);
+        QCOMPARE(int(ref::fp8_e4m3_from_f32(std::ldexp(1.0f, -11))), 0);  // below half the smallest subnormal
+        QCOMPARE(int(ref::fp8_e4m3_from_f32(NAN)), 0x7f);
+    }
+
+    // One token, 130 columns: block 0 scaled by its amax (2), block 1 (two columns) all zero keeps scale 1; the GEMM
+    // runs on 4 rows, the 3 padding rows zero with scale 1.
+    void quantizes_rows_per_128_block() {
+        std::vector<uint16_t> x(130, 0);
+        x[0] = ref::f32_to_bf16(2.0f), x[1] = ref::f32_to_bf16(-1.0f), x[2] = ref::f32_to_bf16(0.001f);
+        QCOMPARE(fp8_gemm_rows(1), 4);
+        const int ld = fp8_act_scale_ld(1);
+        std::vector<uint8_t> q(4 * 130, 0xaa);
+        std::vector<float> s(2 * std::size_t(ld), -1.0f);
+        ref::fp8_quantize_rows(x.data(), 130, 1, 130, q.data(), s.data(), ld);
+        QCOMPARE(s[0], 2.0f / 448.0f);
+        QCOMPARE(s[std::size_t(ld)], 1.0f);
+        QCOMPARE(int(q[0]), 0x7e);  // 448
+        QCOMPARE(ref::fp8_e4m3_to_f32(q[1]), -224.0f);
+        QCOMPARE(int(q[2]), int(ref::fp8_e4m3_from_f32(ref::bf16_to_f32(x[2]) / s[0])));  // 0.224: 0.21875
+        QCOMPARE(int(q[128]), 0);
+        QCOMPARE(int(q[129]), 0);
+        for (int t = 1; t < 4; ++t) {
+            QCOMPARE(s[std::size_t(t)], 1.0f);
+            QCOMPARE(s[std::size_t(ld + t)], 1.0f);
+            for (int c = 0; c < 130; ++c) QCOMPARE(int(q[std::size_t(t) * 130 + std::size_t(c)]), 0);
+        }
+    }
+
+    // y = sum over blocks of w_scale * x_scale * the block's e4m3 dot: all-ones operands over 2 blocks of k, 2 tokens
+    // (4 rows with the padding, which come out zero).
+    void block_gemm_hand_case() {
+        std::vector<uint8_t> w(128 * 256, 0x38), xq(4 * 256, 0x38);  // e4m3 1.0
+        std::fill(xq.begin() + 2 * 256, xq.end(), uint8_t(0));       // padding rows, as fp8_quantize_rows writes them
+        xq[256 + 5] = 0x40;                                          // token 1, one 2.0 in block 0
+        std::vector<float> ws{0.5f, 0.25f}, xs{2.0f, 3.0f, 1.0f, 1.0f, 4.0f, 5.0f, 1.0f, 1.0f};  // [block][4 rows]
+        std::vector<uint16_t> y(4 * 130, 0x1111);
+        Fp8BlockGemmParams p;
+        p.w = w.data(), p.w_scale = ws.data(), p.xq = xq.data(), p.x_scale = xs.data(), p.y = y.data() + 1;
+        p.y_row_stride = 130, p.n_tokens = 2, p.n = 128, p.k = 256;
+        ref::fp8_block_gemm(p);
+        QCOMPARE(ref::bf16_to_f32(y[1]), 128 * 0.5f * 2.0f + 128 * 0.25f * 4.0f);  // 256
+        QCOMPARE(ref::bf16_to_f32(y[130 + 128]), 354.0f);  // 129 * 0.5 * 3 + 128 * 0.25 * 5 = 353.5, bf16 354
+        QCOMPARE(y[0], uint16_t(0x1111));
+        QCOMPARE(y[129], uint16_t(0x1111));
+        QCOMPARE(y[2 * 130 + 1], uint16_t(0));
+        QCOMPARE(y[3 * 130 + 128], uint16_t(0));
+    }
+
     // One AWQ word 0x76543210 holds nibble i = i; AutoAWQ's order puts nibble i in column kAwqOrder[i].
     void awq_hand_case() {
         const std::vector<int32_t> qweight{0x76543210}, qzeros{0x11111111};
