@@ -45,6 +45,8 @@ const Preset kPresets[] = {
     {"tiny-qwen2", Architecture::qwen2, 128, 352, 2, 4, 2, 32, 0, 4096, 1e6f, 1e-6f, true, kNoScaling},
     {"tiny-llama", Architecture::llama, 128, 320, 2, 4, 1, 32, 0, 8192, 5e5f, 1e-5f, false, llama3_rope(8.0f, 1024)},
     {"tiny-mistral", Architecture::mistral, 128, 256, 2, 8, 2, 16, 0, 4096, 1e6f, 1e-5f, false, kNoScaling},
+    // The smallest shapes the block-scaled fp8 GEMM takes (widths multiples of 512), for its tests.
+    {"small", Architecture::qwen3, 512, 1024, 2, 4, 2, 128, 0, 4096, 1e6f, 1e-6f, true, kNoScaling},
     {"qwen3-0.6b", Architecture::qwen3, 1024, 3072, 28, 16, 8, 128, 151936, 40960, 1e6f, 1e-6f, true, kNoScaling},
     {"qwen3-8b", Architecture::qwen3, 4096, 12288, 36, 32, 8, 128, 151936, 40960, 1e6f, 1e-6f, false, kNoScaling},
     {"llama-3.2-1b", Architecture::llama, 2048, 8192, 16, 32, 8, 64, 128256, 131072, 5e5f, 1e-5f, true,

@@ -1,8 +1,12 @@
 // CPU reference ops; see cpu_ops.h.
 #include "runtime/cpu/cpu_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
+
+#include "model/dequantize.h"
+#include "model/quantize.h"
 
 namespace loradesk::runtime::cpu {
 
@@ -56,6 +60,19 @@ void rms_norm(const float* x, const float* weight, int n, int dim, float eps, fl
 void rms_norm(const float* x, const model::TensorView& weight, int n, int dim, float eps, float* out) {
     std::vector<float> w = weight.to_f32();
     rms_norm(x, w.data(), n, dim, eps, out);
+}
+
+void fp8_block_round_rows(const float* x, int n, int dim, float* out) {
+    for (int t = 0; t < n; ++t)
+        for (int b = 0; b < dim; b += 128) {
+            const float* in = x + std::size_t(t) * dim;
+            float* o = out + std::size_t(t) * dim;
+            const int end = std::min(dim, b + 128);
+            float amax = 0.0f;
+            for (int c = b; c < end; ++c) amax = std::max(amax, std::fabs(in[c]));
+            const float s = amax > 0.0f ? amax / 448.0f : 1.0f;
+            for (int c = b; c < end; ++c) o[c] = model::fp8_e4m3_to_f32(model::f32_to_fp8_e4m3(in[c] / s)) * s;
+        }
 }
 
 void silu_mul(float* a, const float* b, std::size_t n) {

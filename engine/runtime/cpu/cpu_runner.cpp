@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -15,6 +16,7 @@ namespace loradesk::runtime::cpu {
 
 struct CpuRunner::Scratch {
     std::vector<float> x, h, q, k, v, attn, o, gate, up, down;
+    std::vector<float> rounded;  // a projection's input rounded to e4m3 (set_fp8_activation_rounding)
 };
 
 CpuRunner::CpuRunner(const std::string& model_dir, int threads)
@@ -138,14 +140,29 @@ void CpuRunner::apply_lora(LoraModule m, int layer, const float* x, int in, int 
     });
 }
 
+const float* CpuRunner::projection_input(std::initializer_list<const model::QuantizedLinear*> site, const float* x,
+                                         int n, int dim, std::vector<float>& rounded) const {
+    const auto fp8_block = [](const model::QuantizedLinear* q) {
+        return q && q->format == model::QuantFormat::fp8_block;
+    };
+    // The CUDA runner quantizes a call site's projections together or not at all (cuda_weights.cpp).
+    if (m_fp8_act_min_tokens <= 0 || n < m_fp8_act_min_tokens || !std::all_of(site.begin(), site.end(), fp8_block))
+        return x;
+    rounded.resize(std::size_t(n) * std::size_t(dim));
+    fp8_block_round_rows(x, n, dim, rounded.data());
+    return rounded.data();
+}
+
 void CpuRunner::attention_block(int layer, const ForwardBatch& b, const std::vector<int>& token_slot, Scratch& s) {
     const auto& c = config();
     const auto& w = m_layers.layer(layer);
     const int n = b.n_tokens(), hid = c.hidden_size, qd = c.q_dim(), kvd = c.kv_dim();
     rms_norm(s.x.data(), *w.input_norm, n, hid, c.rms_norm_eps, s.h.data());
-    linear(*w.q, w.q_bias, s.h.data(), n, s.q.data(), m_pool);
-    linear(*w.k, w.k_bias, s.h.data(), n, s.k.data(), m_pool);
-    linear(*w.v, w.v_bias, s.h.data(), n, s.v.data(), m_pool);
+    const model::LayerQuant& lq = m_weights.layer(layer).quant;
+    const float* hq = projection_input({lq.q, lq.k, lq.v}, s.h.data(), n, hid, s.rounded);
+    linear(*w.q, w.q_bias, hq, n, s.q.data(), m_pool);
+    linear(*w.k, w.k_bias, hq, n, s.k.data(), m_pool);
+    linear(*w.v, w.v_bias, hq, n, s.v.data(), m_pool);
     apply_lora(LoraModule::q, layer, s.h.data(), hid, n, s.q.data(), qd, token_slot);
     apply_lora(LoraModule::k, layer, s.h.data(), hid, n, s.k.data(), kvd, token_slot);
     apply_lora(LoraModule::v, layer, s.h.data(), hid, n, s.v.data(), kvd, token_slot);
@@ -162,7 +179,7 @@ void CpuRunner::attention_block(int layer, const ForwardBatch& b, const std::vec
                     c.n_kv_heads, c.head_dim};
     write_kv(kv, b, s.k.data(), s.v.data());
     paged_attention(kv, b, s.q.data(), c.n_heads, 1.0f / std::sqrt(float(c.head_dim)), s.attn.data(), m_pool);
-    linear(*w.o, w.o_bias, s.attn.data(), n, s.o.data(), m_pool);
+    linear(*w.o, w.o_bias, projection_input({lq.o}, s.attn.data(), n, qd, s.rounded), n, s.o.data(), m_pool);
     apply_lora(LoraModule::o, layer, s.attn.data(), qd, n, s.o.data(), hid, token_slot);
     for (std::size_t i = 0; i < std::size_t(n) * hid; ++i) s.x[i] += s.o[i];
 }
@@ -172,12 +189,14 @@ void CpuRunner::mlp_block(int layer, int n, const std::vector<int>& token_slot, 
     const auto& w = m_layers.layer(layer);
     const int hid = c.hidden_size, f = c.intermediate_size;
     rms_norm(s.x.data(), *w.post_norm, n, hid, c.rms_norm_eps, s.h.data());
-    linear(*w.gate, w.gate_bias, s.h.data(), n, s.gate.data(), m_pool);
-    linear(*w.up, w.up_bias, s.h.data(), n, s.up.data(), m_pool);
+    const model::LayerQuant& lq = m_weights.layer(layer).quant;
+    const float* hq = projection_input({lq.gate, lq.up}, s.h.data(), n, hid, s.rounded);
+    linear(*w.gate, w.gate_bias, hq, n, s.gate.data(), m_pool);
+    linear(*w.up, w.up_bias, hq, n, s.up.data(), m_pool);
     apply_lora(LoraModule::gate, layer, s.h.data(), hid, n, s.gate.data(), f, token_slot);
     apply_lora(LoraModule::up, layer, s.h.data(), hid, n, s.up.data(), f, token_slot);
     silu_mul(s.gate.data(), s.up.data(), std::size_t(n) * f);
-    linear(*w.down, w.down_bias, s.gate.data(), n, s.down.data(), m_pool);
+    linear(*w.down, w.down_bias, projection_input({lq.down}, s.gate.data(), n, f, s.rounded), n, s.down.data(), m_pool);
     apply_lora(LoraModule::down, layer, s.gate.data(), f, n, s.down.data(), hid, token_slot);
     for (std::size_t i = 0; i < std::size_t(n) * hid; ++i) s.x[i] += s.down[i];
 }

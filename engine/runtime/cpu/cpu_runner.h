@@ -5,6 +5,7 @@
 // Not thread-safe: one caller (the engine loop) at a time, like every ModelRunner.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,13 @@ class CpuRunner final : public ModelRunner {
     const model::ModelWeights& weights() const { return m_weights; }
     int n_kv_pages() const { return m_n_pages; }
 
+    // W8A8 for 128x128-block fp8 checkpoints, as the CUDA runner runs them from kFp8GemmMinTokens tokens
+    // (runtime/cuda/quant_route.h) and transformers' FineGrainedFP8 always: in steps of at least min_tokens tokens, a
+    // call site whose projections are all stored block-fp8 multiplies its input rounded to e4m3 per token and 128
+    // columns (scale amax / 448) instead of the input itself; LoRA still reads the input. 0 (the default): never, the
+    // weight-only oracle. The CUDA tests measure with it how far W8A8 alone moves the logits.
+    void set_fp8_activation_rounding(int min_tokens) { m_fp8_act_min_tokens = min_tokens; }
+
   private:
     struct Scratch;
     void attention_block(int layer, const ForwardBatch& b, const std::vector<int>& token_slot, Scratch& s);
@@ -46,6 +54,9 @@ class CpuRunner final : public ModelRunner {
     void apply_lora(LoraModule m, int layer, const float* x, int in, int n, float* y, int out,
                     const std::vector<int>& token_slot);
     std::pair<int, int> module_dims(LoraModule m) const;  // (in_features, out_features)
+    // What a call site's projections multiply: x, or x rounded into `rounded` under set_fp8_activation_rounding.
+    const float* projection_input(std::initializer_list<const model::QuantizedLinear*> site, const float* x, int n,
+                                  int dim, std::vector<float>& rounded) const;
 
     model::ModelWeights m_weights;
     ThreadPool m_pool;
@@ -56,6 +67,7 @@ class CpuRunner final : public ModelRunner {
     std::vector<std::vector<float>> m_k_cache, m_v_cache;  // per layer
     int m_max_rank = 0;
     std::vector<std::unique_ptr<LoraWeights>> m_slots;  // index = slot; [0] always empty
+    int m_fp8_act_min_tokens = 0;
 };
 
 }  // namespace loradesk::runtime::cpu
