@@ -19,6 +19,7 @@
 #include "model/synth_model.h"
 #include "runtime/cpu/cpu_runner.h"
 #include "runtime/cuda/cuda_runner.h"
+#include "runtime/cuda/quant_route.h"
 #include "runtime/sequence_driver.h"
 
 using namespace loradesk;
@@ -282,22 +283,110 @@ class TstCudaRunner : public QObject {
         QCOMPARE(gpu.graph_stats().replays, 8);
     }
 
+    // Block-scaled fp8 at widths the W8A8 route takes (the small preset; tiny's are too narrow): steps of 3+ tokens
+    // round x to e4m3 per token and 128 columns. That rounding alone moves the logits a few percent, measured on the
+    // CPU runner (set_fp8_activation_rounding, the same rule, against the weight-only oracle); rounding decorrelates
+    // inputs that differ by bf16 noise, so the CUDA runner must stay within the bf16 bound plus 1.5 times that of the
+    // CPU's W8A8 logits (a wrong scale or slice lands near 1), and with CudaRunnerOptions::fp8_w8a8 off within the bf16
+    // bound of the weight-only oracle. Prefill in two chunks, decode batches of 5, 2 (the GEMV) and 3 with adapters on
+    // some rows, graphs on.
+    void fp8_w8a8_matches_cpu_runner() {
+        QTemporaryDir dir;
+        model::SynthOptions so;
+        so.preset = "small", so.out_dir = dir.path().toStdString(), so.seed = 5, so.quant = "fp8";
+        const model::ModelConfig c = model::synth_model(so);
+        cpu::CpuRunner cpu_wo(so.out_dir, 2), cpu_w8a8(so.out_dir, 2);
+        cpu_w8a8.set_fp8_activation_rounding(cuda::kFp8GemmMinTokens);
+        cuda::CudaRunnerOptions weight_only;
+        weight_only.fp8_w8a8 = false;
+        cuda::CudaRunner gpu(so.out_dir), gpu_wo(so.out_dir, 0, weight_only);
+        std::vector<ModelRunner*> runners{&cpu_wo, &cpu_w8a8, &gpu, &gpu_wo};
+        std::vector<SequenceDriver> drivers;
+        drivers.reserve(runners.size());
+        for (ModelRunner* r : runners) {
+            r->configure_lora_slots(2, 16);
+            r->load_lora_slot(1, random_lora(c, 16, 1));
+            r->load_lora_slot(2, random_lora(c, 5, 2));
+            drivers.emplace_back(*r, 64, 16);
+        }
+        const std::vector<int> seq_slots{0, 1, 2, 0, 1};
+        const std::vector<int> lens{37, 1, 19, 5, 70};
+        std::mt19937 rng(9);
+        std::vector<SequenceDriver::Work> work;
+        for (std::size_t i = 0; i < seq_slots.size(); ++i) {
+            for (auto& d : drivers) QCOMPARE(d.add_sequence(seq_slots[i]), int(i));
+            std::vector<int32_t> toks(std::size_t(lens[i]));
+            for (auto& t : toks) t = int32_t(rng() % uint32_t(c.vocab_size));
+            work.push_back({int(i), toks});
+        }
+        std::vector<std::vector<float>> logits(runners.size());
+        auto step = [&](const std::vector<SequenceDriver::Work>& w, bool prefill, const QString& what) {
+            int tokens = 0;
+            for (const auto& x : w) tokens += int(x.tokens.size());
+            for (std::size_t i = 0; i < drivers.size(); ++i) drivers[i].step(w, prefill, logits[i]);
+            const auto &lc = logits[0], &lw = logits[1], &lg = logits[2], &lgo = logits[3];
+            const double ruler = rel_l2(lw, lc), err = rel_l2(lg, lw), err_wo = rel_l2(lgo, lc);
+            const double bound = 3e-2 + 1.5 * ruler;
+            qInfo(
+                "%s, %d tokens: CPU W8A8 moves the logits %.2e; CUDA %.2e from it (bound %.2e), weight-only CUDA %.2e "
+                "from the weight-only CPU",
+                qPrintable(what), tokens, ruler, err, bound, err_wo);
+            QVERIFY2(err < bound, qPrintable(QString("%1: logits rel err %2, bound %3").arg(what).arg(err).arg(bound)));
+            QVERIFY2(err_wo < 3e-2, qPrintable(QString("%1: weight-only logits rel err %2").arg(what).arg(err_wo)));
+            QCOMPARE(argmax_disagreements_beyond_noise(lg, lw, c.vocab_size), 0);
+            QCOMPARE(argmax_disagreements_beyond_noise(lgo, lc, c.vocab_size), 0);
+        };
+        for (int chunk = 0; chunk < 2; ++chunk) {
+            std::vector<SequenceDriver::Work> part;
+            for (const auto& w : work) {
+                const std::size_t half = (w.tokens.size() + 1) / 2;
+                std::vector<int32_t> t = chunk == 0 ? std::vector<int32_t>(w.tokens.begin(), w.tokens.begin() + half)
+                                                    : std::vector<int32_t>(w.tokens.begin() + half, w.tokens.end());
+                if (!t.empty()) part.push_back({w.seq, t});
+            }
+            step(part, true, QString("prefill chunk %1").arg(chunk));
+        }
+        std::vector<int32_t> next(work.size());  // the weight-only CPU's greedy tokens
+        auto take_next = [&](std::size_t rows) {
+            const auto first = logits[0].end() - std::ptrdiff_t(rows) * c.vocab_size;
+            for (std::size_t i = 0; i < rows; ++i) {
+                const auto row = first + std::ptrdiff_t(i) * c.vocab_size;
+                next[i] = int32_t(std::max_element(row, row + c.vocab_size) - row);
+            }
+        };
+        take_next(work.size());
+        for (int s = 0; s < 9; ++s) {
+            const int count = s < 3 ? 5 : s < 6 ? 2 : 3;  // every sequence, then 2 (the GEMV), then 3 (W8A8 again)
+            std::vector<SequenceDriver::Work> w;
+            for (int i = 0; i < count; ++i) w.push_back({i, {next[std::size_t(i)]}});
+            step(w, false, QString("decode step %1").arg(s));
+            take_next(std::size_t(count));
+        }
+        QVERIFY(gpu.graph_stats().replays >= 9);
+    }
+
     // Sequences with the same prompt, prefilled one by one and decoded together, keep bit-identical logits rows
     // (the property `loradeskd bench` checks at every step): nothing in a step may depend on a row's position
     // or on which block of a split-K reduction finishes first. bf16 and every quantized path, 2 and 4 rows.
     void identical_rows_stay_identical_data() {
+        QTest::addColumn<QString>("preset");
         QTest::addColumn<QString>("quant");
         QTest::addColumn<int>("batch");
         for (const char* q : {"", "awq", "gptq", "fp8"})
             for (int b : {2, 4})
-                QTest::newRow(qPrintable(QString("%1 b%2").arg(*q ? q : "bf16").arg(b))) << QString(q) << b;
+                QTest::newRow(qPrintable(QString("%1 b%2").arg(*q ? q : "bf16").arg(b)))
+                    << QString("tiny") << QString(q) << b;
+        for (int b : {2, 4, 6})  // W8A8: cuBLASLt's fp8 GEMM pads 2 and 6 rows to a multiple of 4
+            QTest::newRow(qPrintable(QString("small fp8 b%1").arg(b))) << QString("small") << QString("fp8") << b;
     }
     void identical_rows_stay_identical() {
+        QFETCH(QString, preset);
         QFETCH(QString, quant);
         QFETCH(int, batch);
         QTemporaryDir dir;
         model::SynthOptions so;
-        so.preset = "tiny", so.out_dir = dir.path().toStdString(), so.seed = 4, so.quant = quant.toStdString();
+        so.preset = preset.toStdString(), so.out_dir = dir.path().toStdString(), so.seed = 4,
+        so.quant = quant.toStdString();
         const model::ModelConfig c = model::synth_model(so);
         cuda::CudaRunner gpu(so.out_dir);
         const int page_size = 16, n_pages = 8 * batch;
@@ -514,14 +603,19 @@ class TstCudaRunner : public QObject {
     // that runs shrink, base and expand one after another, bit for bit, for prefills (cuBLAS, quant_mma passes,
     // fp8's dequantize path past 32 tokens) and decode steps (graphs from 3 tokens up, eager), bf16 and quantized.
     void lora_beside_base_matches_serial_data() {
+        QTest::addColumn<QString>("preset");
         QTest::addColumn<QString>("quant");
-        for (const char* q : {"", "awq", "gptq", "gptq-actorder", "fp8"}) QTest::newRow(*q ? q : "bf16") << QString(q);
+        for (const char* q : {"", "awq", "gptq", "gptq-actorder", "fp8"})
+            QTest::newRow(*q ? q : "bf16") << QString("tiny") << QString(q);
+        QTest::newRow("small fp8 (W8A8)") << QString("small") << QString("fp8");
     }
     void lora_beside_base_matches_serial() {
+        QFETCH(QString, preset);
         QFETCH(QString, quant);
         QTemporaryDir dir;
         model::SynthOptions so;
-        so.preset = "tiny", so.out_dir = dir.path().toStdString(), so.seed = 17, so.quant = quant.toStdString();
+        so.preset = preset.toStdString(), so.out_dir = dir.path().toStdString(), so.seed = 17,
+        so.quant = quant.toStdString();
         const model::ModelConfig c = model::synth_model(so);
         cuda::CudaRunnerOptions serial_options;
         serial_options.lora_beside_base = false;

@@ -163,6 +163,37 @@ void CudaRunner::Impl::quant_matmul(const DeviceQuantSite& site, const uint16_t*
     }
 }
 
+bool CudaRunner::Impl::fp8_gemm_takes(const DeviceQuantSite& site, int n, int64_t x_stride, int64_t y_stride) const {
+    if (!opts.fp8_w8a8 || !fp8_xq || !fp8_gemm.available() || n < kFp8GemmMinTokens || x_stride % 4) return false;
+    for (const DeviceQuantSite::Part& part : site.parts) {
+        const kernels::QuantGemvParams& q = part.p;
+        if (q.format != kernels::QuantFormat::fp8_e4m3 || q.fp8_scaling != kernels::Fp8Scaling::block128) return false;
+        kernels::Fp8BlockGemmParams g;
+        g.w = q.w_fp8, g.w_scale = q.w_scale, g.xq = fp8_xq, g.x_scale = fp8_x_scale, g.n = q.n, g.k = q.k;
+        g.y = reinterpret_cast<uint16_t*>(fp8_xq) + part.out_offset, g.y_row_stride = y_stride, g.n_tokens = 1;
+        if (!kernels::fp8_block_gemm_supported(g) || q.k > fp8_row_elems) return false;
+    }
+    return !site.parts.empty();
+}
+
+void CudaRunner::Impl::fp8_matmul(const DeviceQuantSite& site, const uint16_t* x, int64_t x_stride, int n, uint16_t* y,
+                                  int64_t y_stride) {
+    const int k = site.parts.front().p.k;
+    for (int t0 = 0; t0 < n; t0 += kFp8Rows) {
+        const int tokens = std::min(kFp8Rows, n - t0);
+        launch_check(kernels::fp8_quantize_rows(x + t0 * x_stride, x_stride, tokens, k, fp8_xq, fp8_x_scale,
+                                                kernels::fp8_act_scale_ld(tokens), stream),
+                     "fp8_quantize_rows");
+        for (const DeviceQuantSite::Part& part : site.parts) {
+            kernels::Fp8BlockGemmParams g;
+            g.w = part.p.w_fp8, g.w_scale = part.p.w_scale, g.xq = fp8_xq, g.x_scale = fp8_x_scale;
+            g.y = y + t0 * y_stride + part.out_offset, g.y_row_stride = y_stride;
+            g.n_tokens = tokens, g.n = part.p.n, g.k = k;
+            launch_check(fp8_gemm.run(g, stream), "fp8 block GEMM (cuBLASLt)");
+        }
+    }
+}
+
 bool CudaRunner::Impl::plan_quant_site(const StepMeta& sm, int layer, const DeviceQuantSite& site, const uint16_t* bias,
                                        const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride,
                                        int first_module, int n_modules, const QuantAttempt& a, int32_t* sync,
@@ -234,17 +265,22 @@ void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const
         // The kernels route_quant_site picks, in order, until one takes the shapes; else dequantize + cuBLAS. LoRA
         // goes around the base launches where no kernel fuses it.
         const bool fp8 = quant.parts.front().p.format == kernels::QuantFormat::fp8_e4m3;
+        const bool w8a8 = fp8 && fp8_gemm_takes(quant, n, x_stride, y_stride);
         QuantLaunches q;
         bool planned = false;
-        for (const QuantAttempt& a : route_quant_site(fp8, n, lora))
-            if ((planned = plan_quant_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module, n_modules, a,
-                                           site_sync(layer, site), q)))
-                break;
+        if (!w8a8)
+            for (const QuantAttempt& a : route_quant_site(fp8, n, lora))
+                if ((planned = plan_quant_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module,
+                                               n_modules, a, site_sync(layer, site), q)))
+                    break;
         const bool lora_around = lora && !(planned && q.fuses_lora);
         kernels::SgmvParams lp;
         if (lora_around) lp = begin_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride);
         if (planned) {
             launch_quant_site(q);
+        } else if (w8a8) {
+            fp8_matmul(quant, x, x_stride, n, y, y_stride);
+            if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");
         } else {
             quant_matmul(quant, x, x_stride, n, y, y_stride);
             if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");

@@ -31,7 +31,8 @@ void CudaRunner::Impl::drop_graphs() {
 void CudaRunner::Impl::allocate_workspace(int n_tokens, int n_logits, int n_items) {
     drop_graphs();
     ws_tokens = n_tokens, ws_logits = n_logits, ws_att_items = n_items;
-    const std::size_t T = std::size_t(ws_tokens), H = std::size_t(cfg.hidden_size);
+    // Rows for ws_tokens tokens and the padding rows the block-scaled fp8 GEMM writes past them (fp8_gemm_rows).
+    const std::size_t T = std::size_t(kernels::fp8_gemm_rows(ws_tokens)), H = std::size_t(cfg.hidden_size);
     const std::size_t qkv_dim = std::size_t(cfg.q_dim() + 2 * cfg.kv_dim()), inter = std::size_t(cfg.intermediate_size);
     // Self-resetting device counters: zeroed once here, left zero by the kernels that use them.
     const std::size_t counter_bytes = kernels::attention_decode_counters(std::size_t(ws_att_items), cfg.n_kv_heads) * 4;
@@ -86,6 +87,11 @@ void CudaRunner::Impl::allocate_workspace(int n_tokens, int n_logits, int n_item
     cublas_ws_bytes = kCublasWorkspace;
     // A fixed cuBLAS workspace: stream capture must not allocate, and eager steps then use the same one.
     cublas_check(cublasSetWorkspace(cublas, cublas_ws, cublas_ws_bytes), "cublasSetWorkspace");
+    // cuBLASLt's fp8 GEMM runs on the same stream, never beside cuBLAS: it shares the workspace.
+    if (fp8_xq && !fp8_gemm.init(cublas_ws, cublas_ws_bytes))
+        log::info(
+            "CUDA runner: no block-scaled fp8 GEMM on this GPU (cuBLASLt has it from sm_90); fp8 batches and "
+            "prefill take the weight-only kernels");
     h_out.reserve(std::size_t(ws_logits) * cfg.vocab_size * 4);
     h_ids.reserve(std::size_t(ws_logits) * 4);
 }

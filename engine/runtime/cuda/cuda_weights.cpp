@@ -118,6 +118,7 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
     if (!cfg.tie_word_embeddings) items.push_back({{&w.lm_head()}, &lm_head});
     int64_t max_part_elems = 0, max_in = 0, bf16_sites = 0;
     bool any_act_order = false;
+    bool any_fp8_block = false;
     std::size_t quant_ws_bytes = 0;
     std::string first_refusal;
     for (int l = 0; l < cfg.n_layers; ++l) {
@@ -140,6 +141,8 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
                         max_part_elems = std::max(max_part_elems, int64_t(part.params.n) * part.params.k);
                         max_in = std::max(max_in, int64_t(part.params.k));
                         any_act_order = any_act_order || !part.g_idx.empty();
+                        any_fp8_block = any_fp8_block || (part.params.format == kernels::QuantFormat::fp8_e4m3 &&
+                                                          part.params.fp8_scaling == kernels::Fp8Scaling::block128);
                         quant_ws_bytes = std::max(
                             {quant_ws_bytes,
                              kernels::quant_gemv_workspace_bytes(part.params.n, part.params.k, part.params.group_size),
@@ -198,6 +201,14 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
         gather_row_elems = max_in;
         total += align_up(std::size_t(kGatherRows) * std::size_t(max_in) * 2);
     }
+    // Block-scaled fp8: x quantized for the fp8 GEMM, kFp8Rows tokens at a time (13.5 MiB at Qwen3-8B shapes).
+    std::size_t fp8_x_offset = 0, fp8_scale_offset = 0;
+    if (any_fp8_block) {
+        fp8_x_offset = total;
+        total += align_up(std::size_t(kFp8Rows) * std::size_t(max_in));
+        fp8_scale_offset = total;
+        total += align_up(std::size_t((max_in + 127) / 128) * kernels::fp8_act_scale_ld(kFp8Rows) * sizeof(float));
+    }
     weights.allocate(total, "the model weights");
     std::vector<uint16_t> host;
     for (std::size_t i = 0; i < items.size(); ++i) {
@@ -226,6 +237,11 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
         dequant_scratch = reinterpret_cast<uint16_t*>(weights.data() + scratch_offset);
     }
     if (any_act_order) gather_scratch = reinterpret_cast<uint16_t*>(weights.data() + gather_offset);
+    if (any_fp8_block) {
+        fp8_xq = weights.data() + fp8_x_offset;
+        fp8_x_scale = reinterpret_cast<float*>(weights.data() + fp8_scale_offset);
+        fp8_row_elems = max_in;
+    }
     if (cfg.tie_word_embeddings) lm_head = embed;
     kernels::ref::RopeScalingSpec rs;
     rs.kind = cfg.rope_scaling.type == model::RopeType::linear   ? kernels::RopeKind::linear
