@@ -49,6 +49,9 @@ std::vector<OptionSpec> engine_option_specs() {
         {"max-context", "N", "context length cap (default: the model's)"},
         {"policy", "fcfs|pack", "scheduling policy (default fcfs)"},
         {"threads", "N", "CPU runner threads (default: all cores)"},
+        {"fp8-weight-only", "",
+         "block-scaled FP8 models on a GPU: keep activations in bf16 instead of the faster W8A8 fp8 GEMM (numerics "
+         "then do not depend on the batch size)"},
         {"data-dir", "DIR", "catalog and state (default $XDG_DATA_HOME/loradesk)"},
         {"start-fresh", "", "if the catalog is damaged, keep it as catalog.sqlite3.corrupt-<time> and start a new one"},
         {"demo", "", "serve the demo model even if --model is given elsewhere"},
@@ -141,6 +144,7 @@ ServeOptions serve_options_from_args(const Args& args) {
     e.max_batch_tokens = bounded_int(args, "max-batch-tokens", e.max_batch_tokens, 16, 1 << 20);
     e.max_context = bounded_int(args, "max-context", 0, 0, 1 << 24);
     e.cpu_threads = bounded_int(args, "threads", 0, 0, 1024);
+    e.fp8_weight_only = args.flag("fp8-weight-only");
     if (args.has("kv-memory")) {
         e.kv_memory_gb = args.get_double("kv-memory", 0);
         if (!(e.kv_memory_gb > 0 && e.kv_memory_gb <= 4096))

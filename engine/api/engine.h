@@ -50,7 +50,11 @@ struct EngineOptions {
     int max_waiting = 4096;       // queued requests before submit() answers capacity
     std::string policy = "fcfs";  // fcfs | pack
     int cpu_threads = 0;          // 0 = all cores
-    int max_context = 0;          // 0 = model's max_position_embeddings
+    // Block-scaled fp8 models on the CUDA runner: keep activations in bf16 (the weight-only kernels) instead of the
+    // W8A8 fp8 GEMM from 3 tokens per step (CudaRunnerOptions::fp8_w8a8): slower batches and prefill, numerics that do
+    // not depend on the batch size.
+    bool fp8_weight_only = false;
+    int max_context = 0;  // 0 = model's max_position_embeddings
     // How often adapter_dirs are polled for adapter folders that appeared, changed or vanished while
     // the engine runs; 0 = only at startup.
     int adapter_watch_interval_ms = 2000;

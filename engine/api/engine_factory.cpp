@@ -108,7 +108,7 @@ std::shared_ptr<EngineCore> build_core(const EngineOptions& options) {
         core->config.quant.quantized() ? ", " + model::quant_description(core->config.quant) : std::string();
     log::info("loading {} ({}, {:.1f} M parameters{}) on {}", core->model_id, core->config.architecture_name,
               double(core->parameters) / 1e6, quant, options.device);
-    core->runner = runtime::create_runner(options.device, dir, options.cpu_threads);
+    core->runner = runtime::create_runner(options.device, dir, options.cpu_threads, !options.fp8_weight_only);
     plan_memory(*core);
 
     const EngineOptions& planned = core->options;

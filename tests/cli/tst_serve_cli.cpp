@@ -127,6 +127,10 @@ class TstServeCli : public QObject {
         QVERIFY(!parse({}).engine.catalog_start_fresh);
         QVERIFY(parse({"--start-fresh"}).engine.catalog_start_fresh);
     }
+    void fp8_weight_only_reaches_the_engine() {
+        QVERIFY(!parse({}).engine.fp8_weight_only);
+        QVERIFY(parse({"--fp8-weight-only"}).engine.fp8_weight_only);
+    }
 
 #ifdef LORADESKD
     void serve_enforces_the_key_from_the_environment() {

@@ -10,14 +10,19 @@
 
 namespace loradesk::runtime {
 
-std::unique_ptr<ModelRunner> create_runner(const std::string& device, const std::string& model_dir, int threads) {
+std::unique_ptr<ModelRunner> create_runner(const std::string& device, const std::string& model_dir, int threads,
+                                           bool fp8_w8a8) {
 #ifdef LORADESK_RUNTIME_WITH_CUDA
-    if (device == "cuda") return std::make_unique<cuda::CudaRunner>(model_dir);
+    cuda::CudaRunnerOptions options;
+    options.fp8_w8a8 = fp8_w8a8;
+    if (device == "cuda") return std::make_unique<cuda::CudaRunner>(model_dir, 0, options);
     if (device == "auto") {
-        if (cuda::cuda_device_available()) return std::make_unique<cuda::CudaRunner>(model_dir);
+        if (cuda::cuda_device_available()) return std::make_unique<cuda::CudaRunner>(model_dir, 0, options);
         log::info("device auto: no usable CUDA GPU, using the CPU runner");
         return std::make_unique<cpu::CpuRunner>(model_dir, threads);
     }
+#else
+    (void)fp8_w8a8;
 #endif
     if (device == "cpu" || device == "auto") {
         if (device == "auto") log::info("device auto: no CUDA runner compiled in, using the CPU runner");

@@ -11,7 +11,9 @@
 namespace loradesk::runtime {
 
 // device: "cpu", "auto" (cuda when compiled in and a GPU is present, else cpu) or "cuda".
-// threads: CPU worker threads (0 = all cores). Throws Error(invalid_argument / unavailable).
-std::unique_ptr<ModelRunner> create_runner(const std::string& device, const std::string& model_dir, int threads);
+// threads: CPU worker threads (0 = all cores). fp8_w8a8: the CUDA runner's CudaRunnerOptions::fp8_w8a8.
+// Throws Error(invalid_argument / unavailable).
+std::unique_ptr<ModelRunner> create_runner(const std::string& device, const std::string& model_dir, int threads,
+                                           bool fp8_w8a8 = true);
 
 }  // namespace loradesk::runtime
