@@ -288,11 +288,15 @@ class TstCpuRunner : public QObject {
     }
     // W8A8 emulation (set_fp8_activation_rounding): each block of 128 inputs is rounded to e4m3 under its own
     // amax / 448 scale; a step changes only when it has the tokens and the model is block-fp8.
-    void fp8_block_round_rows_per_block() {
+    void fp8_round_rows_per_block() {
         std::vector<float> x(2 * 130, 0.0f), out(x.size(), -1.0f);
         x[0] = 2.0f, x[1] = -1.0f, x[2] = 0.1f, x[128] = 3.0f, x[129] = 1.0f;  // row 0: block 0, block 1 (2 wide)
         x[130 + 7] = -448e-6f;                                                 // row 1: its block's amax
-        cpu::fp8_block_round_rows(x.data(), 2, 130, out.data());
+        cpu::fp8_round_rows(x.data(), 2, 130, 128, out.data());
+        std::vector<float> per_row(x.size());
+        cpu::fp8_round_rows(x.data(), 2, 130, 130, per_row.data());  // one scale per row: row 0's is 3 / 448
+        QCOMPARE(per_row[128], 3.0f);
+        QVERIFY(std::fabs(per_row[0] - 2.0f) < 2.0f / 16);
         QCOMPARE(out[0], 2.0f);  // the amax maps to 448 and back
         QVERIFY(std::fabs(out[1] + 1.0f) < 1e-6f);
         QVERIFY(std::fabs(out[2] - 0.1f) < 0.1f / 16 && out[2] != 0.1f);  // e4m3: 3 mantissa bits
@@ -303,7 +307,7 @@ class TstCpuRunner : public QObject {
         QCOMPARE(out[130 + 128], 0.0f);  // an all-zero block stays zero
     }
     void fp8_activation_rounding_gates() {
-        for (const char* quant : {"fp8", ""}) {
+        for (const char* quant : {"fp8", "fp8-channel", "fp8-tensor", "awq", ""}) {
             model::SynthOptions o;
             o.preset = "small", o.out_dir = dir(QString("small-") + quant), o.seed = 3, o.quant = quant;
             model::synth_model(o);
@@ -314,7 +318,7 @@ class TstCpuRunner : public QObject {
             QCOMPARE(max_abs_diff(prefill_all(r, p), weight_only), 0.0f);
             r.set_fp8_activation_rounding(3);
             const std::vector<float> w8a8 = prefill_all(r, p);
-            if (*quant == 0) {  // nothing is block-fp8
+            if (!QString(quant).startsWith("fp8")) {  // nothing is fp8
                 QCOMPARE(max_abs_diff(w8a8, weight_only), 0.0f);
                 continue;
             }
@@ -323,7 +327,7 @@ class TstCpuRunner : public QObject {
                 num += double(w8a8[i] - weight_only[i]) * (w8a8[i] - weight_only[i]),
                     den += double(weight_only[i]) * weight_only[i];
             const double rel = std::sqrt(num / den);
-            qInfo("W8A8 against weight-only logits: rel-L2 %.2e", rel);
+            qInfo("%s: W8A8 against weight-only logits: rel-L2 %.2e", quant, rel);
             QVERIFY(rel > 1e-3 && rel < 0.3);  // e4m3 inputs: a few percent, not nothing, not noise
         }
     }

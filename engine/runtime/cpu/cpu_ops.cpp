@@ -62,12 +62,12 @@ void rms_norm(const float* x, const model::TensorView& weight, int n, int dim, f
     rms_norm(x, w.data(), n, dim, eps, out);
 }
 
-void fp8_block_round_rows(const float* x, int n, int dim, float* out) {
+void fp8_round_rows(const float* x, int n, int dim, int block_cols, float* out) {
     for (int t = 0; t < n; ++t)
-        for (int b = 0; b < dim; b += 128) {
+        for (int b = 0; b < dim; b += block_cols) {
             const float* in = x + std::size_t(t) * dim;
             float* o = out + std::size_t(t) * dim;
-            const int end = std::min(dim, b + 128);
+            const int end = std::min(dim, b + block_cols);
             float amax = 0.0f;
             for (int c = b; c < end; ++c) amax = std::max(amax, std::fabs(in[c]));
             const float s = amax > 0.0f ? amax / 448.0f : 1.0f;

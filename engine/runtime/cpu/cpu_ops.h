@@ -23,9 +23,9 @@ void rms_norm(const float* x, const model::TensorView& weight, int n, int dim, f
 void rms_norm(const float* x, const float* weight, int n, int dim, float eps, float* out);
 
 // a[i] = silu(a[i]) * b[i]
-// out = x rounded to e4m3 per row and block of 128 columns: s = amax / 448 (1 for an all-zero block), out =
-// e4m3(x / s) * s (nearest, ties to even, saturating). out may be x.
-void fp8_block_round_rows(const float* x, int n, int dim, float* out);
+// out = x rounded to e4m3 per row and block of block_cols columns (128, or dim for one scale per row): s = amax / 448
+// (1 for an all-zero block), out = e4m3(x / s) * s (nearest, ties to even, saturating). out may be x.
+void fp8_round_rows(const float* x, int n, int dim, int block_cols, float* out);
 void silu_mul(float* a, const float* b, std::size_t n);
 
 // 8-way unrolled dot product; the fixed summation order is part of the determinism contract.

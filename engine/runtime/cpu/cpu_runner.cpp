@@ -142,14 +142,16 @@ void CpuRunner::apply_lora(LoraModule m, int layer, const float* x, int in, int 
 
 const float* CpuRunner::projection_input(std::initializer_list<const model::QuantizedLinear*> site, const float* x,
                                          int n, int dim, std::vector<float>& rounded) const {
-    const auto fp8_block = [](const model::QuantizedLinear* q) {
-        return q && q->format == model::QuantFormat::fp8_block;
-    };
-    // The CUDA runner quantizes a call site's projections together or not at all (cuda_weights.cpp).
-    if (m_fp8_act_min_tokens <= 0 || n < m_fp8_act_min_tokens || !std::all_of(site.begin(), site.end(), fp8_block))
-        return x;
+    if (m_fp8_act_min_tokens <= 0 || n < m_fp8_act_min_tokens || site.size() == 0 || !*site.begin()) return x;
+    // The CUDA runner quantizes a call site's projections together or not at all (cuda_weights.cpp), all of one
+    // format.
+    const model::QuantFormat format = (*site.begin())->format;
+    const auto same = [&](const model::QuantizedLinear* q) { return q && q->format == format; };
+    const bool fp8 = format == model::QuantFormat::fp8_block || format == model::QuantFormat::fp8_channel ||
+                     format == model::QuantFormat::fp8_tensor;
+    if (!fp8 || !std::all_of(site.begin(), site.end(), same)) return x;
     rounded.resize(std::size_t(n) * std::size_t(dim));
-    fp8_block_round_rows(x, n, dim, rounded.data());
+    fp8_round_rows(x, n, dim, format == model::QuantFormat::fp8_block ? 128 : dim, rounded.data());
     return rounded.data();
 }
 
