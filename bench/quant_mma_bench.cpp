@@ -5,8 +5,8 @@
 // timing uses constant-filled weights (no kernel branches on values) in enough copies to defeat the 50 MB L2,
 // launched back to back in one CUDA graph (PDL on, as in a decode step). us = median per call site; GB/s =
 // stored int4 bytes (weights, zeros, scales) / time. Then a sweep of column groups per block and k rows per block (0 =
-// the default). Then, where cuBLASLt has it, the fp8 table: W8A8 (fp8_block_gemm.h) beside the other fp8 paths and
-// bf16, 1 to 2048 tokens. --fp8: the checks and that table only.
+// the default). Then, where cuBLASLt has it, the fp8 table: W8A8 (fp8_gemm.h, block-scaled and per-channel weights)
+// beside the other fp8 paths and bf16, 1 to 2048 tokens. --fp8: the checks and that table only.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -18,7 +18,7 @@
 
 #include "bench_timing.h"
 #include "device_buffer.h"
-#include "fp8_block_gemm.h"
+#include "fp8_gemm.h"
 #include "kernel_test_util.h"
 #include "quant_case.h"
 #include "quant_dequant.h"
@@ -77,9 +77,9 @@ void check(QuantFormat f, int n, int k, int tokens) {
     if (!(err < 1e-3)) std::printf("QUANT MMA CHECK FAILED (timings below are of a wrong kernel)\n");
 }
 
-enum class Path { bf16_cublas, dequant_cublas, mma, fp8_w8a8 };
+enum class Path { bf16_cublas, dequant_cublas, mma, fp8_w8a8, fp8_w8a8_channel };
 
-Fp8BlockGemm* g_fp8_gemm = nullptr;  // the block-scaled fp8 GEMM (cuBLASLt), when this GPU has it
+Fp8Gemm* g_fp8_gemm = nullptr;  // the block-scaled fp8 GEMM (cuBLASLt), when this GPU has it
 
 // Median us of one call site over `copies` weight copies captured in one graph.
 double time_site(Path path, QuantFormat f, const Site& s, int tokens, int split_chunk, cublasHandle_t h,
@@ -90,8 +90,8 @@ double time_site(Path path, QuantFormat f, const Site& s, int tokens, int split_
                                 : fp8                     ? std::size_t(n) * k
                                                           : std::size_t(n) * k / 2;
     const std::size_t z_bytes = fp8 ? 0 : std::size_t(groups) * n / 2;
-    const std::size_t s_bytes =
-        fp8 ? std::size_t((n + 127) / 128) * ((k + 127) / 128) * 4 : std::size_t(groups) * n * 2;
+    const std::size_t s_bytes = fp8 ? std::max(std::size_t((n + 127) / 128) * ((k + 127) / 128), std::size_t(n)) * 4
+                                    : std::size_t(groups) * n * 2;
     const std::size_t per_copy = w_bytes + z_bytes + s_bytes + 768;
     const int copies = int(std::max<std::size_t>(2, (std::size_t(320) << 20) / per_copy + 1));
     DeviceBuffer<uint8_t> arena(per_copy * std::size_t(copies));
@@ -100,8 +100,10 @@ double time_site(Path path, QuantFormat f, const Site& s, int tokens, int split_
     // y has the padding rows the fp8 GEMM writes (fp8_gemm_rows).
     DeviceBuffer<uint16_t> dx(random_bf16(rng, std::size_t(tokens) * k)), dy(std::size_t(fp8_gemm_rows(tokens)) * n);
     DeviceBuffer<uint16_t> scratch(path == Path::dequant_cublas ? std::size_t(n) * k : 1);
-    DeviceBuffer<uint8_t> xq(path == Path::fp8_w8a8 ? std::size_t(fp8_gemm_rows(tokens)) * k : 1);
-    DeviceBuffer<float> xs(path == Path::fp8_w8a8 ? std::size_t(k / 128) * fp8_act_scale_ld(tokens) : 1);
+    const bool w8a8 = path == Path::fp8_w8a8 || path == Path::fp8_w8a8_channel;
+    const Fp8Scaling w8a8_scaling = path == Path::fp8_w8a8 ? Fp8Scaling::block128 : Fp8Scaling::per_channel;
+    DeviceBuffer<uint8_t> xq(w8a8 ? std::size_t(fp8_gemm_rows(tokens)) * k : 1);
+    DeviceBuffer<float> xs(w8a8 ? std::size_t(k / 128) * fp8_act_scale_ld(tokens) : 1);
     DeviceBuffer<uint8_t> dws(std::vector<uint8_t>(quant_mma_workspace_bytes(n, k, split_chunk), 0));
     cudaStream_t st;
     cuda_check(cudaStreamCreate(&st), "stream");
@@ -128,13 +130,16 @@ double time_site(Path path, QuantFormat f, const Site& s, int tokens, int split_
         q.scales = reinterpret_cast<const uint16_t*>(sc), q.split_chunk = split_chunk;
         q.w_fp8 = w, q.w_scale = reinterpret_cast<const float*>(sc), q.fp8_scaling = Fp8Scaling::block128;
         q.mma_col_groups = col_groups;
-        if (path == Path::fp8_w8a8) {  // x quantized per site, as the runner does, then the GEMM
-            cuda_check(fp8_quantize_rows(dx.get(), k, tokens, k, xq.get(), xs.get(), fp8_act_scale_ld(tokens), st),
-                       "fp8_quantize_rows");
-            Fp8BlockGemmParams g;
+        if (w8a8) {  // x quantized per site, as the runner does, then the GEMM
+            Fp8GemmParams g;
+            g.w_scaling = w8a8_scaling;
             g.w = w, g.w_scale = reinterpret_cast<const float*>(sc), g.xq = xq.get(), g.x_scale = xs.get();
             g.y = dy.get(), g.y_row_stride = n, g.n_tokens = tokens, g.n = n, g.k = k;
-            cuda_check(g_fp8_gemm->run(g, st), "fp8 block gemm");
+            if (!g_fp8_gemm->takes(g)) continue;  // no algorithm: an empty graph, time ~0
+            cuda_check(fp8_quantize_rows(dx.get(), k, tokens, k, xq.get(), xs.get(), fp8_act_scale_ld(tokens),
+                                         fp8_act_block_cols(w8a8_scaling, k), st),
+                       "fp8_quantize_rows");
+            cuda_check(g_fp8_gemm->run(g, st), "fp8 gemm");
             continue;
         }
         if (path == Path::dequant_cublas) {
@@ -193,33 +198,37 @@ int main(int argc, char** argv) {
             36 * sum[0] * 1e-3, 36 * sum[1] * 1e-3, 36 * sum[2] * 1e-3, 36 * sum[3] * 1e-3, 36 * sum[4] * 1e-3,
             36 * sum[5] * 1e-3);
     }
-    Fp8BlockGemm fp8_gemm;
+    Fp8Gemm fp8_gemm;
     DeviceBuffer<uint8_t> lt_ws(std::size_t(32) << 20);
     if (fp8_gemm.init(lt_ws.get(), lt_ws.size())) {
         g_fp8_gemm = &fp8_gemm;
-        std::printf("\nfp8 block-scaled: us per call site; W8A8 = fp8_quantize_rows + cuBLASLt fp8 GEMM\n");
+        std::printf(
+            "\nfp8: us per call site; W8A8 = fp8_quantize_rows + cuBLASLt fp8 GEMM, 128x128-block weights "
+            "(x per 128 columns) or per-channel weights (x per token)\n");
         for (int tokens : {1, 4, 8, 16, 32, 64, 128, 512, 2048}) {
-            double sum[4] = {};
+            double sum[5] = {};
             for (const Site& s : kSites) {
-                const double t[4] = {
+                const double t[5] = {
                     time_site(Path::bf16_cublas, QuantFormat::fp8_e4m3, s, tokens, 0, h),
                     tokens <= kQuantMmaMaxTokens ? time_site(Path::mma, QuantFormat::fp8_e4m3, s, tokens, 0, h) : 0.0,
                     tokens <= 512 ? time_site(Path::dequant_cublas, QuantFormat::fp8_e4m3, s, tokens, 0, h) : 0.0,
-                    time_site(Path::fp8_w8a8, QuantFormat::fp8_e4m3, s, tokens, 0, h)};
-                for (int i = 0; i < 4; ++i) sum[i] += t[i];
+                    time_site(Path::fp8_w8a8, QuantFormat::fp8_e4m3, s, tokens, 0, h),
+                    time_site(Path::fp8_w8a8_channel, QuantFormat::fp8_e4m3, s, tokens, 0, h)};
+                for (int i = 0; i < 5; ++i) sum[i] += t[i];
                 std::printf(
                     "tokens %4d %-8s %5dx%-5d | bf16 cuBLAS %8.1f | fp8 mma %7.1f | fp8 dequant+cuBLAS %8.1f | "
-                    "fp8 W8A8 %8.1f (%4.0f GB/s)\n",
-                    tokens, s.name, s.n, s.k, t[0], t[1], t[2], t[3], double(s.n) * s.k / (t[3] * 1e-6) / 1e9);
+                    "fp8 W8A8 %8.1f (%4.0f GB/s) | per-channel %8.1f\n",
+                    tokens, s.name, s.n, s.k, t[0], t[1], t[2], t[3], double(s.n) * s.k / (t[3] * 1e-6) / 1e9, t[4]);
                 std::fflush(stdout);
             }
             std::printf(
                 "tokens %4d layer, x36: bf16 cuBLAS %.2f ms | fp8 mma %.2f ms | fp8 dequant+cuBLAS %.2f ms | "
-                "fp8 W8A8 %.2f ms\n",
-                tokens, 36 * sum[0] * 1e-3, 36 * sum[1] * 1e-3, 36 * sum[2] * 1e-3, 36 * sum[3] * 1e-3);
+                "fp8 W8A8 %.2f ms | per-channel %.2f ms\n",
+                tokens, 36 * sum[0] * 1e-3, 36 * sum[1] * 1e-3, 36 * sum[2] * 1e-3, 36 * sum[3] * 1e-3,
+                36 * sum[4] * 1e-3);
         }
     } else {
-        std::printf("\nno block-scaled fp8 GEMM on this GPU\n");
+        std::printf("\nno fp8 GEMM on this GPU\n");
     }
     for (int tokens : {8, 16, 32}) {
         if (fp8_only) break;

@@ -106,19 +106,23 @@ struct QuantGemvParams {
     void* workspace = nullptr;
 };
 
-// The block-scaled fp8 GEMM's operands (fp8_block_gemm.h; twin ref::fp8_block_gemm): weights as the checkpoint stores
-// them and x quantized per token and 128 columns (fp8_quantize_rows).
+// The fp8 GEMM's operands (fp8_gemm.h; twin ref::fp8_gemm): weights as the checkpoint stores them and x quantized
+// per token (fp8_quantize_rows), in blocks of 128 columns for block-scaled weights, whole rows otherwise.
+//
 // The rows the GEMM runs on for n_tokens tokens: cuBLASLt's block-scaled kernels take token counts that are a
 // multiple of 4 only (H100, cuBLASLt 13.1: none for 1 or 33 tokens). The padding rows are quantized as zeros.
 inline int fp8_gemm_rows(int n_tokens) { return (n_tokens + 3) / 4 * 4; }
-// x_scale's row length (floats per 128-column block): its 1x128 scales are token-contiguous per block.
+// x_scale's row length (floats per block of columns): its scales are token-contiguous per block.
 inline int fp8_act_scale_ld(int n_tokens) { return fp8_gemm_rows(n_tokens); }
+// Columns per x scale: 128 for block-scaled weights, the whole row (k) otherwise.
+inline int fp8_act_block_cols(Fp8Scaling w_scaling, int k) { return w_scaling == Fp8Scaling::block128 ? 128 : k; }
 
-struct Fp8BlockGemmParams {
+struct Fp8GemmParams {
+    Fp8Scaling w_scaling = Fp8Scaling::block128;
     const uint8_t* w = nullptr;      // e4m3 [n, k] row-major, 16-byte aligned
-    const float* w_scale = nullptr;  // [n / 128][k / 128] row-major (the checkpoint's weight_scale_inv)
+    const float* w_scale = nullptr;  // block128 [n / 128][k / 128] row-major (weight_scale_inv), per_channel [n]
     const uint8_t* xq = nullptr;     // e4m3 [fp8_gemm_rows(n_tokens), k], from fp8_quantize_rows
-    const float* x_scale = nullptr;  // [k / 128][fp8_act_scale_ld(n_tokens)]
+    const float* x_scale = nullptr;  // [ceil(k / fp8_act_block_cols)][fp8_act_scale_ld(n_tokens)]
     uint16_t* y = nullptr;           // bf16 [fp8_gemm_rows(n_tokens), y_row_stride]; columns [0, n), padding rows zero
     int64_t y_row_stride = 0;
     int n_tokens = 0, n = 0, k = 0;

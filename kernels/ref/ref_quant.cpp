@@ -195,30 +195,34 @@ uint8_t fp8_e4m3_from_f32(float v) {
 }
 
 void fp8_quantize_rows(const uint16_t* x, int64_t x_row_stride, int n_tokens, int k, uint8_t* xq, float* x_scale,
-                       int scale_ld) {
+                       int scale_ld, int block_cols) {
     for (int t = 0; t < fp8_gemm_rows(n_tokens); ++t)
-        for (int b = 0; b * 128 < k; ++b) {
-            const int end = std::min(k, b * 128 + 128);
+        for (int b = 0; b * block_cols < k; ++b) {
+            const int begin = b * block_cols, end = std::min(k, begin + block_cols);
             const auto value = [&](int c) { return t < n_tokens ? bf16_to_f32(x[t * x_row_stride + c]) : 0.0f; };
             float amax = 0.0f;
-            for (int c = b * 128; c < end; ++c) amax = std::max(amax, std::fabs(value(c)));
+            for (int c = begin; c < end; ++c) amax = std::max(amax, std::fabs(value(c)));
             const float s = amax > 0.0f ? amax / 448.0f : 1.0f;
-            for (int c = b * 128; c < end; ++c) xq[int64_t(t) * k + c] = fp8_e4m3_from_f32(value(c) / s);
+            for (int c = begin; c < end; ++c) xq[int64_t(t) * k + c] = fp8_e4m3_from_f32(value(c) / s);
             x_scale[int64_t(b) * scale_ld + t] = s;
         }
 }
 
-void fp8_block_gemm(const Fp8BlockGemmParams& p) {
-    const int kb = p.k / 128, ld = fp8_act_scale_ld(p.n_tokens);
+void fp8_gemm(const Fp8GemmParams& p) {
+    const int block_cols = fp8_act_block_cols(p.w_scaling, p.k), blocks = (p.k + block_cols - 1) / block_cols;
+    const int ld = fp8_act_scale_ld(p.n_tokens);
+    const auto w_scale = [&](int n, int b) {  // per_tensor is not a scaling of the GEMM (fp8_gemm.h)
+        return p.w_scaling == Fp8Scaling::block128 ? p.w_scale[(n / 128) * ((p.k + 127) / 128) + b] : p.w_scale[n];
+    };
     for (int t = 0; t < fp8_gemm_rows(p.n_tokens); ++t)
         for (int n = 0; n < p.n; ++n) {
             double d = 0;
-            for (int b = 0; b < kb; ++b) {
+            for (int b = 0; b < blocks; ++b) {
                 double block = 0;
-                for (int k = b * 128; k < b * 128 + 128; ++k)
+                for (int k = b * block_cols; k < std::min(p.k, (b + 1) * block_cols); ++k)
                     block += double(fp8_e4m3_to_f32(p.w[int64_t(n) * p.k + k])) *
                              fp8_e4m3_to_f32(p.xq[int64_t(t) * p.k + k]);
-                d += block * p.w_scale[(n / 128) * kb + b] * p.x_scale[int64_t(b) * ld + t];
+                d += block * w_scale(n, b) * p.x_scale[int64_t(b) * ld + t];
             }
             p.y[t * p.y_row_stride + n] = f32_to_bf16(float(d));
         }

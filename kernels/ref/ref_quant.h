@@ -26,11 +26,11 @@ std::vector<float> quant_mma_dequantize(const QuantGemvParams& p);
 void quant_mma(const QuantGemvParams& p);
 // e4m3fn from f32: nearest, ties to even, saturating to +-448 (the device's __NV_SATFINITE conversion); NaN -> 0x7f.
 uint8_t fp8_e4m3_from_f32(float v);
-// Twins of fp8_block_gemm.h: the activation quantization (bit for bit) and the GEMM (f64 sums of the exact products
-// of the scaled operands, rounded once to bf16).
+// Twins of fp8_gemm.h: the activation quantization (bit for bit) and the GEMM (f64 sums of the exact products of
+// the scaled operands, rounded once to bf16).
 void fp8_quantize_rows(const uint16_t* x, int64_t x_row_stride, int n_tokens, int k, uint8_t* xq, float* x_scale,
-                       int scale_ld);
-void fp8_block_gemm(const Fp8BlockGemmParams& p);
+                       int scale_ld, int block_cols);
+void fp8_gemm(const Fp8GemmParams& p);
 // What the epilogue adds to output (t, n): bias and LoRA expand, per quant_params.h.
 double quant_epilogue(const QuantGemvParams& p, int t, int n);
 

@@ -69,7 +69,7 @@ class TstQuantTwin : public QObject {
         const int ld = fp8_act_scale_ld(1);
         std::vector<uint8_t> q(4 * 130, 0xaa);
         std::vector<float> s(2 * std::size_t(ld), -1.0f);
-        ref::fp8_quantize_rows(x.data(), 130, 1, 130, q.data(), s.data(), ld);
+        ref::fp8_quantize_rows(x.data(), 130, 1, 130, q.data(), s.data(), ld, 128);
         QCOMPARE(s[0], 2.0f / 448.0f);
         QCOMPARE(s[std::size_t(ld)], 1.0f);
         QCOMPARE(int(q[0]), 0x7e);  // 448
@@ -84,6 +84,40 @@ class TstQuantTwin : public QObject {
         }
     }
 
+    // One scale per token (per-channel / per-tensor weights): the row's amax over all its 130 columns.
+    void quantizes_rows_per_token() {
+        std::vector<uint16_t> x(2 * 130, 0);
+        x[0] = ref::f32_to_bf16(0.5f), x[129] = ref::f32_to_bf16(-4.0f), x[130 + 3] = ref::f32_to_bf16(1.0f);
+        const int ld = fp8_act_scale_ld(2);
+        std::vector<uint8_t> q(4 * 130, 0xaa);
+        std::vector<float> s(std::size_t(ld), -1.0f);
+        ref::fp8_quantize_rows(x.data(), 130, 2, 130, q.data(), s.data(), ld, 130);
+        QCOMPARE(s[0], 4.0f / 448.0f);
+        QCOMPARE(s[1], 1.0f / 448.0f);
+        QCOMPARE(s[2], 1.0f);         // padding rows
+        QCOMPARE(int(q[129]), 0xfe);  // -448
+        QCOMPARE(ref::fp8_e4m3_to_f32(q[0]), 56.0f);
+        QCOMPARE(int(q[130 + 3]), 0x7e);
+        QCOMPARE(int(q[2 * 130]), 0);
+    }
+
+    // Per-channel weights: y[t, c] = w_scale[c] * x_scale[t] * the row's e4m3 dot.
+    void per_channel_gemm_hand_case() {
+        std::vector<uint8_t> w(16 * 32, 0x38), xq(4 * 32, 0x40);  // 1.0 and 2.0
+        std::fill(xq.begin() + 32, xq.end(), uint8_t(0));         // one token, three padding rows
+        std::vector<float> ws(16), xs{0.5f, 1.0f, 1.0f, 1.0f};
+        for (int c = 0; c < 16; ++c) ws[std::size_t(c)] = float(c + 1);
+        std::vector<uint16_t> y(4 * 16, 0x1111);
+        Fp8GemmParams p;
+        p.w_scaling = Fp8Scaling::per_channel;
+        p.w = w.data(), p.w_scale = ws.data(), p.xq = xq.data(), p.x_scale = xs.data(), p.y = y.data();
+        p.y_row_stride = 16, p.n_tokens = 1, p.n = 16, p.k = 32;
+        ref::fp8_gemm(p);
+        QCOMPARE(ref::bf16_to_f32(y[0]), 32.0f);        // 32 * 1 * 2, scales 1 * 0.5
+        QCOMPARE(ref::bf16_to_f32(y[15]), 16 * 32.0f);  // column 15's scale 16
+        QCOMPARE(y[16], uint16_t(0));                   // padding row
+    }
+
     // y = sum over blocks of w_scale * x_scale * the block's e4m3 dot: all-ones operands over 2 blocks of k, 2 tokens
     // (4 rows with the padding, which come out zero).
     void block_gemm_hand_case() {
@@ -92,10 +126,10 @@ class TstQuantTwin : public QObject {
         xq[256 + 5] = 0x40;                                          // token 1, one 2.0 in block 0
         std::vector<float> ws{0.5f, 0.25f}, xs{2.0f, 3.0f, 1.0f, 1.0f, 4.0f, 5.0f, 1.0f, 1.0f};  // [block][4 rows]
         std::vector<uint16_t> y(4 * 130, 0x1111);
-        Fp8BlockGemmParams p;
+        Fp8GemmParams p;
         p.w = w.data(), p.w_scale = ws.data(), p.xq = xq.data(), p.x_scale = xs.data(), p.y = y.data() + 1;
         p.y_row_stride = 130, p.n_tokens = 2, p.n = 128, p.k = 256;
-        ref::fp8_block_gemm(p);
+        ref::fp8_gemm(p);
         QCOMPARE(ref::bf16_to_f32(y[1]), 128 * 0.5f * 2.0f + 128 * 0.25f * 4.0f);  // 256
         QCOMPARE(ref::bf16_to_f32(y[130 + 128]), 354.0f);  // 129 * 0.5 * 3 + 128 * 0.25 * 5 = 353.5, bf16 354
         QCOMPARE(y[0], uint16_t(0x1111));

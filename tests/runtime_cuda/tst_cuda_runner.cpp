@@ -89,6 +89,14 @@ int argmax_disagreements(const std::vector<float>& gpu, const std::vector<float>
 // Like argmax_disagreements, but a lead counts as clear only when it also exceeds 6 times the row's own
 // rms logit error: quantized rows carry an fp8/int4 weight rounded once more to bf16 on either side of the
 // comparison, and a flip inside that measured noise is numerics, not a wrong kernel.
+// The weight-only kernels for fp8 at every token count: the tests against the weight-only CPU oracle use it, and
+// fp8_w8a8_matches_cpu_runner covers the W8A8 route (on per-channel fp8 it takes even tiny's widths).
+cuda::CudaRunnerOptions weight_only_fp8() {
+    cuda::CudaRunnerOptions o;
+    o.fp8_w8a8 = false;
+    return o;
+}
+
 int argmax_disagreements_beyond_noise(const std::vector<float>& gpu, const std::vector<float>& cpu, int vocab) {
     int bad = 0;
     for (std::size_t r = 0; r < cpu.size() / vocab; ++r) {
@@ -141,7 +149,7 @@ class TstCudaRunner : public QObject {
         so.quant = quant.toStdString();
         const model::ModelConfig c = model::synth_model(so);
         cpu::CpuRunner cpu_runner(so.out_dir, 2);
-        cuda::CudaRunner gpu(so.out_dir);
+        cuda::CudaRunner gpu(so.out_dir, 0, weight_only_fp8());
         gpu.set_cuda_graphs(graphs);
         QCOMPARE(gpu.config().vocab_size, c.vocab_size);
 
@@ -239,7 +247,7 @@ class TstCudaRunner : public QObject {
         so.quant = quant.toStdString();
         const model::ModelConfig c = model::synth_model(so);
         cpu::CpuRunner cpu_runner(so.out_dir, 2);
-        cuda::CudaRunner gpu(so.out_dir);
+        cuda::CudaRunner gpu(so.out_dir, 0, weight_only_fp8());
         for (ModelRunner* r : {static_cast<ModelRunner*>(&cpu_runner), static_cast<ModelRunner*>(&gpu)}) {
             r->configure_lora_slots(1, 8);
             r->load_lora_slot(1, random_lora(c, 8, 6));
@@ -290,16 +298,19 @@ class TstCudaRunner : public QObject {
     // CPU's W8A8 logits (a wrong scale or slice lands near 1), and with CudaRunnerOptions::fp8_w8a8 off within the bf16
     // bound of the weight-only oracle. Prefill in two chunks, decode batches of 5, 2 (the GEMV) and 3 with adapters on
     // some rows, graphs on.
+    void fp8_w8a8_matches_cpu_runner_data() {
+        QTest::addColumn<QString>("quant");
+        QTest::newRow("fp8") << QString("fp8");  // block-scaled: the formats the runner takes W8A8 for
+    }
     void fp8_w8a8_matches_cpu_runner() {
+        QFETCH(QString, quant);
         QTemporaryDir dir;
         model::SynthOptions so;
-        so.preset = "small", so.out_dir = dir.path().toStdString(), so.seed = 5, so.quant = "fp8";
+        so.preset = "small", so.out_dir = dir.path().toStdString(), so.seed = 5, so.quant = quant.toStdString();
         const model::ModelConfig c = model::synth_model(so);
         cpu::CpuRunner cpu_wo(so.out_dir, 2), cpu_w8a8(so.out_dir, 2);
         cpu_w8a8.set_fp8_activation_rounding(cuda::kFp8GemmMinTokens);
-        cuda::CudaRunnerOptions weight_only;
-        weight_only.fp8_w8a8 = false;
-        cuda::CudaRunner gpu(so.out_dir), gpu_wo(so.out_dir, 0, weight_only);
+        cuda::CudaRunner gpu(so.out_dir), gpu_wo(so.out_dir, 0, weight_only_fp8());
         std::vector<ModelRunner*> runners{&cpu_wo, &cpu_w8a8, &gpu, &gpu_wo};
         std::vector<SequenceDriver> drivers;
         drivers.reserve(runners.size());
@@ -376,7 +387,7 @@ class TstCudaRunner : public QObject {
             for (int b : {2, 4})
                 QTest::newRow(qPrintable(QString("%1 b%2").arg(*q ? q : "bf16").arg(b)))
                     << QString("tiny") << QString(q) << b;
-        for (int b : {2, 4, 6})  // W8A8: cuBLASLt's fp8 GEMM pads 2 and 6 rows to a multiple of 4
+        for (int b : {2, 4, 6})  // W8A8 from 3 rows: cuBLASLt's fp8 GEMM pads 6 rows to 8
             QTest::newRow(qPrintable(QString("small fp8 b%1").arg(b))) << QString("small") << QString("fp8") << b;
     }
     void identical_rows_stay_identical() {

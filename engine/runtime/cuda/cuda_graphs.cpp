@@ -90,7 +90,7 @@ void CudaRunner::Impl::allocate_workspace(int n_tokens, int n_logits, int n_item
     // cuBLASLt's fp8 GEMM runs on the same stream, never beside cuBLAS: it shares the workspace.
     if (fp8_xq && !fp8_gemm.init(cublas_ws, cublas_ws_bytes))
         log::info(
-            "CUDA runner: no block-scaled fp8 GEMM on this GPU (cuBLASLt has it from sm_90); fp8 batches and "
+            "CUDA runner: no fp8 GEMM on this GPU (cuBLASLt has the scalings from sm_90); fp8 batches and "
             "prefill take the weight-only kernels");
     h_out.reserve(std::size_t(ws_logits) * cfg.vocab_size * 4);
     h_ids.reserve(std::size_t(ws_logits) * 4);

@@ -44,9 +44,9 @@ struct CudaRunnerOptions {
     bool lora_beside_base = true;
     // Block-scaled fp8 checkpoints (Qwen3-FP8, DeepSeek) from kFp8GemmMinTokens tokens (quant_route.h): W8A8, as
     // vLLM, SGLang and transformers' FineGrainedFP8 run them: x rounded to e4m3 per token and 128 columns, then the
-    // fp8 tensor cores (kernels/fp8_block_gemm.h). Qwen3-8B batch 32 6.32 ms per step against 10.69 weight-only
-    // (H100). Off keeps x in bf16 everywhere (the weight-only kernels), for comparison and for bit-level agreement
-    // with the CPU runner's numerics.
+    // fp8 tensor cores (kernels/fp8_gemm.h). Qwen3-8B
+    // batch 32 6.32 ms per step against 10.69 weight-only (H100). Off keeps x in bf16 everywhere (the weight-only
+    // kernels), for comparison and for bit-level agreement with the CPU runner's numerics.
     bool fp8_w8a8 = true;
 };
 

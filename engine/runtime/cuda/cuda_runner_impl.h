@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "attention_plan.h"
-#include "fp8_block_gemm.h"
+#include "fp8_gemm.h"
 #include "model/model_config.h"
 #include "quant_mma.h"
 #include "quant_params.h"
@@ -119,12 +119,12 @@ struct CudaRunner::Impl {
     static constexpr int kGatherRows = 1024;
     uint16_t* gather_scratch = nullptr;
     int64_t gather_row_elems = 0;
-    // Block-scaled fp8 sites from kFp8GemmMinTokens tokens (quant_route.h): x quantized per token and 128 columns,
-    // kFp8Rows tokens at a time, into fp8_xq [kFp8Rows][max_in] e4m3 and fp8_x_scale [max_in / 128][kFp8Rows] f32
-    // (in the weights arena), then cuBLASLt's block-scaled fp8 GEMM per part (fp8_block_gemm.h), on the cuBLAS
-    // workspace. fp8_xq is null without such sites; fp8_gemm is unavailable before sm_90.
+    // fp8 sites from kFp8GemmMinTokens tokens (quant_route.h), W8A8: x quantized per token (and 128 columns for
+    // block-scaled weights), kFp8Rows tokens at a time, into fp8_xq [kFp8Rows][max_in] e4m3 and fp8_x_scale
+    // [max_in / 128][kFp8Rows] f32 (in the weights arena), then cuBLASLt's fp8 GEMM per part (fp8_gemm.h), on the
+    // cuBLAS workspace. fp8_xq is null without fp8 sites; fp8_gemm is unavailable before sm_90.
     static constexpr int kFp8Rows = 1024;
-    kernels::Fp8BlockGemm fp8_gemm;
+    kernels::Fp8Gemm fp8_gemm;
     uint8_t* fp8_xq = nullptr;
     float* fp8_x_scale = nullptr;
     int64_t fp8_row_elems = 0;  // max_in
@@ -236,10 +236,12 @@ struct CudaRunner::Impl {
                          const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride, int first_module,
                          int n_modules, const QuantAttempt& a, int32_t* sync, QuantLaunches& out) const;
     void launch_quant_site(const QuantLaunches& q);
-    // Whether the site runs on the block-scaled fp8 GEMM at n tokens, and that GEMM: y[:, 0 .. site width) = x W^T
-    // with x quantized (fp8_quantize_rows), through kFp8Rows tokens at a time (bias and LoRA follow as separate
-    // launches). y needs fp8_gemm_rows(n) rows (the per-step buffers are planned so).
-    bool fp8_gemm_takes(const DeviceQuantSite& site, int n, int64_t x_stride, int64_t y_stride) const;
+    // Whether the site runs on the fp8 GEMM at n tokens (asks cuBLASLt for its algorithms, kept per shape), and that
+    // GEMM: y[:, 0 .. site width) = x W^T with x quantized (fp8_quantize_rows), kFp8Rows tokens at a time (bias and
+    // LoRA follow as separate launches). y needs fp8_gemm_rows(n) rows (the per-step buffers are planned so).
+    bool fp8_gemm_takes(const DeviceQuantSite& site, int n, int64_t x_stride, uint16_t* y, int64_t y_stride);
+    kernels::Fp8GemmParams fp8_params(const DeviceQuantSite::Part& part, int tokens, uint16_t* y,
+                                      int64_t y_stride) const;
     void fp8_matmul(const DeviceQuantSite& site, const uint16_t* x, int64_t x_stride, int n, uint16_t* y,
                     int64_t y_stride);
     // y[:, 0 .. site width) = x W^T for a quantized site otherwise: each part dequantized a slice of rows at a

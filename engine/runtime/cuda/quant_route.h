@@ -37,10 +37,10 @@ inline constexpr int kQuantMmaFusedLoraTokens = 2;
 inline constexpr int kQuantMmaFusedShrinkTokens = 2;
 
 // Block-scaled fp8 sites take the W8A8 route from this many tokens (CudaRunner::Impl::fp8_matmul): x quantized per
-// token and 128 columns, then cuBLASLt's fp8 GEMM on the fp8 tensor cores. A Qwen3-8B layer's four sites (quant_mma_
-// bench --fp8, H100, W8A8 against quant_mma / bf16 cuBLAS, x36 layers): 4 tokens 3.69 / 4.02 / 5.56 ms, 32 tokens
-// 3.86 / 6.51 / 5.52, 512 tokens 6.49 against dequantize + cuBLAS 16.85 and bf16 9.16, 2048 tokens 23.90 against bf16
-// 34.87. Whole steps (H100, ms): batch 4 / 32 / 64 5.33 / 6.32 / 8.24 against 5.72 / 10.69 / 17.43 before (bf16
+// token and 128 columns, then cuBLASLt's fp8 GEMM on the fp8 tensor cores. A Qwen3-8B layer's four sites
+// (quant_mma_ bench --fp8, H100, W8A8 against quant_mma / bf16 cuBLAS, x36 layers): 4 tokens 3.69 / 4.02 / 5.56 ms, 32
+// tokens 3.86 / 6.51 / 5.52, 512 tokens 6.49 against dequantize + cuBLAS 16.85 and bf16 9.16, 2048 tokens 23.90 against
+// bf16 34.87. Whole steps (H100, ms): batch 4 / 32 / 64 5.33 / 6.32 / 8.24 against 5.72 / 10.69 / 17.43 before (bf16
 // 7.14 / 8.14 / 9.84). Two tokens stay on the GEMV (4.70 ms per step against W8A8's 5.18; with two adapters
 // quant_mma's 6.18 against 6.10), one token too.
 inline constexpr int kFp8GemmMinTokens = 3;

@@ -1,16 +1,15 @@
-// The block-scaled fp8 GEMM through cuBLASLt (fp8_block_gemm.h). Row-major y [t, n] = xq [t, k] w [n, k]^T is the
-// column-major D [n, t] = op_T(A) B with A = w viewed column-major [k, n] (lda k) and B = xq viewed column-major
-// [k, t] (ldb k): cuBLASLt's "TN" layout, the only one its fp8 kernels take. A's scales are w_scale read as the
-// column-major [k / 128, n / 128] block grid (ld k / 128), B's the [k / 128][t] grid fp8_quantize_rows writes.
-#include "fp8_block_gemm.h"
+// The fp8 GEMM through cuBLASLt (fp8_gemm.h). Row-major y [t, n] = xq [t, k] w [n, k]^T is the column-major
+// D [n, t] = op_T(A) B with A = w viewed column-major [k, n] (lda k) and B = xq viewed column-major [k, t] (ldb k):
+// cuBLASLt's "TN" layout, the only one its fp8 kernels take. Block-scaled weights: A's scales are w_scale read as
+// the column-major [k / 128, n / 128] block grid (ld k / 128), B's the [k / 128][t] grid fp8_quantize_rows writes.
+// Per-channel weights: A's scales are a vector over n ("outer vector"), B's a vector over t.
+#include "fp8_gemm.h"
 
 #include <cublasLt.h>
 
-#include <vector>
-
 namespace loradesk::kernels {
 
-struct Fp8BlockGemm::Plan {
+struct Fp8Gemm::Plan {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
     cublasLtMatmulAlgo_t algo{};
@@ -31,42 +30,49 @@ bool set_attr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, co
     return cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(value)) == CUBLAS_STATUS_SUCCESS;
 }
 
+bool aligned(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
 }  // namespace
 
-Fp8BlockGemm::~Fp8BlockGemm() {
+Fp8Gemm::~Fp8Gemm() {
     for (auto& [key, plan] : m_plans) delete plan;
     if (m_handle) cublasLtDestroy(static_cast<cublasLtHandle_t>(m_handle));
 }
 
-bool fp8_block_gemm_supported(const Fp8BlockGemmParams& p) {
-    const auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
-    return p.n_tokens >= 1 && p.n > 0 && p.n % 128 == 0 && p.k > 0 && p.k % 512 == 0 && p.y_row_stride >= p.n &&
-           p.y_row_stride % 8 == 0 && p.w && p.w_scale && p.xq && p.x_scale && p.y && aligned(p.w) && aligned(p.xq) &&
-           aligned(p.y) && aligned(p.w_scale) && aligned(p.x_scale);
+bool fp8_gemm_supported(const Fp8GemmParams& p) {
+    const bool block = p.w_scaling == Fp8Scaling::block128;
+    if (p.w_scaling == Fp8Scaling::per_tensor) return false;
+    const bool shape = block ? p.n % 128 == 0 && p.k % 512 == 0 : p.n % 16 == 0 && p.k % 16 == 0;
+    return shape && p.n_tokens >= 1 && p.n > 0 && p.k > 0 && p.y_row_stride >= p.n && p.y_row_stride % 8 == 0 && p.w &&
+           p.w_scale && p.xq && p.x_scale && p.y && aligned(p.w) && aligned(p.xq) && aligned(p.y) &&
+           aligned(p.x_scale) && (!block || aligned(p.w_scale));
 }
 
-const Fp8BlockGemm::Plan* Fp8BlockGemm::plan(int n_tokens, int n, int k, int64_t ldy, const void* scales) {
-    const auto key = std::make_tuple(n_tokens, n, k, ldy);
+const Fp8Gemm::Plan* Fp8Gemm::plan(const Fp8GemmParams& p) {
+    const int rows = fp8_gemm_rows(p.n_tokens), n = p.n, k = p.k;
+    const auto key = std::make_tuple(p.w_scaling, rows, n, k, p.y_row_stride);
     if (auto it = m_plans.find(key); it != m_plans.end()) return it->second;
     auto* pl = new Plan;
     m_plans.emplace(key, pl);
     if (cublasLtMatmulDescCreate(&pl->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS) return pl;
     const cublasOperation_t op_t = CUBLAS_OP_T, op_n = CUBLAS_OP_N;
-    const int32_t a_mode = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F,
-                  b_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    const int32_t a_mode = p.w_scaling == Fp8Scaling::block128 ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F
+                                                               : CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    const int32_t b_mode = p.w_scaling == Fp8Scaling::block128 ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F
+                                                               : CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
     if (!set_attr(pl->desc, CUBLASLT_MATMUL_DESC_TRANSA, op_t) ||
         !set_attr(pl->desc, CUBLASLT_MATMUL_DESC_TRANSB, op_n) ||
         !set_attr(pl->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, a_mode) ||
         !set_attr(pl->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, b_mode) ||
         // Without scale pointers the heuristic finds no block-scaled algorithm (H100, cuBLASLt 13.1); run() sets the
         // real ones.
-        !set_attr(pl->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, scales) ||
-        !set_attr(pl->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, scales))
+        !set_attr(pl->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(p.w_scale)) ||
+        !set_attr(pl->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(p.x_scale)))
         return pl;
     if (cublasLtMatrixLayoutCreate(&pl->a, CUDA_R_8F_E4M3, uint64_t(k), uint64_t(n), k) != CUBLAS_STATUS_SUCCESS ||
-        cublasLtMatrixLayoutCreate(&pl->b, CUDA_R_8F_E4M3, uint64_t(k), uint64_t(n_tokens), k) !=
-            CUBLAS_STATUS_SUCCESS ||
-        cublasLtMatrixLayoutCreate(&pl->d, CUDA_R_16BF, uint64_t(n), uint64_t(n_tokens), ldy) != CUBLAS_STATUS_SUCCESS)
+        cublasLtMatrixLayoutCreate(&pl->b, CUDA_R_8F_E4M3, uint64_t(k), uint64_t(rows), k) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatrixLayoutCreate(&pl->d, CUDA_R_16BF, uint64_t(n), uint64_t(rows), p.y_row_stride) !=
+            CUBLAS_STATUS_SUCCESS)
         return pl;
     cublasLtMatmulPreference_t pref = nullptr;
     if (cublasLtMatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS) return pl;
@@ -84,7 +90,7 @@ const Fp8BlockGemm::Plan* Fp8BlockGemm::plan(int n_tokens, int n, int k, int64_t
     return pl;
 }
 
-bool Fp8BlockGemm::init(void* workspace, std::size_t workspace_bytes) {
+bool Fp8Gemm::init(void* workspace, std::size_t workspace_bytes) {
     m_workspace = workspace, m_workspace_bytes = workspace_bytes;
     if (!m_handle) {
         cublasLtHandle_t h = nullptr;
@@ -93,13 +99,21 @@ bool Fp8BlockGemm::init(void* workspace, std::size_t workspace_bytes) {
     }
     for (auto& [key, plan] : m_plans) delete plan;  // a new workspace size may change the algorithms
     m_plans.clear();
-    m_available = workspace && plan(16, 256, 512, 256, workspace)->ok;
+    if (!workspace) return m_available = false;
+    Fp8GemmParams probe;  // the heuristic reads no memory: any aligned pointers will do
+    probe.w = probe.xq = static_cast<const uint8_t*>(workspace);
+    probe.w_scale = probe.x_scale = static_cast<const float*>(workspace);
+    probe.y = static_cast<uint16_t*>(workspace), probe.y_row_stride = 256;
+    probe.n_tokens = 16, probe.n = 256, probe.k = 512;
+    m_available = plan(probe)->ok;
     return m_available;
 }
 
-cudaError_t Fp8BlockGemm::run(const Fp8BlockGemmParams& p, cudaStream_t stream) {
-    if (!m_available || !fp8_block_gemm_supported(p)) return cudaErrorInvalidValue;
-    const Plan* pl = plan(fp8_gemm_rows(p.n_tokens), p.n, p.k, p.y_row_stride, p.w_scale);
+bool Fp8Gemm::takes(const Fp8GemmParams& p) { return m_available && fp8_gemm_supported(p) && plan(p)->ok; }
+
+cudaError_t Fp8Gemm::run(const Fp8GemmParams& p, cudaStream_t stream) {
+    if (!m_available || !fp8_gemm_supported(p)) return cudaErrorInvalidValue;
+    const Plan* pl = plan(p);
     if (!pl->ok) return cudaErrorNotSupported;
     // The scale pointers live in the descriptor: set per call (host-side only; a captured launch keeps them).
     if (!set_attr(pl->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(p.w_scale)) ||
