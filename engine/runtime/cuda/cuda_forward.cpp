@@ -174,14 +174,10 @@ kernels::Fp8GemmParams CudaRunner::Impl::fp8_params(const DeviceQuantSite::Part&
 
 bool CudaRunner::Impl::fp8_gemm_takes(const DeviceQuantSite& site, int n, int64_t x_stride, uint16_t* y,
                                       int64_t y_stride) {
-    if (!opts.fp8_w8a8 || !fp8_xq || !fp8_gemm.available() || n < kFp8GemmMinTokens || x_stride % 4 ||
-        site.parts.empty())
-        return false;
+    if (!opts.fp8_w8a8 || !fp8_xq || !fp8_gemm.available() || x_stride % 4 || site.parts.empty()) return false;
     // One quantization of x serves every part: they must share the weights' scaling (they do, from one checkpoint).
-    // Block-scaled weights only, for now: the per-channel route (x per token) is measured but its runner tests have
-    // not run yet (docs/quantization.md, "Not done yet").
     const kernels::Fp8Scaling scaling = site.parts.front().p.fp8_scaling;
-    if (scaling != kernels::Fp8Scaling::block128) return false;
+    if (!fp8_w8a8_route(scaling == kernels::Fp8Scaling::block128, n)) return false;
     for (const DeviceQuantSite::Part& part : site.parts) {
         const kernels::QuantGemvParams& q = part.p;
         if (q.format != kernels::QuantFormat::fp8_e4m3 || q.fp8_scaling != scaling || q.k > fp8_row_elems) return false;

@@ -45,6 +45,11 @@ inline constexpr int kQuantMmaFusedShrinkTokens = 2;
 // quant_mma's 6.18 against 6.10), one token too.
 inline constexpr int kFp8GemmMinTokens = 3;
 
+// Whether an fp8 site takes the W8A8 route at this many tokens, before the runner asks cuBLASLt for algorithms at its
+// shapes (CudaRunner::Impl::fp8_gemm_takes): block-scaled weights from kFp8GemmMinTokens. Per-channel and per-tensor
+// weights not yet (measured, not yet tested in the runner: docs/quantization.md, "Not done yet").
+constexpr bool fp8_w8a8_route(bool block_scaled, int tokens) { return block_scaled && tokens >= kFp8GemmMinTokens; }
+
 // int4: quant_mma first (it beats the GEMV from 1 token: AWQ batch 1 4.05 -> 3.83 ms per step, H100), with an
 // adapter too since it runs the shrink in its own launch (quant_params.h, lora_shrink): batch 1 on an adapter GPTQ
 // 5.141 -> 3.904 ms per step, AWQ 4.689 -> 4.052 (H200, against the GEMV route of d2515dc). The GEMV second, for
