@@ -34,8 +34,10 @@ bool aligned(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 
 
 }  // namespace
 
+Fp8Gemm::Fp8Gemm() = default;  // here, where Plan is complete (members' cleanup names its deleter)
+
 Fp8Gemm::~Fp8Gemm() {
-    for (auto& [key, plan] : m_plans) delete plan;
+    m_plans.clear();  // their descriptors before the handle
     if (m_handle) cublasLtDestroy(static_cast<cublasLtHandle_t>(m_handle));
 }
 
@@ -51,9 +53,8 @@ bool fp8_gemm_supported(const Fp8GemmParams& p) {
 const Fp8Gemm::Plan* Fp8Gemm::plan(const Fp8GemmParams& p) {
     const int rows = fp8_gemm_rows(p.n_tokens), n = p.n, k = p.k;
     const auto key = std::make_tuple(p.w_scaling, rows, n, k, p.y_row_stride);
-    if (auto it = m_plans.find(key); it != m_plans.end()) return it->second;
-    auto* pl = new Plan;
-    m_plans.emplace(key, pl);
+    if (auto it = m_plans.find(key); it != m_plans.end()) return it->second.get();
+    Plan* pl = m_plans.emplace(key, std::make_unique<Plan>()).first->second.get();
     if (cublasLtMatmulDescCreate(&pl->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS) return pl;
     const cublasOperation_t op_t = CUBLAS_OP_T, op_n = CUBLAS_OP_N;
     const int32_t a_mode = p.w_scaling == Fp8Scaling::block128 ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F
@@ -97,8 +98,7 @@ bool Fp8Gemm::init(void* workspace, std::size_t workspace_bytes) {
         if (cublasLtCreate(&h) != CUBLAS_STATUS_SUCCESS) return m_available = false;
         m_handle = h;
     }
-    for (auto& [key, plan] : m_plans) delete plan;  // a new workspace size may change the algorithms
-    m_plans.clear();
+    m_plans.clear();  // a new workspace size may change the algorithms
     if (!workspace) return m_available = false;
     Fp8GemmParams probe;  // the heuristic reads no memory: any aligned pointers will do
     probe.w = probe.xq = static_cast<const uint8_t*>(workspace);

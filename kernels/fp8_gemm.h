@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <tuple>
 
 #include "quant_params.h"
@@ -42,7 +43,7 @@ bool fp8_gemm_supported(const Fp8GemmParams& p);
 // allocate).
 class Fp8Gemm {
   public:
-    Fp8Gemm() = default;
+    Fp8Gemm();
     ~Fp8Gemm();
     Fp8Gemm(const Fp8Gemm&) = delete;
     Fp8Gemm& operator=(const Fp8Gemm&) = delete;
@@ -66,7 +67,7 @@ class Fp8Gemm {
     void* m_workspace = nullptr;
     std::size_t m_workspace_bytes = 0;
     bool m_available = false;
-    std::map<std::tuple<Fp8Scaling, int, int, int, int64_t>, Plan*> m_plans;
+    std::map<std::tuple<Fp8Scaling, int, int, int, int64_t>, std::unique_ptr<Plan>> m_plans;
 };
 
 }  // namespace loradesk::kernels

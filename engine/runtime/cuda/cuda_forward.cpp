@@ -286,12 +286,12 @@ void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const
         kernels::SgmvParams lp;
         if (lora_around) lp = begin_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride);
         if (planned) {
-            launch_quant_site(q);
-        } else if (w8a8) {
-            fp8_matmul(quant, x, x_stride, n, y, y_stride);
-            if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");
+            launch_quant_site(q);  // bias in the kernels' epilogue
         } else {
-            quant_matmul(quant, x, x_stride, n, y, y_stride);
+            if (w8a8)
+                fp8_matmul(quant, x, x_stride, n, y, y_stride);
+            else
+                quant_matmul(quant, x, x_stride, n, y, y_stride);
             if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");
         }
         if (lora_around) end_lora(lp);

@@ -118,7 +118,7 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
     if (!cfg.tie_word_embeddings) items.push_back({{&w.lm_head()}, &lm_head});
     int64_t max_part_elems = 0, max_in = 0, bf16_sites = 0;
     bool any_act_order = false;
-    bool any_fp8 = false;
+    bool any_fp8_block = false;
     std::size_t quant_ws_bytes = 0;
     std::string first_refusal;
     for (int l = 0; l < cfg.n_layers; ++l) {
@@ -141,8 +141,8 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
                         max_part_elems = std::max(max_part_elems, int64_t(part.params.n) * part.params.k);
                         max_in = std::max(max_in, int64_t(part.params.k));
                         any_act_order = any_act_order || !part.g_idx.empty();
-                        any_fp8 = any_fp8 || (part.params.format == kernels::QuantFormat::fp8_e4m3 &&
-                                              part.params.fp8_scaling == kernels::Fp8Scaling::block128);
+                        any_fp8_block = any_fp8_block || (part.params.format == kernels::QuantFormat::fp8_e4m3 &&
+                                                          part.params.fp8_scaling == kernels::Fp8Scaling::block128);
                         quant_ws_bytes = std::max(
                             {quant_ws_bytes,
                              kernels::quant_gemv_workspace_bytes(part.params.n, part.params.k, part.params.group_size),
@@ -203,7 +203,7 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
     }
     // Block-scaled fp8: x quantized for the fp8 GEMM, kFp8Rows tokens at a time (13.5 MiB at Qwen3-8B shapes).
     std::size_t fp8_x_offset = 0, fp8_scale_offset = 0;
-    if (any_fp8) {
+    if (any_fp8_block) {
         fp8_x_offset = total;
         total += align_up(std::size_t(kFp8Rows) * std::size_t(max_in));
         fp8_scale_offset = total;
@@ -237,7 +237,7 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
         dequant_scratch = reinterpret_cast<uint16_t*>(weights.data() + scratch_offset);
     }
     if (any_act_order) gather_scratch = reinterpret_cast<uint16_t*>(weights.data() + gather_offset);
-    if (any_fp8) {
+    if (any_fp8_block) {
         fp8_xq = weights.data() + fp8_x_offset;
         fp8_x_scale = reinterpret_cast<float*>(weights.data() + fp8_scale_offset);
         fp8_row_elems = max_in;
