@@ -53,12 +53,15 @@ LoraWeights random_lora(const model::ModelConfig& c, int rank, uint64_t seed) {
 }
 
 // A synthesized Qwen3-shaped "tiny" checkpoint in `dir` (a fixed seed per test, so failures reproduce).
-model::ModelConfig synth_tiny(const std::string& dir, uint64_t seed = model::SynthOptions{}.seed) {
+// A synthetic checkpoint of `preset` in dir, quantized as `quant` ("" = bf16).
+model::ModelConfig synth(const std::string& dir, const QString& preset, uint64_t seed, const QString& quant = {}) {
     model::SynthOptions so;
-    so.preset = "tiny";
-    so.out_dir = dir;
-    so.seed = seed;
+    so.preset = preset.toStdString(), so.out_dir = dir, so.seed = seed, so.quant = quant.toStdString();
     return model::synth_model(so);
+}
+
+model::ModelConfig synth_tiny(const std::string& dir, uint64_t seed = model::SynthOptions{}.seed) {
+    return synth(dir, "tiny", seed);
 }
 
 double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
@@ -142,14 +145,10 @@ class TstCudaRunner : public QObject {
         QFETCH(bool, graphs);
         QFETCH(QString, quant);
         QTemporaryDir dir;
-        model::SynthOptions so;
-        so.preset = preset.toStdString();
-        so.out_dir = dir.path().toStdString();
-        so.seed = 5;
-        so.quant = quant.toStdString();
-        const model::ModelConfig c = model::synth_model(so);
-        cpu::CpuRunner cpu_runner(so.out_dir, 2);
-        cuda::CudaRunner gpu(so.out_dir, 0, weight_only_fp8());
+        const std::string model_dir = dir.path().toStdString();
+        const model::ModelConfig c = synth(model_dir, preset, 5, quant);
+        cpu::CpuRunner cpu_runner(model_dir, 2);
+        cuda::CudaRunner gpu(model_dir, 0, weight_only_fp8());
         gpu.set_cuda_graphs(graphs);
         QCOMPARE(gpu.config().vocab_size, c.vocab_size);
 
@@ -242,12 +241,10 @@ class TstCudaRunner : public QObject {
         QFETCH(QString, quant);
         QFETCH(int, batch);
         QTemporaryDir dir;
-        model::SynthOptions so;
-        so.preset = preset.toStdString(), so.out_dir = dir.path().toStdString(), so.seed = 8;
-        so.quant = quant.toStdString();
-        const model::ModelConfig c = model::synth_model(so);
-        cpu::CpuRunner cpu_runner(so.out_dir, 2);
-        cuda::CudaRunner gpu(so.out_dir, 0, weight_only_fp8());
+        const std::string model_dir = dir.path().toStdString();
+        const model::ModelConfig c = synth(model_dir, preset, 8, quant);
+        cpu::CpuRunner cpu_runner(model_dir, 2);
+        cuda::CudaRunner gpu(model_dir, 0, weight_only_fp8());
         for (ModelRunner* r : {static_cast<ModelRunner*>(&cpu_runner), static_cast<ModelRunner*>(&gpu)}) {
             r->configure_lora_slots(1, 8);
             r->load_lora_slot(1, random_lora(c, 8, 6));
@@ -305,12 +302,11 @@ class TstCudaRunner : public QObject {
     void fp8_w8a8_matches_cpu_runner() {
         QFETCH(QString, quant);
         QTemporaryDir dir;
-        model::SynthOptions so;
-        so.preset = "small", so.out_dir = dir.path().toStdString(), so.seed = 5, so.quant = quant.toStdString();
-        const model::ModelConfig c = model::synth_model(so);
-        cpu::CpuRunner cpu_wo(so.out_dir, 2), cpu_w8a8(so.out_dir, 2);
+        const std::string model_dir = dir.path().toStdString();
+        const model::ModelConfig c = synth(model_dir, "small", 5, quant);
+        cpu::CpuRunner cpu_wo(model_dir, 2), cpu_w8a8(model_dir, 2);
         cpu_w8a8.set_fp8_activation_rounding(cuda::kFp8GemmMinTokens);
-        cuda::CudaRunner gpu(so.out_dir), gpu_wo(so.out_dir, 0, weight_only_fp8());
+        cuda::CudaRunner gpu(model_dir), gpu_wo(model_dir, 0, weight_only_fp8());
         std::vector<ModelRunner*> runners{&cpu_wo, &cpu_w8a8, &gpu, &gpu_wo};
         std::vector<SequenceDriver> drivers;
         drivers.reserve(runners.size());
@@ -395,11 +391,9 @@ class TstCudaRunner : public QObject {
         QFETCH(QString, quant);
         QFETCH(int, batch);
         QTemporaryDir dir;
-        model::SynthOptions so;
-        so.preset = preset.toStdString(), so.out_dir = dir.path().toStdString(), so.seed = 4,
-        so.quant = quant.toStdString();
-        const model::ModelConfig c = model::synth_model(so);
-        cuda::CudaRunner gpu(so.out_dir);
+        const std::string model_dir = dir.path().toStdString();
+        const model::ModelConfig c = synth(model_dir, preset, 4, quant);
+        cuda::CudaRunner gpu(model_dir);
         const int page_size = 16, n_pages = 8 * batch;
         std::vector<int32_t> order(static_cast<std::size_t>(n_pages));
         std::iota(order.begin(), order.end(), 0);
@@ -624,13 +618,11 @@ class TstCudaRunner : public QObject {
         QFETCH(QString, preset);
         QFETCH(QString, quant);
         QTemporaryDir dir;
-        model::SynthOptions so;
-        so.preset = preset.toStdString(), so.out_dir = dir.path().toStdString(), so.seed = 17,
-        so.quant = quant.toStdString();
-        const model::ModelConfig c = model::synth_model(so);
+        const std::string model_dir = dir.path().toStdString();
+        const model::ModelConfig c = synth(model_dir, preset, 17, quant);
         cuda::CudaRunnerOptions serial_options;
         serial_options.lora_beside_base = false;
-        cuda::CudaRunner beside(so.out_dir), serial(so.out_dir, 0, serial_options);
+        cuda::CudaRunner beside(model_dir), serial(model_dir, 0, serial_options);
         std::vector<SequenceDriver> drivers;
         drivers.reserve(2);
         for (cuda::CudaRunner* r : {&beside, &serial}) {
