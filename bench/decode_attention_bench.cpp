@@ -3,8 +3,9 @@
 // cannot serve them from the 50 MB L2 (in a real step the weights stream in between), and captures one CUDA
 // graph of L attention_decode launches, one per copy, with programmatic dependent launch as the runner uses it.
 // Timed: the median replay over L. Per split count (1 = one whole-sequence block per sequence and KV head): the
-// fused merge (merge counters) with the Q·K layout attention_decode picks (auto), forced coalesced (co) and forced
-// lane per key (lk), and the merge kernel with the coalesced layout. Every variant's output is checked against
+// fused merge (merge counters) with the Q·K layout and staging attention_decode picks (auto), the same without
+// staging K/V in shared memory before the PDL wait (nostage), forced coalesced (co) and forced lane per key (lk)
+// without staging, and the merge kernel with the coalesced layout. Every variant's output is checked against
 // the C++ twin (small cases) or against the 1-split result first. The row the step planner would choose
 // (decode_attention_splits) is marked *.
 //
@@ -43,12 +44,15 @@ struct Variant {
     const char* name;
     bool fused;
     detail::DecodeQkLayout layout;
+    detail::DecodeStaging staging;
 };
 
-constexpr Variant kVariants[] = {{"fused+auto", true, detail::DecodeQkLayout::automatic},
-                                 {"fused+co", true, detail::DecodeQkLayout::coalesced},
-                                 {"fused+lk", true, detail::DecodeQkLayout::lane_per_key},
-                                 {"merge+co", false, detail::DecodeQkLayout::coalesced}};
+using detail::DecodeQkLayout, detail::DecodeStaging;
+constexpr Variant kVariants[] = {{"fused+auto", true, DecodeQkLayout::automatic, DecodeStaging::automatic},
+                                 {"nostage", true, DecodeQkLayout::automatic, DecodeStaging::off},
+                                 {"fused+co", true, DecodeQkLayout::coalesced, DecodeStaging::off},
+                                 {"fused+lk", true, DecodeQkLayout::lane_per_key, DecodeStaging::off},
+                                 {"merge+co", false, DecodeQkLayout::coalesced, DecodeStaging::off}};
 
 // One case's device state: L pool copies (one page table: copy l is the pool at l * pool_elems), one q, one
 // output.
@@ -71,7 +75,7 @@ double time_graph(const SweepCase& c, const Variant& v, const AttentionWorkItem*
         p.k_pages = c.pool.get() + std::size_t(l) * c.pool_elems;
         p.v_pages = p.k_pages + c.pool_elems / 2;
         p.merge_counters = v.fused ? counters : nullptr;
-        cuda_check(detail::attention_decode_with(p, items, n_items, groups, n_groups, ws, v.layout, s),
+        cuda_check(detail::attention_decode_with(p, items, n_items, groups, n_groups, ws, v.layout, v.staging, s),
                    "attention_decode");
     }
     cuda_check(cudaStreamEndCapture(s, &g), "capture end");
@@ -160,7 +164,7 @@ void sweep(const Shape& m, int batch, int ctx, int n_sms, bool quick) {
             AttentionParams pc = p;
             pc.merge_counters = v.fused ? counters.get() : nullptr;
             cuda_check(detail::attention_decode_with(pc, items.get(), int(plan.items.size()), groups.get(),
-                                                     int(plan.groups.size()), ws.get(), v.layout, nullptr),
+                                                     int(plan.groups.size()), ws.get(), v.layout, v.staging, nullptr),
                        "attention_decode");
             cuda_check(cudaDeviceSynchronize(), "attention_decode");
             const auto got = c.out.download();
@@ -201,7 +205,9 @@ int main(int argc, char** argv) {
     for (const Shape& m : shapes)
         for (int batch : {1, 2, 4, 8, 16, 32, 64})
             for (int ctx : {256, 512, 1024, 2048, 4096, 8192}) {
-                if (quick && (m.n_heads != 32 || (batch != 1 && batch != 8 && batch != 32))) continue;
+                if (quick && (ctx == 256 || ctx == 1024 || ctx == 4096 ||
+                              (m.n_heads == 32 ? batch != 1 && batch != 8 && batch != 32 : batch != 1)))
+                    continue;
                 sweep(m, batch, ctx, prop.multiProcessorCount, quick);
             }
     return 0;

@@ -19,8 +19,11 @@ cudaError_t attention_merge(const AttentionParams& p, const AttentionMergeGroup*
 // unless its registers cost a second wave), or forced — coalesced where it applies, else one lane per key.
 // decode_attention_bench compares them; everything else calls attention_decode.
 enum class DecodeQkLayout { automatic, coalesced, lane_per_key };
+// Whether each warp's first 32 keys are copied into shared memory before the PDL wait: automatic (what
+// attention_decode does: with the coalesced layout, where it costs no extra wave of blocks), or off.
+enum class DecodeStaging { automatic, off };
 cudaError_t attention_decode_with(const AttentionParams& p, const AttentionWorkItem* items, int n_items,
                                   const AttentionMergeGroup* groups, int n_groups, float* workspace,
-                                  DecodeQkLayout layout, cudaStream_t stream);
+                                  DecodeQkLayout layout, DecodeStaging staging, cudaStream_t stream);
 
 }  // namespace loradesk::kernels::detail

@@ -10,6 +10,7 @@
 
 #include "launch_pdl.cuh"
 #include "launchers.h"
+#include "rope_head.cuh"
 
 namespace loradesk::kernels {
 namespace {
@@ -100,9 +101,8 @@ __global__ void add_rmsnorm_kernel(const uint16_t* x, float* residual, const uin
 }
 
 constexpr int kRopeWarps = 4;
-constexpr int kMaxPairsPerLane = 4;  // head_dim <= 256
 
-// One warp per (token, head). Lane owns pairs (i, i + half) for i = lane + 32k: the rotation partners.
+// One warp per (token, head); the per-head math is rope_head.cuh's.
 __global__ void rope_kv_kernel(RopeKvParams p) {
     int lane = threadIdx.x & 31;
     int head = blockIdx.y * kRopeWarps + (threadIdx.x >> 5);
@@ -114,47 +114,22 @@ __global__ void rope_kv_kernel(RopeKvParams p) {
     // Before the wait, what never depends on the predecessor: the position and KV slot (step metadata), the
     // rotation angles, the norm weights' lines. Only the q/k/v values come from it (the QKV projection).
     const int32_t slot = is_q ? 0 : p.kv_slots[t];
-    float sn[kMaxPairsPerLane], cs[kMaxPairsPerLane];
+    detail::RopeAngles angles;
     const uint16_t* norm = is_v ? nullptr : is_q ? p.q_norm : p.k_norm;
     if (!is_v) {
-        const float pos = float(p.positions[t]);
-#pragma unroll
-        for (int k = 0; k < kMaxPairsPerLane; ++k) {
-            const int i = lane + 32 * k;
-            sn[k] = 0.0f, cs[k] = 1.0f;
-            if (i < half) sincosf(pos * p.inv_freq[i], &sn[k], &cs[k]);
-        }
+        detail::rope_angles(p.positions[t], p.inv_freq, half, lane, angles);
         if (norm && lane * 64 < p.head_dim) detail::prefetch_l2(norm + lane * 64);
     }
     detail::pdl_wait();
-    float lo[kMaxPairsPerLane], hi[kMaxPairsPerLane];
-    float ss = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kMaxPairsPerLane; ++k) {
-        int i = lane + 32 * k;
-        lo[k] = i < half ? ld(src + i) : 0.0f;
-        hi[k] = i < half ? ld(src + i + half) : 0.0f;
-        ss += lo[k] * lo[k] + hi[k] * hi[k];
-    }
-    if (!is_v) {
-        float inv = norm ? rsqrtf(warp_sum(ss) / p.head_dim + p.norm_eps) : 1.0f;
-#pragma unroll
-        for (int k = 0; k < kMaxPairsPerLane; ++k) {
-            int i = lane + 32 * k;
-            if (i >= half) continue;
-            float x1 = lo[k], x2 = hi[k];
-            if (norm) x1 *= inv * ld(norm + i), x2 *= inv * ld(norm + i + half);
-            lo[k] = x1 * cs[k] - x2 * sn[k];
-            hi[k] = x2 * cs[k] + x1 * sn[k];
-        }
-    }
+    float lo[detail::kRopeMaxPairsPerLane], hi[detail::kRopeMaxPairsPerLane];
+    detail::rope_head(src, half, norm, p.norm_eps, !is_v, angles, lane, lo, hi);
     uint16_t* dst = src;
     if (!is_q) {
         int kvh = is_v ? head - p.n_heads - p.n_kv_heads : head - p.n_heads;
         dst = (is_v ? p.v_pages : p.k_pages) + (int64_t(slot) * p.n_kv_heads + kvh) * p.head_dim;
     }
 #pragma unroll
-    for (int k = 0; k < kMaxPairsPerLane; ++k) {
+    for (int k = 0; k < detail::kRopeMaxPairsPerLane; ++k) {
         int i = lane + 32 * k;
         if (i < half) st(dst + i, lo[k]), st(dst + i + half, hi[k]);
     }
@@ -284,7 +259,7 @@ cudaError_t add_rmsnorm(const uint16_t* x, float* residual, const uint16_t* weig
 }
 
 cudaError_t rope_kv_write(const RopeKvParams& p, cudaStream_t stream) {
-    if (p.head_dim % 2 != 0 || p.head_dim > 2 * 32 * kMaxPairsPerLane) return cudaErrorInvalidValue;
+    if (p.head_dim % 2 != 0 || p.head_dim > 2 * 32 * detail::kRopeMaxPairsPerLane) return cudaErrorInvalidValue;
     if (p.n_tokens == 0) return cudaSuccess;
     int total_heads = p.n_heads + 2 * p.n_kv_heads;
     dim3 grid(p.n_tokens, (total_heads + kRopeWarps - 1) / kRopeWarps);

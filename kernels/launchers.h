@@ -58,11 +58,20 @@ cudaError_t gemv(const GemvParams& p, cudaStream_t stream);
 // sequence has one query token (other batches still come out right, just slowly). Needs head_dim 64, 128
 // or 256, n_heads / n_kv_heads <= 16 and 16-byte aligned K/V pools; otherwise returns cudaErrorInvalidValue
 // without launching, and the caller uses attention(). attention_decode_supported(p) asks that up front.
-// The plan (items, groups) and the batch arrays (indptrs, page tables) are read before the kernel waits for its
-// predecessor (PDL): the kernel launched just before must not write them. With p.merge_counters, split plans
-// are merged by their last block instead of a merge launch.
+// The plan (items, groups), the batch arrays (indptrs, page tables) and, for small grids, the K/V rows of every key
+// before the sequence's query tokens are read before the kernel waits for its predecessor (PDL): the kernel
+// launched just before must write none of them (it may write this step's own keys, as rope_kv_write does). With
+// p.merge_counters, split plans are merged by their last block instead of a merge launch.
 cudaError_t attention_decode(const AttentionParams& p, const AttentionWorkItem* items, int n_items,
                              const AttentionMergeGroup* groups, int n_groups, float* workspace, cudaStream_t stream);
+// rope_kv_write(rope) then attention_decode(p, ...), fused into one launch where attention_decode would stage K/V
+// (one query token per sequence, rope.n_tokens == p.n_seqs, head_dim 128, <= 4 query heads per KV head, the grid
+// at most one block per SM; rope's pools are p's): each block rotates its q rows itself, and the block holding a
+// sequence's new key writes its K and V. The q rows in rope.qkv are then left un-rotated (attention reads them
+// nowhere else). Same results as the two launches, bit for bit; unsupported p: cudaErrorInvalidValue, nothing run.
+cudaError_t attention_decode_rope(const AttentionParams& p, const RopeKvParams& rope, const AttentionWorkItem* items,
+                                  int n_items, const AttentionMergeGroup* groups, int n_groups, float* workspace,
+                                  cudaStream_t stream);
 bool attention_decode_supported(const AttentionParams& p);
 // Tensor-core causal attention for prefill-shaped sequences over the same paged layout: tiles (device
 // copy, from plan_attention_mixed) name 64-row blocks of sequences; each is computed against all keys up

@@ -4,8 +4,10 @@
 #include <QtTest>
 #include <cmath>
 #include <random>
+#include <string_view>
 
 #include "attention_case.h"
+#include "attention_internal.h"
 #include "attention_plan.h"
 #include "device_buffer.h"
 #include "kernel_test_util.h"
@@ -276,14 +278,22 @@ class TstKernelsCuda : public QObject {
         DeviceBuffer<float> d_ws(std::vector<float>(attention_workspace_bytes(plan.items.size(), n_kv, hd) / 4, NAN));
         AttentionParams d = dev.p;
         QVERIFY(attention_decode_supported(d));
-        // Three launches on one NaN-poisoned output each: the merge kernel, then the fused merge twice (its
-        // counters must be back at zero after each launch, or the second launch would merge too early).
+        // Four launches on one NaN-poisoned output each: the merge kernel, then the fused merge twice (its
+        // counters must be back at zero after each launch, or the second launch would merge too early), then
+        // without staging K/V in shared memory (attention_decode stages where it costs no extra wave: the small
+        // grids here, head_dim 128 with up to 4 rows; this launch covers the global-memory walk there).
         DeviceBuffer<int32_t> counters(std::vector<int32_t>(attention_decode_counters(plan.groups.size(), n_kv), 0));
-        for (const char* mode : {"merge kernel", "fused merge", "fused merge again"}) {
+        for (const char* mode : {"merge kernel", "fused merge", "fused merge again", "fused merge, no staging"}) {
             d.merge_counters = mode[0] == 'f' ? counters.get() : nullptr;
             dev.out.upload(std::vector<uint16_t>(out.size(), kNanBf16));
-            sync_check(loradesk::kernels::attention_decode(d, d_items.get(), int(plan.items.size()), d_groups.get(),
-                                                           int(plan.groups.size()), d_ws.get(), nullptr));
+            if (std::string_view(mode).ends_with("no staging"))
+                sync_check(loradesk::kernels::detail::attention_decode_with(
+                    d, d_items.get(), int(plan.items.size()), d_groups.get(), int(plan.groups.size()), d_ws.get(),
+                    loradesk::kernels::detail::DecodeQkLayout::automatic, loradesk::kernels::detail::DecodeStaging::off,
+                    nullptr));
+            else
+                sync_check(loradesk::kernels::attention_decode(d, d_items.get(), int(plan.items.size()), d_groups.get(),
+                                                               int(plan.groups.size()), d_ws.get(), nullptr));
             for (int32_t c : counters.download()) QCOMPARE(c, 0);
             check_decode_output(mode, dev.out.download(), out, batch, seqs, plan, n_heads, hd, n_empty);
             if (QTest::currentTestFailed()) return;
@@ -326,6 +336,104 @@ class TstKernelsCuda : public QObject {
 
     // Shapes the decode kernel does not take come back as cudaErrorInvalidValue without a launch (the caller
     // falls back to attention()), and leave no sticky error behind.
+    // attention_decode_rope (RoPE + KV write fused into the staged decode kernel) against the two launches it
+    // replaces on a copy of the same data: output and pools bit for bit, and against the twins (ref::rope_kv_write,
+    // ref::attention) within bf16 noise. Whether it fused shows in qkv: the fused kernel leaves the q rows there
+    // un-rotated. Contexts of 1 to 4,100 keys, so the new key lands in a staged sub-tile, in one read back from
+    // the pool (beyond each warp's first 32 keys), alone in its split, and in a whole-sequence block (1 split).
+    void attention_decode_rope_data() {
+        QTest::addColumn<int>("group");
+        QTest::addColumn<int>("n_kv");
+        QTest::addColumn<bool>("qk_norm");
+        QTest::addColumn<int>("splits");
+        QTest::addColumn<bool>("fuses");
+        QTest::newRow("qwen3-8b group 4, 4 splits") << 4 << 2 << true << 4 << true;
+        QTest::newRow("qwen3-8b group 4, whole sequences (8 warps)") << 4 << 2 << true << 1 << true;
+        QTest::newRow("qwen3-0.6b group 2, 16 splits") << 2 << 2 << true << 16 << true;
+        QTest::newRow("llama MHA, no q/k norm, 2 splits") << 1 << 3 << false << 2 << true;
+        QTest::newRow("group 3 (padded rows), 4 splits") << 3 << 2 << true << 4 << true;
+        QTest::newRow("over one block per SM: two launches") << 4 << 8 << true << 16 << false;
+        QTest::newRow("group 8: two launches") << 8 << 1 << true << 4 << false;
+    }
+    void attention_decode_rope() {
+        QFETCH(int, group);
+        QFETCH(int, n_kv);
+        QFETCH(bool, qk_norm);
+        QFETCH(int, splits);
+        QFETCH(bool, fuses);
+        constexpr int hd = 128;
+        const int n_heads = group * n_kv;
+        std::mt19937 rng(group * 71 + n_kv * 7 + splits);
+        const std::vector<std::pair<int, int>> seqs = {{1, 1}, {1, 33}, {1, 129}, {1, 4100}};
+        const auto batch = make_paged_batch(rng, seqs, 16);
+        const int n = batch.n_tokens(), stride = (n_heads + 2 * n_kv) * hd + 8;
+        const auto qkv = random_bf16(rng, std::size_t(n) * stride, -3.0f, 3.0f);
+        const auto qn = random_bf16(rng, hd, 0.5f, 1.5f), kn = random_bf16(rng, hd, 0.5f, 1.5f);
+        const auto inv_freq = ref::rope_inv_freq(hd, 1000000.0f, {});
+        // Pools hold earlier keys; this step's slots are NaN until the K/V write fills them.
+        auto k_pages = random_bf16(rng, std::size_t(batch.n_pages) * 16 * n_kv * hd, -2.0f, 2.0f);
+        auto v_pages = random_bf16(rng, k_pages.size(), -2.0f, 2.0f);
+        for (int32_t slot : batch.kv_slots)
+            for (int e = 0; e < n_kv * hd; ++e)
+                k_pages[std::size_t(slot) * n_kv * hd + e] = v_pages[std::size_t(slot) * n_kv * hd + e] = kNanBf16;
+
+        // The twins: RoPE + KV write, then attention over the rotated q.
+        auto ref_qkv = qkv, ref_k = k_pages, ref_v = v_pages;
+        RopeKvParams hr;
+        hr.qkv = ref_qkv.data(), hr.qkv_row_stride = stride, hr.n_tokens = n, hr.n_heads = n_heads;
+        hr.n_kv_heads = n_kv, hr.head_dim = hd, hr.positions = batch.positions.data();
+        hr.kv_slots = batch.kv_slots.data(), hr.inv_freq = inv_freq.data();
+        hr.q_norm = qk_norm ? qn.data() : nullptr, hr.k_norm = qk_norm ? kn.data() : nullptr;
+        hr.k_pages = ref_k.data(), hr.v_pages = ref_v.data();
+        ref::rope_kv_write(hr);
+        std::vector<uint16_t> want(std::size_t(n) * n_heads * hd);
+        AttentionParams ha = host_attention_params(batch, ref_qkv, stride, ref_k, ref_v, n_heads, n_kv, hd,
+                                                   1.0f / std::sqrt(float(hd)), want.data());
+        ref::attention(ha);
+
+        AttentionPlan plan;
+        plan_attention_splits(batch.qo_indptr.data(), batch.kv_indptr.data(), batch.kv_last_page_len.data(),
+                              batch.n_seqs(), 16, group, splits, plan);
+        DeviceBuffer<AttentionWorkItem> d_items(plan.items);
+        DeviceBuffer<AttentionMergeGroup> d_groups(plan.groups);
+        DeviceBuffer<int32_t> d_pos(batch.positions), d_slots(batch.kv_slots);
+        DeviceBuffer<float> d_freq(inv_freq);
+        DeviceBuffer<uint16_t> d_qn(qn), d_kn(kn);
+        // Run 0: rope_kv_write + attention_decode; run 1: attention_decode_rope. Each on its own copy.
+        std::vector<uint16_t> outs[2], ks[2], vs[2], qkvs[2];
+        for (int run = 0; run < 2; ++run) {
+            DeviceAttention dev(ha, batch, qkv, k_pages, v_pages);
+            DeviceBuffer<float> ws(std::vector<float>(attention_workspace_bytes(plan.items.size(), n_kv, hd) / 4, NAN));
+            DeviceBuffer<int32_t> counters(
+                std::vector<int32_t>(attention_decode_counters(plan.groups.size(), n_kv), 0));
+            RopeKvParams r = hr;
+            r.qkv = dev.q.get(), r.positions = d_pos.get(), r.kv_slots = d_slots.get(), r.inv_freq = d_freq.get();
+            r.q_norm = qk_norm ? d_qn.get() : nullptr, r.k_norm = qk_norm ? d_kn.get() : nullptr;
+            r.k_pages = dev.k.get(), r.v_pages = dev.v.get();
+            AttentionParams d = dev.p;
+            d.merge_counters = counters.get();
+            if (run == 0) {
+                sync_check(rope_kv_write(r, nullptr));
+                sync_check(loradesk::kernels::attention_decode(d, d_items.get(), int(plan.items.size()), d_groups.get(),
+                                                               int(plan.groups.size()), ws.get(), nullptr));
+            } else {
+                sync_check(loradesk::kernels::attention_decode_rope(d, r, d_items.get(), int(plan.items.size()),
+                                                                    d_groups.get(), int(plan.groups.size()), ws.get(),
+                                                                    nullptr));
+            }
+            for (int32_t c : counters.download()) QCOMPARE(c, 0);
+            outs[run] = dev.out.download(), ks[run] = dev.k.download(), vs[run] = dev.v.download();
+            qkvs[run] = dev.q.download();
+        }
+        QVERIFY2(outs[1] == outs[0], "fused output differs from rope_kv_write + attention_decode");
+        QVERIFY2(ks[1] == ks[0] && vs[1] == vs[0], "fused K/V pools differ from rope_kv_write's");
+        QCOMPARE(qkvs[1] == qkv, fuses);  // fused: q left un-rotated in qkv; two launches: rotated in place
+        QVERIFY2(ks[0] == ref_k || rel_l2(to_f32(ks[0]), to_f32(ref_k)) < kBf16Tol, "K pool vs the twin");
+        QCOMPARE(vs[0], ref_v);
+        const double err = rel_l2(to_f32(outs[1]), to_f32(want));
+        QVERIFY2(err < kBf16Tol, qPrintable(QString("attention rel err %1 vs the twins").arg(err)));
+    }
+
     void attention_decode_unsupported_data() {
         QTest::addColumn<int>("n_heads");
         QTest::addColumn<int>("n_kv");

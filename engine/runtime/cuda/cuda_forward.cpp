@@ -1,10 +1,10 @@
 // CudaRunner forward pass, launch only. step_plan.h plans the step (KV slots, LoRA segments, attention work
 // items) into one int32 block that a single async copy moves to the device; then the stream runs, per layer:
-// add+RMSNorm, fused QKV GEMM (+bias, +SGMV LoRA over q|k|v), q/k norm+RoPE+KV write, paged attention,
-// o GEMM (+LoRA), add+RMSNorm, fused gate|up GEMM (+LoRA), SiLU*mul, down GEMM (+LoRA); finally the norm of
-// the logits rows only and the lm_head GEMM in f32. A LoRA shrink that no kernel fuses runs on side_stream beside
-// its site's base GEMM. Decode steps replay graphs (cuda_graphs.cpp) when their plan says so; the workspace they
-// all use is planned there too.
+// add+RMSNorm, fused QKV GEMM (+bias, +SGMV LoRA over q|k|v), q/k norm+RoPE+KV write, paged attention (those two
+// in one launch at small decode batches), o GEMM (+LoRA), add+RMSNorm, fused gate|up GEMM (+LoRA), SiLU*mul, down
+// GEMM (+LoRA); finally the norm of the logits rows only and the lm_head GEMM in f32. A LoRA shrink that no kernel
+// fuses runs on side_stream beside its site's base GEMM. Decode steps replay graphs (cuda_graphs.cpp) when their
+// plan says so; the workspace they all use is planned there too.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -319,12 +319,23 @@ void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const
     if (swiglu) launch_check(kernels::silu_mul(y, n, out / 2, act, stream), "silu_mul");
 }
 
-// Prefill tiles on the tensor-core kernel, the rest on the split-K kernels (the decode-specialised one when
-// every split sequence has a single query token); they write disjoint rows of the output.
-void CudaRunner::Impl::run_attention(const StepMeta& sm, const kernels::AttentionParams& ap) {
+// q/k norm + RoPE + KV write, then prefill tiles on the tensor-core kernel, the rest on the split-K kernels (the
+// decode-specialised one when every split sequence has a single query token); they write disjoint rows of the
+// output. A pure decode step hands the RoPE to attention_decode_rope, which fuses it where it can (one launch fewer
+// per layer at small batches).
+void CudaRunner::Impl::run_attention(const StepMeta& sm, const kernels::AttentionParams& ap,
+                                     const kernels::RopeKvParams& rp) {
+    const bool decode = sm.split_decode_only && kernels::attention_decode_supported(ap);
+    if (decode && sm.n_tiles == 0 && sm.n_items > 0) {
+        launch_check(
+            kernels::attention_decode_rope(ap, rp, sm.items, sm.n_items, sm.groups, sm.n_groups, att_ws, stream),
+            "attention_decode_rope");
+        return;
+    }
+    launch_check(kernels::rope_kv_write(rp, stream), "rope_kv_write");
     if (sm.n_tiles > 0) launch_check(kernels::attention_prefill(ap, sm.tiles, sm.n_tiles, stream), "attention_prefill");
     if (sm.n_items == 0) return;
-    if (sm.split_decode_only && kernels::attention_decode_supported(ap))
+    if (decode)
         launch_check(kernels::attention_decode(ap, sm.items, sm.n_items, sm.groups, sm.n_groups, att_ws, stream),
                      "attention_decode");
     else
@@ -358,7 +369,6 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm) {
         rp.head_dim = cfg.head_dim, rp.positions = sm.positions, rp.kv_slots = sm.kv_slots, rp.inv_freq = inv_freq;
         rp.q_norm = w.q_norm, rp.k_norm = w.k_norm, rp.norm_eps = eps, rp.k_pages = k_pages;
         rp.v_pages = k_pages + kv_layer_elems;
-        launch_check(kernels::rope_kv_write(rp, stream), "rope_kv_write");
 
         kernels::AttentionParams ap;
         ap.q = qkv, ap.q_row_stride = qkv_dim, ap.k_pages = rp.k_pages, ap.v_pages = rp.v_pages;
@@ -366,7 +376,7 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm) {
         ap.kv_last_page_len = sm.last_len, ap.n_seqs = sm.n_seqs, ap.page_size = page_size, ap.n_heads = cfg.n_heads;
         ap.n_kv_heads = cfg.n_kv_heads, ap.head_dim = cfg.head_dim, ap.scale = 1.0f / std::sqrt(float(cfg.head_dim));
         ap.out = attn, ap.merge_counters = att_counters;
-        run_attention(sm, ap);
+        run_attention(sm, ap, rp);
 
         projection(sm, l, 1, w.wo, w.bo, attn, qd, qd, hid, proj, hid, int(LoraModule::o), 1, false);
 

@@ -185,7 +185,7 @@ struct CudaRunner::Impl {
     void replay_graph();  // launch is a graph plan: captures its graph on first use, then replays it
     void gemm(const uint16_t* w, const uint16_t* x, int n, int in, int out, void* y, int64_t ldy, bool f32_out);
     void run_layers(const StepMeta& sm);
-    void run_attention(const StepMeta& sm, const kernels::AttentionParams& ap);
+    void run_attention(const StepMeta& sm, const kernels::AttentionParams& ap, const kernels::RopeKvParams& rp);
     kernels::SgmvParams lora_params(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x,
                                     int64_t x_stride) const;
     // LoRA of a site that no kernel fused, in two halves around the site's base projection: begin_lora launches the
