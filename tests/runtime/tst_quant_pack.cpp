@@ -4,6 +4,7 @@
 // value; and the layouts the kernels cannot read, or that cannot share one matrix, are reported or split.
 #include <QTemporaryDir>
 #include <QtTest>
+#include <algorithm>
 #include <cstring>
 
 #include "core/thread_pool.h"
@@ -121,8 +122,11 @@ class TstQuantPack : public QObject {
         ThreadPool pool(3);  // sorted on threads: the same words
         QVERIFY(pack_quant_site({l.down}, true, &pool).parts.front().qweight == down.qweight);
         const auto g = pack_quant_site({l.gate}).parts.front();
-        if (o.quant == "fp8-tensor") {
-            QCOMPARE(int(g.params.fp8_scaling), int(kernels::Fp8Scaling::per_tensor));
+        if (o.quant == "fp8-tensor") {  // the one scale repeated per channel, alone or fused
+            QCOMPARE(int(g.params.fp8_scaling), int(kernels::Fp8Scaling::per_channel));
+            QCOMPARE(g.w_scale.size(), std::size_t(l.gate->out_features));
+            QVERIFY(std::all_of(g.w_scale.begin(), g.w_scale.end(), [&](float s) { return s == g.w_scale[0]; }));
+            QCOMPARE(g.w_scale[0], l.gate->scales->to_f32()[0]);
             QCOMPARE(int(pack_quant_site({l.gate, l.up}).parts.front().params.fp8_scaling),
                      int(kernels::Fp8Scaling::per_channel));
         }

@@ -339,7 +339,9 @@ class TstStepPlan : public QObject {
         QVERIFY(!fp8_w8a8_route(true, 2));
         QCOMPARE(kFp8GemmMinTokens, 3);
         for (int tokens : {3, 4, 32, 64, 2048}) QVERIFY(fp8_w8a8_route(true, tokens));
-        for (int tokens : {1, 16, 2048}) QVERIFY(!fp8_w8a8_route(false, tokens));  // per-channel: not yet
+        QCOMPARE(kFp8ChannelGemmMinTokens, 16);  // per-channel: x quantized per whole token
+        for (int tokens : {1, 3, 8, 15}) QVERIFY(!fp8_w8a8_route(false, tokens));
+        for (int tokens : {16, 32, 64, 2048}) QVERIFY(fp8_w8a8_route(false, tokens));
     }
 
     void eager_step_data() {

@@ -295,17 +295,23 @@ class TstCudaRunner : public QObject {
     // CPU's W8A8 logits (a wrong scale or slice lands near 1), and with CudaRunnerOptions::fp8_w8a8 off within the bf16
     // bound of the weight-only oracle. Prefill in two chunks, decode batches of 5, 2 (the GEMV) and 3 with adapters on
     // some rows, graphs on.
+    // Every fp8 layout: block-scaled from kFp8GemmMinTokens, per-channel and per-tensor (packed per channel) from
+    // kFp8ChannelGemmMinTokens; the CPU rounds from the same count.
     void fp8_w8a8_matches_cpu_runner_data() {
         QTest::addColumn<QString>("quant");
-        QTest::newRow("fp8") << QString("fp8");  // block-scaled: the formats the runner takes W8A8 for
+        QTest::addColumn<int>("min_tokens");
+        QTest::newRow("fp8") << QString("fp8") << cuda::kFp8GemmMinTokens;
+        QTest::newRow("fp8-channel") << QString("fp8-channel") << cuda::kFp8ChannelGemmMinTokens;
+        QTest::newRow("fp8-tensor") << QString("fp8-tensor") << cuda::kFp8ChannelGemmMinTokens;
     }
     void fp8_w8a8_matches_cpu_runner() {
         QFETCH(QString, quant);
+        QFETCH(int, min_tokens);
         QTemporaryDir dir;
         const std::string model_dir = dir.path().toStdString();
         const model::ModelConfig c = synth(model_dir, "small", 5, quant);
         cpu::CpuRunner cpu_wo(model_dir, 2), cpu_w8a8(model_dir, 2);
-        cpu_w8a8.set_fp8_activation_rounding(cuda::kFp8GemmMinTokens);
+        cpu_w8a8.set_fp8_activation_rounding(min_tokens);
         cuda::CudaRunner gpu(model_dir), gpu_wo(model_dir, 0, weight_only_fp8());
         std::vector<ModelRunner*> runners{&cpu_wo, &cpu_w8a8, &gpu, &gpu_wo};
         std::vector<SequenceDriver> drivers;
@@ -339,6 +345,16 @@ class TstCudaRunner : public QObject {
                 "from the weight-only CPU",
                 qPrintable(what), tokens, ruler, err, bound, err_wo);
             QVERIFY2(err < bound, qPrintable(QString("%1: logits rel err %2, bound %3").arg(what).arg(err).arg(bound)));
+            // The bound alone would pass a runner that never took W8A8 (weight-only sits one ruler from the CPU's
+            // W8A8). The first step has no KV history, so there W8A8 alone separates the two CUDA runners.
+            if (what == "prefill chunk 0") {
+                QVERIFY(tokens >= min_tokens);
+                const double moved = rel_l2(lg, lgo);
+                QVERIFY2(moved > 0.3 * ruler, qPrintable(QString("the CUDA runner did not take W8A8: it moved the "
+                                                                 "logits %1 from weight-only, the CPU's rounding %2")
+                                                             .arg(moved)
+                                                             .arg(ruler)));
+            }
             QVERIFY2(err_wo < 3e-2, qPrintable(QString("%1: weight-only logits rel err %2").arg(what).arg(err_wo)));
             QCOMPARE(argmax_disagreements_beyond_noise(lg, lw, c.vocab_size), 0);
             QCOMPARE(argmax_disagreements_beyond_noise(lgo, lc, c.vocab_size), 0);
@@ -385,6 +401,10 @@ class TstCudaRunner : public QObject {
                     << QString("tiny") << QString(q) << b;
         for (int b : {2, 4, 6})  // W8A8 from 3 rows: cuBLASLt's fp8 GEMM pads 6 rows to 8
             QTest::newRow(qPrintable(QString("small fp8 b%1").arg(b))) << QString("small") << QString("fp8") << b;
+        // Per-channel W8A8 from 16 rows (18 padded to 20); per-tensor scales run as per-channel ones.
+        for (const char* q : {"fp8-channel", "fp8-tensor"})
+            for (int b : {4, 16, 18})
+                QTest::newRow(qPrintable(QString("small %1 b%2").arg(q).arg(b))) << QString("small") << QString(q) << b;
     }
     void identical_rows_stay_identical() {
         QFETCH(QString, preset);

@@ -39,12 +39,12 @@ class CpuRunner final : public ModelRunner {
     const model::ModelWeights& weights() const { return m_weights; }
     int n_kv_pages() const { return m_n_pages; }
 
-    // W8A8 for fp8 checkpoints, as transformers (FineGrainedFP8) and vLLM run them and as the CUDA runner runs
-    // block-scaled ones from kFp8GemmMinTokens tokens (runtime/cuda/quant_route.h): in steps of at least min_tokens
-    // tokens, a call site whose projections are all stored fp8 multiplies its input rounded to e4m3 per token and 128
-    // columns (128x128-block weights) or per token (per-channel / per-tensor weights), scale amax / 448, instead of the
-    // input itself; LoRA still reads the input. 0 (the default): never, the weight-only oracle. The CUDA tests measure
-    // with it how far W8A8 alone moves the logits.
+    // W8A8 for fp8 checkpoints, as transformers (FineGrainedFP8) and vLLM run them and as the CUDA runner runs them
+    // from kFp8GemmMinTokens / kFp8ChannelGemmMinTokens tokens (runtime/cuda/quant_route.h): in steps of at least
+    // min_tokens tokens, a call site whose projections are all stored fp8 multiplies its input rounded to e4m3 per
+    // token and 128 columns (128x128-block weights) or per token (per-channel / per-tensor weights), scale amax / 448,
+    // instead of the input itself; LoRA still reads the input. 0 (the default): never, the weight-only oracle. The CUDA
+    // tests measure with it how far W8A8 alone moves the logits.
     void set_fp8_activation_rounding(int min_tokens) { m_fp8_act_min_tokens = min_tokens; }
 
   private:

@@ -42,11 +42,12 @@ struct CudaRunnerOptions {
     // rank-16 adapters, one per request, ms per step (H100): AWQ batch 8 5.720 -> 5.145, batch 32 9.718 -> 8.721;
     // bf16 batch 4 8.336 -> 8.068, batch 8 8.582 -> 8.288, batch 32 10.03 -> 9.88.
     bool lora_beside_base = true;
-    // Block-scaled fp8 checkpoints (Qwen3-FP8, DeepSeek) from kFp8GemmMinTokens tokens (quant_route.h): W8A8, as
-    // vLLM, SGLang and transformers' FineGrainedFP8 run them: x rounded to e4m3 per token and 128 columns, then the
-    // fp8 tensor cores (kernels/fp8_gemm.h). Qwen3-8B
-    // batch 32 6.32 ms per step against 10.69 weight-only (H100). Off keeps x in bf16 everywhere (the weight-only
-    // kernels), for comparison and for bit-level agreement with the CPU runner's numerics.
+    // fp8 checkpoints on the fp8 tensor cores (W8A8), as vLLM, SGLang and transformers' FineGrainedFP8 run them:
+    // block-scaled ones (Qwen3-FP8, DeepSeek) from kFp8GemmMinTokens tokens with x rounded to e4m3 per token and 128
+    // columns, per-channel and per-tensor ones from kFp8ChannelGemmMinTokens with x rounded per token
+    // (quant_route.h, kernels/fp8_gemm.h). Qwen3-8B batch 32 6.32 ms per step against 10.69 weight-only (H100). Off
+    // keeps x in bf16 everywhere (the weight-only kernels), for comparison and for bit-level agreement with the CPU
+    // runner's numerics.
     bool fp8_w8a8 = true;
 };
 

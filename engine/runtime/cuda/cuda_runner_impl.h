@@ -119,10 +119,10 @@ struct CudaRunner::Impl {
     static constexpr int kGatherRows = 1024;
     uint16_t* gather_scratch = nullptr;
     int64_t gather_row_elems = 0;
-    // fp8 sites from kFp8GemmMinTokens tokens (quant_route.h), W8A8: x quantized per token (and 128 columns for
-    // block-scaled weights), kFp8Rows tokens at a time, into fp8_xq [kFp8Rows][max_in] e4m3 and fp8_x_scale
-    // [max_in / 128][kFp8Rows] f32 (in the weights arena), then cuBLASLt's fp8 GEMM per part (fp8_gemm.h), on the
-    // cuBLAS workspace. fp8_xq is null without fp8 sites; fp8_gemm is unavailable before sm_90.
+    // fp8 sites from kFp8GemmMinTokens / kFp8ChannelGemmMinTokens tokens (quant_route.h), W8A8: x quantized per token
+    // (and 128 columns for block-scaled weights), kFp8Rows tokens at a time, into fp8_xq [kFp8Rows][max_in] e4m3 and
+    // fp8_x_scale [max_in / 128][kFp8Rows] f32 (in the weights arena), then cuBLASLt's fp8 GEMM per part (fp8_gemm.h),
+    // on the cuBLAS workspace. fp8_xq is null without fp8 sites; fp8_gemm is unavailable before sm_90.
     static constexpr int kFp8Rows = 1024;
     kernels::Fp8Gemm fp8_gemm;
     uint8_t* fp8_xq = nullptr;

@@ -118,7 +118,7 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
     if (!cfg.tie_word_embeddings) items.push_back({{&w.lm_head()}, &lm_head});
     int64_t max_part_elems = 0, max_in = 0, bf16_sites = 0;
     bool any_act_order = false;
-    bool any_fp8_block = false;
+    bool any_fp8_w8a8 = false;
     std::size_t quant_ws_bytes = 0;
     std::string first_refusal;
     for (int l = 0; l < cfg.n_layers; ++l) {
@@ -141,8 +141,9 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
                         max_part_elems = std::max(max_part_elems, int64_t(part.params.n) * part.params.k);
                         max_in = std::max(max_in, int64_t(part.params.k));
                         any_act_order = any_act_order || !part.g_idx.empty();
-                        any_fp8_block = any_fp8_block || (part.params.format == kernels::QuantFormat::fp8_e4m3 &&
-                                                          part.params.fp8_scaling == kernels::Fp8Scaling::block128);
+                        // Block-scaled and per-channel fp8 take W8A8 (fp8_w8a8_route); per-tensor packs per channel.
+                        any_fp8_w8a8 = any_fp8_w8a8 || (part.params.format == kernels::QuantFormat::fp8_e4m3 &&
+                                                        part.params.fp8_scaling != kernels::Fp8Scaling::per_tensor);
                         quant_ws_bytes = std::max(
                             {quant_ws_bytes,
                              kernels::quant_gemv_workspace_bytes(part.params.n, part.params.k, part.params.group_size),
@@ -201,9 +202,10 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
         gather_row_elems = max_in;
         total += align_up(std::size_t(kGatherRows) * std::size_t(max_in) * 2);
     }
-    // Block-scaled fp8: x quantized for the fp8 GEMM, kFp8Rows tokens at a time (13.5 MiB at Qwen3-8B shapes).
+    // fp8 W8A8: x quantized for the fp8 GEMM, kFp8Rows tokens at a time (13.5 MiB at Qwen3-8B shapes; per-channel
+    // weights use one scale per token of the per-128-column scale rows).
     std::size_t fp8_x_offset = 0, fp8_scale_offset = 0;
-    if (any_fp8_block) {
+    if (any_fp8_w8a8) {
         fp8_x_offset = total;
         total += align_up(std::size_t(kFp8Rows) * std::size_t(max_in));
         fp8_scale_offset = total;
@@ -237,7 +239,7 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
         dequant_scratch = reinterpret_cast<uint16_t*>(weights.data() + scratch_offset);
     }
     if (any_act_order) gather_scratch = reinterpret_cast<uint16_t*>(weights.data() + gather_offset);
-    if (any_fp8_block) {
+    if (any_fp8_w8a8) {
         fp8_xq = weights.data() + fp8_x_offset;
         fp8_x_scale = reinterpret_cast<float*>(weights.data() + fp8_scale_offset);
         fp8_row_elems = max_in;

@@ -158,16 +158,16 @@ bool pack_part(const std::vector<const QuantizedLinear*>& ps, bool sort_act_orde
     q.n = int(n), q.k = int(k);
     if (is_fp8(a.format)) {
         q.format = kernels::QuantFormat::fp8_e4m3;
-        q.fp8_scaling = a.format == QuantFormat::fp8_block     ? kernels::Fp8Scaling::block128
-                        : a.format == QuantFormat::fp8_channel ? kernels::Fp8Scaling::per_channel
-                        : ps.size() == 1                       ? kernels::Fp8Scaling::per_tensor
-                                                               : kernels::Fp8Scaling::per_channel;
+        // Per-tensor scales are packed per channel (the one scale repeated): cuBLASLt (13.1, H100) has no W8A8
+        // algorithm for a scalar weight scale beside per-token x scales, and a fused site needs per-row scales anyway.
+        q.fp8_scaling =
+            a.format == QuantFormat::fp8_block ? kernels::Fp8Scaling::block128 : kernels::Fp8Scaling::per_channel;
         part.w_fp8.resize(std::size_t(n * k));
         int64_t row = 0;
         for (const QuantizedLinear* p : ps) {
             std::memcpy(part.w_fp8.data() + row * k, p->qweight->data, std::size_t(p->out_features * k));
             std::vector<float> s = p->scales->to_f32();
-            if (a.format == QuantFormat::fp8_tensor && ps.size() > 1) s.assign(std::size_t(p->out_features), s[0]);
+            if (a.format == QuantFormat::fp8_tensor) s.assign(std::size_t(p->out_features), s[0]);
             part.w_scale.insert(part.w_scale.end(), s.begin(), s.end());
             row += p->out_features;
         }

@@ -45,10 +45,19 @@ inline constexpr int kQuantMmaFusedShrinkTokens = 2;
 // quant_mma's 6.18 against 6.10), one token too.
 inline constexpr int kFp8GemmMinTokens = 3;
 
+// Per-channel fp8 sites (compressed-tensors' channel strategy, and per-tensor checkpoints, whose scale is packed per
+// channel: quant_pack.cpp) take W8A8 from this many tokens: x quantized per whole token (one block of threads per
+// token, latency-bound with few tokens), then cuBLASLt's fp8 GEMM with outer-vector scales. A Qwen3-8B layer's four
+// sites x36 against quant_mma (H100): 8 tokens 4.98 / 4.15 ms, 16 tokens 4.87 / 5.20. Whole steps, fp8-channel
+// Qwen3-8B, W8A8 against the weight-only kernels: batch 8 6.735 / 6.074 ms, 32 7.301 / 10.980, 64 8.898 / 17.176.
+inline constexpr int kFp8ChannelGemmMinTokens = 16;
+
 // Whether an fp8 site takes the W8A8 route at this many tokens, before the runner asks cuBLASLt for algorithms at its
-// shapes (CudaRunner::Impl::fp8_gemm_takes): block-scaled weights from kFp8GemmMinTokens. Per-channel and per-tensor
-// weights not yet (measured, not yet tested in the runner: docs/quantization.md, "Not done yet").
-constexpr bool fp8_w8a8_route(bool block_scaled, int tokens) { return block_scaled && tokens >= kFp8GemmMinTokens; }
+// shapes (CudaRunner::Impl::fp8_gemm_takes): block-scaled weights from kFp8GemmMinTokens, per-channel ones from
+// kFp8ChannelGemmMinTokens.
+constexpr bool fp8_w8a8_route(bool block_scaled, int tokens) {
+    return tokens >= (block_scaled ? kFp8GemmMinTokens : kFp8ChannelGemmMinTokens);
+}
 
 // int4: quant_mma first (it beats the GEMV from 1 token: AWQ batch 1 4.05 -> 3.83 ms per step, H100), with an
 // adapter too since it runs the shrink in its own launch (quant_params.h, lora_shrink): batch 1 on an adapter GPTQ
