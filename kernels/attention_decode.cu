@@ -462,7 +462,8 @@ __device__ __forceinline__ void merge_if_last(const AttentionParams& p, const At
 // The RoPE-fused kernel's q rows and fresh key, one warp per head (the math is rope_kv_write's, rope_head.cuh):
 // q rows 0 .. group - 1 into q_s (rounded to bf16 as rope_kv_write stores them, then scaled), zeros for rows up
 // to R; and where the block's keys [0, n_keys) hold the fresh one (at offset fresh), its K and V rows into the pools
-// and, when that key lies in a warp's first sub-tile, into that warp's staging buffer.
+// and, when the launch stages (st_base set) and that key lies in a warp's first sub-tile, into that warp's staging
+// buffer. Otherwise the walk reads it back from the pool through L2 (Src::l2).
 template <int HD, int R, int W>
 __device__ __forceinline__ void rope_into_block(const RopeKvParams& rope, float q_scale, int tok, int kvh, int group,
                                                 int n_heads, int n_kv_heads, int fresh, int n_keys, int32_t fresh_slot,
@@ -471,7 +472,7 @@ __device__ __forceinline__ void rope_into_block(const RopeKvParams& rope, float 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const bool owner = fresh >= 0 && fresh < n_keys;
     const int sub = fresh / kKeys;  // the fresh key's sub-tile: warp sub % W's (sub / W)-th
-    uint16_t* staged = owner && sub < W ? st_base + sub * 2 * kKeys * HD + (fresh % kKeys) * HD : nullptr;
+    uint16_t* staged = st_base && owner && sub < W ? st_base + sub * 2 * kKeys * HD + (fresh % kKeys) * HD : nullptr;
     const uint16_t* row = rope.qkv + int64_t(tok) * rope.qkv_row_stride;
     for (int job = warp; job < group + (owner ? 2 : 0); job += W) {
         const bool is_q = job < group, is_v = job == group + 1;
@@ -502,14 +503,14 @@ __device__ __forceinline__ void rope_into_block(const RopeKvParams& rope, float 
     for (int idx = group * HD + threadIdx.x; idx < R * HD; idx += 32 * W) q_s[idx] = 0.0f;
 }
 
-// Rp: RoPE fused (staged launches of one query token per sequence, attention_decode_rope): the block computes its
+// Rp: RoPE fused (coalesced launches of one query token per sequence, attention_decode_rope): the block computes its
 // group's q rows itself (q/k norm + rotation, as rope_kv_write would) from the un-rotated q|k|v row, and the block
 // whose keys hold the fresh one also writes that key's K and V into the pools and into its staging buffer.
 template <int HD, int R, int W, bool Co, bool St, bool Rp>
 __global__ void __launch_bounds__(32 * W, St ? 1 : 0)
     attention_decode_kernel(AttentionParams p, const AttentionWorkItem* items, const AttentionMergeGroup* groups,
                             float* ws, bool direct, RopeKvParams rope) {
-    static_assert(!Rp || St, "RoPE is fused into the staged kernel only");
+    static_assert(!Rp || Co, "RoPE is fused into the coalesced kernel only");
     extern __shared__ float4 smem4[];
     float* smem = reinterpret_cast<float*>(smem4);
     // Staged K and V of each warp's first sub-tile, past the q / P / merge buffers: [W][K, V][32][HD].
@@ -573,7 +574,7 @@ __global__ void __launch_bounds__(32 * W, St ? 1 : 0)
         if constexpr (Rp)  // one pass: one token, group <= R rows
             rope_into_block<HD, R, W>(rope, p.scale * kLog2e, q_begin, kvh, group, p.n_heads, p.n_kv_heads,
                                       fresh_begin - v.kv_begin, v.kv_end - v.kv_begin, fresh_slot, angles, q_s,
-                                      st_base);
+                                      St ? st_base : nullptr);
         for (int idx = threadIdx.x; !Rp && idx < R * HD; idx += 32 * W) {
             const int r = idx / HD, d = idx - r * HD, row = it.row_begin + r0 + r;
             float x = 0.0f;
@@ -664,11 +665,13 @@ bool staging_pays(const DecodeLaunch& l) {
 template <int HD, int R, int W, bool Co>
 cudaError_t launch_decode_staging(const DecodeLaunch& l) {
     if constexpr (Co && HD == 128) {
-        if (l.staging == detail::DecodeStaging::automatic && staging_pays<HD, R, W>(l))
-            return l.rope ? launch_decode_warps<HD, R, W, Co, true, true>(l)
-                          : launch_decode_warps<HD, R, W, Co, true>(l);
+        const bool stage = l.staging == detail::DecodeStaging::automatic && staging_pays<HD, R, W>(l);
+        if (l.rope)
+            return stage ? launch_decode_warps<HD, R, W, Co, true, true>(l)
+                         : launch_decode_warps<HD, R, W, Co, false, true>(l);
+        if (stage) return launch_decode_warps<HD, R, W, Co, true>(l);
     }
-    // attention_decode_rope fuses only where this dispatch stages; never drop the RoPE silently.
+    // attention_decode_rope fuses only where this dispatch takes the coalesced kernel; never drop the RoPE silently.
     if (l.rope) return cudaErrorInvalidValue;
     return launch_decode_warps<HD, R, W, Co, false>(l);
 }
@@ -746,21 +749,22 @@ cudaError_t run_decode(const DecodeLaunch& l) {
     return detail::attention_merge(p, l.groups, l.n_groups, l.ws, l.stream);
 }
 
-// Whether launch_decode_staging will stage this launch (the same decisions, cached per shape).
+// Whether launch_decode will take the coalesced kernel for this launch (the same decision, cached per shape).
 template <int R>
-bool decode_stages(const DecodeLaunch& l) {
+bool decode_takes_coalesced(const DecodeLaunch& l) {
     constexpr int HD = 128;
-    return l.direct ? coalesced_pays<HD, R, kWholeWarps>(l) && staging_pays<HD, R, kWholeWarps>(l)
-                    : coalesced_pays<HD, R, kSplitWarps>(l) && staging_pays<HD, R, kSplitWarps>(l);
+    return l.direct ? coalesced_pays<HD, R, kWholeWarps>(l) : coalesced_pays<HD, R, kSplitWarps>(l);
 }
 
-// RoPE fuses into a staged launch of one query token per sequence over the very pools rope_kv_write would fill.
+// RoPE fuses into a coalesced launch of one query token per sequence over the very pools rope_kv_write would fill.
 bool rope_fuses(const DecodeLaunch& l, const RopeKvParams& r) {
     const AttentionParams& p = *l.p;
     if (p.head_dim != 128 || r.head_dim != 128 || r.n_heads != p.n_heads || r.n_kv_heads != p.n_kv_heads) return false;
     if (r.n_tokens != p.n_seqs || r.k_pages != p.k_pages || r.v_pages != p.v_pages || l.n_items == 0) return false;
     const int group = p.n_heads / p.n_kv_heads;
-    return group <= 1 ? decode_stages<1>(l) : group <= 2 ? decode_stages<2>(l) : group <= 4 && decode_stages<4>(l);
+    return group <= 1   ? decode_takes_coalesced<1>(l)
+           : group <= 2 ? decode_takes_coalesced<2>(l)
+                        : group <= 4 && decode_takes_coalesced<4>(l);
 }
 
 }  // namespace

@@ -64,11 +64,12 @@ cudaError_t gemv(const GemvParams& p, cudaStream_t stream);
 // p.merge_counters, split plans are merged by their last block instead of a merge launch.
 cudaError_t attention_decode(const AttentionParams& p, const AttentionWorkItem* items, int n_items,
                              const AttentionMergeGroup* groups, int n_groups, float* workspace, cudaStream_t stream);
-// rope_kv_write(rope) then attention_decode(p, ...), fused into one launch where attention_decode would stage K/V
-// (one query token per sequence, rope.n_tokens == p.n_seqs, head_dim 128, <= 4 query heads per KV head, the grid
-// at most one block per SM; rope's pools are p's): each block rotates its q rows itself, and the block holding a
-// sequence's new key writes its K and V. The q rows in rope.qkv are then left un-rotated (attention reads them
-// nowhere else). Same results as the two launches, bit for bit; unsupported p: cudaErrorInvalidValue, nothing run.
+// rope_kv_write(rope) then attention_decode(p, ...), fused into one launch where attention_decode takes its
+// coalesced Q·K kernel (one query token per sequence, rope.n_tokens == p.n_seqs, head_dim 128, <= 4 query heads
+// per KV head, while that kernel's registers cost no extra wave; rope's pools are p's): each block rotates its q
+// rows itself, and the block holding a sequence's new key writes its K and V. The q rows in rope.qkv are then left
+// un-rotated (attention reads them nowhere else). Same results as the two launches, bit for bit; unsupported p:
+// cudaErrorInvalidValue, nothing run.
 cudaError_t attention_decode_rope(const AttentionParams& p, const RopeKvParams& rope, const AttentionWorkItem* items,
                                   int n_items, const AttentionMergeGroup* groups, int n_groups, float* workspace,
                                   cudaStream_t stream);

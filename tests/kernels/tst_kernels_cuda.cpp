@@ -336,11 +336,12 @@ class TstKernelsCuda : public QObject {
 
     // Shapes the decode kernel does not take come back as cudaErrorInvalidValue without a launch (the caller
     // falls back to attention()), and leave no sticky error behind.
-    // attention_decode_rope (RoPE + KV write fused into the staged decode kernel) against the two launches it
+    // attention_decode_rope (RoPE + KV write fused into the coalesced decode kernel) against the two launches it
     // replaces on a copy of the same data: output and pools bit for bit, and against the twins (ref::rope_kv_write,
     // ref::attention) within bf16 noise. Whether it fused shows in qkv: the fused kernel leaves the q rows there
     // un-rotated. Contexts of 1 to 4,100 keys, so the new key lands in a staged sub-tile, in one read back from
-    // the pool (beyond each warp's first 32 keys), alone in its split, and in a whole-sequence block (1 split).
+    // the pool (beyond each warp's first 32 keys, or in a launch too large to stage), alone in its split, and in a
+    // whole-sequence block (1 split).
     void attention_decode_rope_data() {
         QTest::addColumn<int>("group");
         QTest::addColumn<int>("n_kv");
@@ -352,7 +353,8 @@ class TstKernelsCuda : public QObject {
         QTest::newRow("qwen3-0.6b group 2, 16 splits") << 2 << 2 << true << 16 << true;
         QTest::newRow("llama MHA, no q/k norm, 2 splits") << 1 << 3 << false << 2 << true;
         QTest::newRow("group 3 (padded rows), 4 splits") << 3 << 2 << true << 4 << true;
-        QTest::newRow("over one block per SM: two launches") << 4 << 8 << true << 16 << false;
+        QTest::newRow("256 blocks: fused, not staged") << 4 << 4 << true << 16 << true;
+        QTest::newRow("512 blocks, lane-per-key kernel: two launches") << 4 << 8 << true << 16 << false;
         QTest::newRow("group 8: two launches") << 8 << 1 << true << 4 << false;
     }
     void attention_decode_rope() {
