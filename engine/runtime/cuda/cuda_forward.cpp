@@ -1,10 +1,10 @@
 // CudaRunner forward pass, launch only. step_plan.h plans the step (KV slots, LoRA segments, attention work
 // items) into one int32 block that a single async copy moves to the device; then the stream runs, per layer:
 // add+RMSNorm, fused QKV GEMM (+bias, +SGMV LoRA over q|k|v), q/k norm+RoPE+KV write, paged attention (those two
-// in one launch at small decode batches), o GEMM (+LoRA), add+RMSNorm, fused gate|up GEMM (+LoRA), SiLU*mul, down
-// GEMM (+LoRA); finally the norm of the logits rows only and the lm_head GEMM in f32. A LoRA shrink that no kernel
-// fuses runs on side_stream beside its site's base GEMM. Decode steps replay graphs (cuda_graphs.cpp) when their
-// plan says so; the workspace they all use is planned there too.
+// in one launch in decode steps up to batch 16 at Qwen3-8B shapes), o GEMM (+LoRA), add+RMSNorm, fused gate|up
+// GEMM (+LoRA), SiLU*mul, down GEMM (+LoRA); finally the norm of the logits rows only and the lm_head GEMM in f32.
+// A LoRA shrink that no kernel fuses runs on side_stream beside its site's base GEMM. Decode steps replay graphs
+// (cuda_graphs.cpp) when their plan says so; the workspace they all use is planned there too.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -322,7 +322,7 @@ void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const
 // q/k norm + RoPE + KV write, then prefill tiles on the tensor-core kernel, the rest on the split-K kernels (the
 // decode-specialised one when every split sequence has a single query token); they write disjoint rows of the
 // output. A pure decode step hands the RoPE to attention_decode_rope, which fuses it where it can (one launch fewer
-// per layer at small batches).
+// per layer up to batch 16 at Qwen3-8B shapes).
 void CudaRunner::Impl::run_attention(const StepMeta& sm, const kernels::AttentionParams& ap,
                                      const kernels::RopeKvParams& rp) {
     const bool decode = sm.split_decode_only && kernels::attention_decode_supported(ap);
