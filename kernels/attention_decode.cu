@@ -621,14 +621,28 @@ struct DecodeLaunch {
     cudaStream_t stream;
 };
 
+// Lets an instantiation take its dynamic shared memory beyond the default 48 KB, once (cached); fails where the GPU
+// gives a block less than the staged kernels need.
+template <int HD, int R, int W, bool Co, bool St, bool Rp>
+cudaError_t allow_smem() {
+    constexpr int smem = decode_kernel_smem<HD, R, W, St>();
+    if constexpr (smem <= 48 * 1024) {
+        return cudaSuccess;
+    } else {
+        static const cudaError_t e = [] {
+            const cudaError_t r = cudaFuncSetAttribute(attention_decode_kernel<HD, R, W, Co, St, Rp>,
+                                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+            if (r != cudaSuccess) cudaGetLastError();  // not sticky: the caller decides
+            return r;
+        }();
+        return e;
+    }
+}
+
 template <int HD, int R, int W, bool Co, bool St, bool Rp = false>
 cudaError_t launch_decode_warps(const DecodeLaunch& l) {
     constexpr int smem = decode_kernel_smem<HD, R, W, St>();
-    if constexpr (smem > 48 * 1024) {
-        static const cudaError_t e = cudaFuncSetAttribute(attention_decode_kernel<HD, R, W, Co, St, Rp>,
-                                                          cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-        if (e != cudaSuccess) return e;
-    }
+    if (const cudaError_t e = allow_smem<HD, R, W, Co, St, Rp>(); e != cudaSuccess) return e;
     return detail::launch(attention_decode_kernel<HD, R, W, Co, St, Rp>, dim3(l.n_items, l.p->n_kv_heads), 32 * W, smem,
                           l.stream, *l.p, l.items, l.groups, l.ws, l.direct, l.rope ? *l.rope : RopeKvParams{});
 }
@@ -640,9 +654,7 @@ int resident_blocks() {
     static const int n = [] {
         constexpr int smem = decode_kernel_smem<HD, R, W, St>();
         int b = 0;
-        if ((smem > 48 * 1024 &&
-             cudaFuncSetAttribute(attention_decode_kernel<HD, R, W, Co, St, false>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess) ||
+        if (allow_smem<HD, R, W, Co, St, false>() != cudaSuccess ||
             cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, attention_decode_kernel<HD, R, W, Co, St, false>, 32 * W,
                                                           smem) != cudaSuccess)
             cudaGetLastError(), b = St ? 0 : 1;

@@ -141,9 +141,8 @@ void CudaRunner::Impl::upload_weights(const std::string& model_dir) {
                         max_part_elems = std::max(max_part_elems, int64_t(part.params.n) * part.params.k);
                         max_in = std::max(max_in, int64_t(part.params.k));
                         any_act_order = any_act_order || !part.g_idx.empty();
-                        // Block-scaled and per-channel fp8 take W8A8 (fp8_w8a8_route); per-tensor packs per channel.
-                        any_fp8_w8a8 = any_fp8_w8a8 || (part.params.format == kernels::QuantFormat::fp8_e4m3 &&
-                                                        part.params.fp8_scaling != kernels::Fp8Scaling::per_tensor);
+                        // Every fp8 layout can take W8A8 (fp8_w8a8_route; per-tensor scales are packed per channel).
+                        any_fp8_w8a8 = any_fp8_w8a8 || part.params.format == kernels::QuantFormat::fp8_e4m3;
                         quant_ws_bytes = std::max(
                             {quant_ws_bytes,
                              kernels::quant_gemv_workspace_bytes(part.params.n, part.params.k, part.params.group_size),
