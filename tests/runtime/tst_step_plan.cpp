@@ -153,8 +153,14 @@ class TstStepPlan : public QObject {
         QTest::addColumn<int>("want");
         // Decode kernel (whole): the decode_attention_bench table at Qwen3-8B (group 4) and 0.6B (group 2) shapes.
         QTest::newRow("batch 1, 256 keys: one block") << 1 << 4 << 8 << 256 << 4096 << true << 1;
-        QTest::newRow("batch 1, 511 keys: two splits become one") << 1 << 4 << 8 << 511 << 4096 << true << 1;
+        QTest::newRow("batch 1, 255 keys: two splits become one") << 1 << 4 << 8 << 255 << 4096 << true << 1;
+        // While the grid fits the SMs once (staged), no split beyond 4 warps x 32 keys.
+        QTest::newRow("batch 1, 300 keys: staged, 128 keys a split") << 1 << 4 << 8 << 300 << 4096 << true << 4;
         QTest::newRow("batch 1, 512 keys") << 1 << 4 << 8 << 512 << 4096 << true << 4;
+        QTest::newRow("batch 1, 513 keys: staged, 8 splits") << 1 << 4 << 8 << 513 << 4096 << true << 8;
+        QTest::newRow("batch 1, 1025 keys, group 2: staged, 16 splits") << 1 << 2 << 8 << 1025 << 4096 << true << 16;
+        QTest::newRow("batch 2, 640 keys: 128 blocks, staged") << 2 << 4 << 8 << 640 << 4096 << true << 8;
+        QTest::newRow("batch 4, 640 keys: 256 blocks would not be staged") << 4 << 4 << 8 << 640 << 4096 << true << 4;
         QTest::newRow("batch 1, 1024 keys") << 1 << 4 << 8 << 1024 << 4096 << true << 8;
         QTest::newRow("batch 1, 4096 keys: at most 16") << 1 << 4 << 8 << 4096 << 4096 << true << 16;
         QTest::newRow("batch 8, 2048 keys: two waves") << 8 << 4 << 8 << 2048 << 4096 << true << 4;

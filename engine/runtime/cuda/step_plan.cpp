@@ -170,6 +170,15 @@ int decode_attention_splits(const DecodeSplitShape& s) {
         // walk is the bound and splits of ~128 keys (4-warp blocks, merged by the group's last block) win while
         // the grid stays within a few waves. Two splits never beat one 8-warp block.
         while (splits < kMaxDecodeSplits && 2 * splits * kDecodeKeysPerSplit <= s.max_kv) splits *= 2;
+        // While the grid holds at most one block per SM, the kernel stages each warp's first 32 keys in shared
+        // memory before the PDL wait, and a split whose keys all fit those sub-tiles (4 warps x 32) walks nothing
+        // after the wait but shared memory. One more key is a second round through L2 / DRAM, which in a real step
+        // is the walk's longest part (H100, Qwen3-0.6B / 8B batch 1 at 513-640 keys, probed with %globaltimer:
+        // 2.5 / 4-6 us for the staged round, another 4 / 5.5 us for a 32-key remainder). So while doubling keeps
+        // the grid within the SMs, splits of at most 128 keys.
+        while (splits < kMaxDecodeSplits && splits * kDecodeKeysPerSplit < s.max_kv &&
+               2 * int64_t(blocks) * splits <= s.n_sms)
+            splits *= 2;
         const int64_t max_blocks = int64_t(s.n_sms) * (s.group_size <= 2 ? 4 : 2);
         while (splits > 1 && int64_t(blocks) * splits > max_blocks) splits /= 2;
         if (splits == 2) splits = 1;

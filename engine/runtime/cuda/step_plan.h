@@ -94,7 +94,8 @@ struct DecodeSplitShape {
 };
 
 // Split-K ranges per row tile for a decode step. Decode kernel (whole_sequence): one per ~128 keys, at most 16,
-// none up to 511 keys, and no more blocks than 2 waves of the SMs (4 waves at group <= 2). Split kernel: about one
+// none up to 511 keys, and no more blocks than 2 waves of the SMs (4 waves at group <= 2); while the grid fits the
+// SMs once (the staged kernel), none longer than 128 keys. Split kernel: about one
 // per 256 keys, more when the batch alone would leave most SMs idle, at most 64. Both within max_items; the
 // result may still exceed max_items when even one split does not fit.
 int decode_attention_splits(const DecodeSplitShape& s);
