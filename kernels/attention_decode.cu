@@ -9,6 +9,9 @@
 // With AttentionParams::merge_counters, split items need no merge launch: the last block of each group to
 // finish (an atomic count per group and KV head) merges the group's partials in item order and writes the
 // output, so the result does not depend on which block finishes last.
+// Where the grid holds at most one block per SM (batch 1-4 at Qwen3 shapes), each warp's first 32 keys are staged in
+// shared memory before the PDL wait and walked on tensor cores (staged_subtile_mma); the planner keeps such splits
+// within those sub-tiles (step_plan.cpp), so the walk after the wait reads only shared memory.
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -16,6 +19,7 @@
 #include "attention_internal.h"
 #include "launch_pdl.cuh"
 #include "launchers.h"
+#include "mma_bf16.cuh"
 #include "rope_head.cuh"
 
 namespace loradesk::kernels {
@@ -89,11 +93,20 @@ __host__ __device__ constexpr int decode_smem_bytes() {
     return 4 * (walk > merge ? walk : merge);
 }
 
+// The staged sub-tile's tensor-core operands (St): q unscaled in bf16, [8][kQbStride] (rows past the group zero),
+// and per warp P in bf16, [8][kPStride] (both padded so that ldmatrix's 8 rows fall on distinct banks), then the
+// warp's O^T on its way into the walk state, [R][HD] f32.
+constexpr int kQbStride = 128 + 8;
+constexpr int kPStride = kKeys + 8;
+template <int HD, int R>
+constexpr int kStagedWarpExtra = 8 * kPStride * 2 + R* HD * 4;
+
 // The kernel's whole dynamic shared memory: those buffers, then (St) the staged K and V rows of every warp's first
-// sub-tile, [W][K, V][32][HD] bf16 (16 KB per warp at head_dim 128).
+// sub-tile, [W][K, V][32][HD] bf16 (16 KB per warp at head_dim 128), q in bf16 and each warp's P and O^T.
 template <int HD, int R, int W, bool St>
 __host__ __device__ constexpr int decode_kernel_smem() {
-    return (decode_smem_bytes<HD, R, W>() + 15) / 16 * 16 + (St ? W * 2 * kKeys * HD * 2 : 0);
+    return (decode_smem_bytes<HD, R, W>() + 15) / 16 * 16 +
+           (St ? W * 2 * kKeys * HD * 2 + 8 * kQbStride * 2 + W * kStagedWarpExtra<HD, R> : 0);
 }
 
 // Per-warp running softmax state of R rows: m (base-2 units, warp-uniform), l (this lane's share until
@@ -142,16 +155,13 @@ constexpr bool kCoalescedQk = HD == 128 && R <= 4;
 // then holds 16 partial sums per row; a reduce-scatter over the half-warp (exchange half of them with lane ^ 8,
 // ^ 4, ^ 2, ^ 1, keeping the other half) leaves the full score of key `lane` in each lane — the layout of
 // qk_dot, which the softmax and P·V expect. Keys from n_valid on read zeros (their scores are masked later).
-// Where the walk reads K / V rows from: the pools through the read-only path (rows written before this kernel), this
-// warp's staged shared buffer (row j at head + j * slot_stride, slot = lane), or the pools through L2 (rows this
-// block may itself have written: the RoPE-fused kernel's fresh key).
-enum class Src { global, shared, l2 };
+// Where the walk reads K / V rows from: the pools through the read-only path (rows written before this kernel), or
+// through L2 (rows this block may itself have written: the RoPE-fused kernel's fresh key).
+enum class Src { global, l2 };
 
 template <Src S, class T>
 __device__ __forceinline__ T load_row(const T* p) {
-    if constexpr (S == Src::shared)
-        return *p;
-    else if constexpr (S == Src::l2)
+    if constexpr (S == Src::l2)
         return __ldcg(p);
     else
         return __ldg(p);
@@ -260,22 +270,27 @@ __device__ __forceinline__ int32_t first_page(const ItemView& v) {
 }
 
 // Staging (St): before the PDL wait, each warp copies the K and V rows of its first sub-tile into shared memory
-// with cp.async (row j of the sub-tile at k_st + j * HD), so the walk's first loads after the wait come from
-// shared memory instead of two to four L2 / DRAM round trips. Keys from fresh_begin on (this step's own tokens)
-// are written by the predecessor (RoPE + KV write), so they are copied only after the wait; every other key was
-// written by an earlier step, and every kernel before the predecessor has completed when this grid starts (each
-// kernel releases its dependents only after its own wait). Coalesced layout (head_dim 128) only.
+// with cp.async (row j of the sub-tile at k_st + staged_off(j, 0)), so the walk's first sub-tile after the wait is
+// read from shared memory, on tensor cores (staged_subtile_mma), instead of in two to four L2 / DRAM round trips. Keys
+// from fresh_begin on (this step's own tokens) are written by the predecessor (RoPE + KV write), so they are copied
+// only after the wait; every other key was written by an earlier step, and every kernel before the predecessor has
+// completed when this grid starts (each kernel releases its dependents only after its own wait). Coalesced layout
+// (head_dim 128) only.
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
     const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
 }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
-// Copies the rows of this warp's first sub-tile whose keys are fresh (>= fresh_begin) or not, as asked. Lane
-// takes 16-byte chunk (lane & 15) of rows (lane >> 4) + 2 i; row j's slot comes from lane j.
+// Element e of staged row j: 256-byte rows whose 16-byte chunks are XOR-swizzled by j & 7, so that ldmatrix's 8
+// consecutive rows of one chunk column fall on distinct banks.
+__device__ __forceinline__ int staged_off(int j, int e) { return j * 128 + ((((e >> 3) ^ (j & 7)) << 3) | (e & 7)); }
+
+// Copies the rows of this warp's first sub-tile whose keys are fresh (>= fresh_begin) or not, as asked; the first
+// call also zeroes the rows past kv_end (P is 0 there, and 0 x a stale NaN would be NaN in the tensor-core P·V).
+// Lane takes 16-byte chunk (lane & 15) of rows (lane >> 4) + 2 i; row j's slot comes from lane j.
 __device__ __forceinline__ void stage_first_subtile(const ItemView& v, int32_t page, int fresh_begin, bool fresh,
                                                     uint16_t* k_st, uint16_t* v_st) {
-    constexpr int HD = 128;
     const int lane = threadIdx.x & 31, base = v.kv_begin + (threadIdx.x >> 5) * kKeys;
     const int32_t slot = page * v.page_size + (base + lane) % v.page_size;
     const int chunk = (lane & 15) * 8;
@@ -285,18 +300,134 @@ __device__ __forceinline__ void stage_first_subtile(const ItemView& v, int32_t p
         const int32_t sj = __shfl_sync(kFull, slot, j);
         if (key < v.kv_end && (key >= fresh_begin) == fresh) {
             const int64_t off = int64_t(sj) * v.slot_stride + chunk;
-            cp_async16(k_st + j * HD + chunk, v.k_head + off);
-            cp_async16(v_st + j * HD + chunk, v.v_head + off);
+            cp_async16(k_st + staged_off(j, chunk), v.k_head + off);
+            cp_async16(v_st + staged_off(j, chunk), v.v_head + off);
+        } else if (key >= v.kv_end && !fresh) {
+            *reinterpret_cast<uint4*>(k_st + staged_off(j, chunk)) = make_uint4(0, 0, 0, 0);
+            *reinterpret_cast<uint4*>(v_st + staged_off(j, chunk)) = make_uint4(0, 0, 0, 0);
         }
     }
 }
 
-// Far: where unstaged sub-tiles come from (Src::l2 when this block wrote the fresh key's rows itself).
+// The staged sub-tile's operands beyond K and V: q rows 0..7 unscaled in bf16 (rows past the group zero), this
+// warp's P buffer, and the scale of the scores (scale * log2 e, applied to q's f32 copy elsewhere).
+struct StagedMma {
+    const uint16_t* q_bf;  // [8][kQbStride]
+    uint16_t* p_bf;        // [8][kPStride]
+    float* o_t;            // [R][128]
+    float q_scale;
+};
+
+// The warp's first sub-tile (keys first .. first + n_valid - 1, staged) on tensor cores, into a fresh walk state.
+// Both products put the short dimension (the <= 8 query rows) in the mma's n: S^T = K q^T (2 key blocks x 8 head_dim
+// steps) and O^T = V^T P^T (8 column blocks x 2 key steps), 32 mma per warp instead of ~2,000 dependent FMA,
+// shuffle and load instructions on one warp per scheduler (H100 probe, Qwen3-8B: 4-6 us per sub-tile). P is
+// rounded to bf16 for P·V and l sums the rounded values, so the normalisation matches what was accumulated. O^T
+// goes through shared memory into st's layout (lane L: columns 4 L .. 4 L + 3).
+template <int R>
+__device__ __forceinline__ void staged_subtile_mma(const uint16_t* k_st, const uint16_t* v_st, const StagedMma& mm,
+                                                   int n_valid, int first, const int (&q_pos)[R],
+                                                   WarpState<128, R>& st) {
+    static_assert(R <= 8, "query rows are the mma's n (8)");
+    const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, lm = lane >> 3, lr = lane & 7;
+    uint32_t qb[8][2];  // B fragments of q^T, 8 steps of 16 head_dim columns
+#pragma unroll
+    for (int kk = 0; kk < 8; kk += 2) {
+        uint32_t r[4];
+        detail::ldmatrix_x4(r, mm.q_bf + lr * kQbStride + kk * 16 + lm * 8);
+        qb[kk][0] = r[0], qb[kk][1] = r[1], qb[kk + 1][0] = r[2], qb[kk + 1][1] = r[3];
+    }
+    float s[2][4];  // S^T: keys 16 mt + g (+8), rows 2c, 2c + 1
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) s[mt][i] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < 8; ++kk) {
+            uint32_t a[4];
+            detail::ldmatrix_x4(a, k_st + staged_off(mt * 16 + (lm & 1) * 8 + lr, kk * 16 + (lm >> 1) * 8));
+            detail::mma_bf16(s[mt], a, qb[kk][0], qb[kk][1]);
+        }
+    }
+    int qp[2] = {-1, -1};  // positions of rows 2c, 2c + 1 (-1: a row past the tile or the group)
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+        if (r >> 1 == c) qp[r & 1] = q_pos[r];
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int key = mt * 16 + g + (i >> 1) * 8;
+            const bool valid = key < n_valid && first + key <= qp[i & 1];
+            s[mt][i] = valid ? s[mt][i] * mm.q_scale : -INFINITY;
+            mx[i & 1] = fmaxf(mx[i & 1], s[mt][i]);
+        }
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int o = 4; o < 32; o <<= 1) mx[h] = fmaxf(mx[h], __shfl_xor_sync(kFull, mx[h], o));
+    float l[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int h = i & 1, key = mt * 16 + g + (i >> 1) * 8;
+            const __nv_bfloat16 pb = __float2bfloat16_rn(s[mt][i] == -INFINITY ? 0.0f : exp2f(s[mt][i] - mx[h]));
+            l[h] += __bfloat162float(pb);
+            mm.p_bf[(2 * c + h) * kPStride + key] = __bfloat16_as_ushort(pb);
+        }
+    __syncwarp();
+    uint32_t pf[4];  // B fragments of P^T: keys 0-15 (pf[0], pf[1]) and 16-31 (pf[2], pf[3])
+    detail::ldmatrix_x4(pf, mm.p_bf + lr * kPStride + lm * 8);
+    float o[8][4];  // O^T: columns 16 mt + g (+8), rows 2c, 2c + 1
+#pragma unroll
+    for (int mt = 0; mt < 8; ++mt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) o[mt][i] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk) {
+            uint32_t a[4];
+            detail::ldmatrix_x4_trans(a, v_st + staged_off(kk * 16 + (lm >> 1) * 8 + lr, mt * 16 + (lm & 1) * 8));
+            detail::mma_bf16(o[mt], a, pf[2 * kk], pf[2 * kk + 1]);
+        }
+    }
+    float* scratch = mm.o_t;  // the previous pass's reads of it are behind the block barrier at the pass's start
+#pragma unroll
+    for (int mt = 0; mt < 8; ++mt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int row = 2 * c + (i & 1);
+            if (row < R) scratch[row * 128 + mt * 16 + g + (i >> 1) * 8] = o[mt][i];
+        }
+    __syncwarp();
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const float4 a4 = reinterpret_cast<const float4*>(scratch + r * 128)[lane];
+        st.acc[r][0] = a4.x, st.acc[r][1] = a4.y, st.acc[r][2] = a4.z, st.acc[r][3] = a4.w;
+        st.m[r] = __shfl_sync(kFull, (r & 1) ? mx[1] : mx[0], r >> 1);
+        st.l[r] = c == r >> 1 ? ((r & 1) ? l[1] : l[0]) : 0.0f;
+    }
+}
+
+// Far: where unstaged sub-tiles come from (Src::l2 when this block wrote the fresh key's rows itself). St: the first
+// sub-tile is staged and runs on tensor cores (mm); the walk goes on from the second.
 template <int HD, int R, int W, bool Co, bool St, Src Far>
 __device__ __forceinline__ void warp_walk(const ItemView& v, int32_t page, const uint16_t* k_st, const uint16_t* v_st,
-                                          const int (&q_pos)[R], const float* q_s, float* p_w, WarpState<HD, R>& st) {
+                                          const StagedMma& mm, const int (&q_pos)[R], const float* q_s, float* p_w,
+                                          WarpState<HD, R>& st) {
     static_assert(!St || (Co && HD == 128), "staging is written for the coalesced layout");
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int first = v.kv_begin + warp * kKeys;
+    int key = first + lane, base = first;
+    if constexpr (St) {
+        if (first < v.kv_end) {
+            const int next = key + W * kKeys;  // the second sub-tile's page load overlaps the first's work
+            page = next < v.kv_end ? __ldg(v.pages + next / v.page_size) : 0;
+            staged_subtile_mma<R>(k_st, v_st, mm, min(kKeys, v.kv_end - first), first, q_pos, st);
+            base += W * kKeys, key += W * kKeys;
+        }
+    }
     float qr[Co ? R : 1][8];  // coalesced Q·K: this lane's 8 columns of every row of q
     if constexpr (Co) {
 #pragma unroll
@@ -304,10 +435,8 @@ __device__ __forceinline__ void warp_walk(const ItemView& v, int32_t page, const
 #pragma unroll
             for (int c = 0; c < 8; ++c) qr[r][c] = q_s[r * HD + (lane & 15) * 8 + c];
     }
-    const int first = v.kv_begin + warp * kKeys;
-    int key = first + lane;
-    for (int base = first; base < v.kv_end; base += W * kKeys, key += W * kKeys) {
-        const bool valid = key < v.kv_end, staged = St && base == first;
+    for (; base < v.kv_end; base += W * kKeys, key += W * kKeys) {
+        const bool valid = key < v.kv_end;
         const int n_valid = min(kKeys, v.kv_end - base);
         const int32_t slot = page * v.page_size + key % v.page_size;
         const int next = key + W * kKeys;  // the next sub-tile's page load overlaps this one's work
@@ -316,10 +445,7 @@ __device__ __forceinline__ void warp_walk(const ItemView& v, int32_t page, const
 #pragma unroll
         for (int r = 0; r < R; ++r) s[r] = 0.0f;
         if constexpr (Co) {
-            if (staged)
-                qk_coalesced<R, Src::shared>(k_st, HD, lane, n_valid, qr, s);
-            else
-                qk_coalesced<R, Far>(v.k_head, v.slot_stride, slot, n_valid, qr, s);
+            qk_coalesced<R, Far>(v.k_head, v.slot_stride, slot, n_valid, qr, s);
         } else {
             qk_dot<HD, R>(v.k_head + int64_t(slot) * v.slot_stride, valid, q_s, s);
         }
@@ -339,10 +465,7 @@ __device__ __forceinline__ void warp_walk(const ItemView& v, int32_t page, const
 #pragma unroll
         for (int r = 0; r < R; ++r) p_w[lane * R + r] = pr[r];
         __syncwarp();
-        if (staged)
-            pv_accumulate<HD, R, Src::shared>(v_st, lane, HD, n_valid, p_w, lane, st.acc);
-        else
-            pv_accumulate<HD, R, Far>(v.v_head, slot, v.slot_stride, n_valid, p_w, lane, st.acc);
+        pv_accumulate<HD, R, Far>(v.v_head, slot, v.slot_stride, n_valid, p_w, lane, st.acc);
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) st.l[r] = warp_sum(st.l[r]);
@@ -463,16 +586,19 @@ __device__ __forceinline__ void merge_if_last(const AttentionParams& p, const At
 // q rows 0 .. group - 1 into q_s (rounded to bf16 as rope_kv_write stores them, then scaled), zeros for rows up
 // to R; and where the block's keys [0, n_keys) hold the fresh one (at offset fresh), its K and V rows into the pools
 // and, when the launch stages (st_base set) and that key lies in a warp's first sub-tile, into that warp's staging
-// buffer. Otherwise the walk reads it back from the pool through L2 (Src::l2).
+// buffer. Otherwise the walk reads it back from the pool through L2 (Src::l2). Staged launches also get the q rows
+// unscaled in bf16 (q_bf), for the tensor cores.
 template <int HD, int R, int W>
 __device__ __forceinline__ void rope_into_block(const RopeKvParams& rope, float q_scale, int tok, int kvh, int group,
                                                 int n_heads, int n_kv_heads, int fresh, int n_keys, int32_t fresh_slot,
-                                                const detail::RopeAngles& angles, float* q_s, uint16_t* st_base) {
+                                                const detail::RopeAngles& angles, float* q_s, uint16_t* st_base,
+                                                uint16_t* q_bf) {
     constexpr int kHalf = HD / 2;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const bool owner = fresh >= 0 && fresh < n_keys;
     const int sub = fresh / kKeys;  // the fresh key's sub-tile: warp sub % W's (sub / W)-th
-    uint16_t* staged = st_base && owner && sub < W ? st_base + sub * 2 * kKeys * HD + (fresh % kKeys) * HD : nullptr;
+    uint16_t* staged = st_base && owner && sub < W ? st_base + sub * 2 * kKeys * HD : nullptr;
+    const int st_row = fresh % kKeys;
     const uint16_t* row = rope.qkv + int64_t(tok) * rope.qkv_row_stride;
     for (int job = warp; job < group + (owner ? 2 : 0); job += W) {
         const bool is_q = job < group, is_v = job == group + 1;
@@ -490,14 +616,15 @@ __device__ __forceinline__ void rope_into_block(const RopeKvParams& rope, float 
             const int i = lane + 32 * k;
             if (i >= kHalf) continue;
             const __nv_bfloat16 a = __float2bfloat16_rn(lo[k]), b = __float2bfloat16_rn(hi[k]);
+            const uint16_t ab = __bfloat16_as_ushort(a), bb = __bfloat16_as_ushort(b);
             if (is_q) {
                 q_s[job * HD + i] = __bfloat162float(a) * q_scale;
                 q_s[job * HD + i + kHalf] = __bfloat162float(b) * q_scale;
+                if (q_bf) q_bf[job * kQbStride + i] = ab, q_bf[job * kQbStride + i + kHalf] = bb;
                 continue;
             }
-            const uint16_t ab = __bfloat16_as_ushort(a), bb = __bfloat16_as_ushort(b);
             pool[i] = ab, pool[i + kHalf] = bb;
-            if (mine) mine[i] = ab, mine[i + kHalf] = bb;
+            if (mine) mine[staged_off(st_row, i)] = ab, mine[staged_off(st_row, i + kHalf)] = bb;
         }
     }
     for (int idx = group * HD + threadIdx.x; idx < R * HD; idx += 32 * W) q_s[idx] = 0.0f;
@@ -517,6 +644,10 @@ __global__ void __launch_bounds__(32 * W, St ? 1 : 0)
     uint16_t* st_base = reinterpret_cast<uint16_t*>(smem4 + decode_kernel_smem<HD, R, W, false>() / 16);
     uint16_t* k_st = st_base + (threadIdx.x >> 5) * 2 * kKeys * HD;
     uint16_t* v_st = k_st + kKeys * HD;
+    uint16_t* q_bf = st_base + W * 2 * kKeys * HD;  // St: [8][kQbStride]
+    char* warp_extra = reinterpret_cast<char*>(q_bf + 8 * kQbStride) + (threadIdx.x >> 5) * kStagedWarpExtra<HD, R>;
+    const StagedMma mm{q_bf, reinterpret_cast<uint16_t*>(warp_extra),
+                       reinterpret_cast<float*>(warp_extra + 8 * kPStride * 2), p.scale * kLog2e};
     float* q_s = smem;                                            // [R][HD], scaled by scale * log2 e
     float* p_w = smem + R * HD + (threadIdx.x >> 5) * kKeys * R;  // this warp's P [32][R]
     const AttentionWorkItem it = items[blockIdx.x];
@@ -574,17 +705,24 @@ __global__ void __launch_bounds__(32 * W, St ? 1 : 0)
         if constexpr (Rp)  // one pass: one token, group <= R rows
             rope_into_block<HD, R, W>(rope, p.scale * kLog2e, q_begin, kvh, group, p.n_heads, p.n_kv_heads,
                                       fresh_begin - v.kv_begin, v.kv_end - v.kv_begin, fresh_slot, angles, q_s,
-                                      St ? st_base : nullptr);
+                                      St ? st_base : nullptr, St ? q_bf : nullptr);
         for (int idx = threadIdx.x; !Rp && idx < R * HD; idx += 32 * W) {
             const int r = idx / HD, d = idx - r * HD, row = it.row_begin + r0 + r;
             float x = 0.0f;
             if (r0 + r < tile_rows) {
                 const int tok = row / group, h = kvh * group + row % group;
                 const uint16_t* q = p.q + int64_t(q_begin + tok) * p.q_row_stride + int64_t(h) * HD + d;
-                x = __bfloat162float(*reinterpret_cast<const __nv_bfloat16*>(q)) * (p.scale * kLog2e);
+                const __nv_bfloat16 qv = *reinterpret_cast<const __nv_bfloat16*>(q);
+                x = __bfloat162float(qv) * (p.scale * kLog2e);
+                if constexpr (St) q_bf[r * kQbStride + d] = __bfloat16_as_ushort(qv);
+            } else if constexpr (St) {
+                q_bf[r * kQbStride + d] = 0;
             }
             q_s[idx] = x;
         }
+        if constexpr (St)  // q rows the tensor cores read past the ones written above
+            for (int idx = (Rp ? group : R) * HD + threadIdx.x; idx < 8 * HD; idx += 32 * W)
+                q_bf[idx / HD * kQbStride + idx % HD] = 0;
         int q_pos[R];  // -1: a row past the tile sees no key
 #pragma unroll
         for (int r = 0; r < R; ++r) q_pos[r] = r0 + r < tile_rows ? kv_len - n_q + (it.row_begin + r0 + r) / group : -1;
@@ -597,7 +735,7 @@ __global__ void __launch_bounds__(32 * W, St ? 1 : 0)
         }
         if constexpr (St) cp_async_wait_all();  // the barrier below then shows every lane's copies to the warp
         __syncthreads();
-        warp_walk<HD, R, W, Co, St, Rp ? Src::l2 : Src::global>(v, page0, k_st, v_st, q_pos, q_s, p_w, st);
+        warp_walk<HD, R, W, Co, St, Rp ? Src::l2 : Src::global>(v, page0, k_st, v_st, mm, q_pos, q_s, p_w, st);
         block_merge_write<HD, R, W>(st, smem, sink, r0);
     }
     // Only split launches (4 warps) merge; the whole-sequence kernels (8 warps) never carry the merge code.
