@@ -9,6 +9,7 @@
 
 #include "ui/models/app_settings.h"
 
+class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -45,6 +46,7 @@ class SettingsPage : public QWidget {
     QSpinBox* m_maxLorasCpu;
     QSpinBox* m_maxRank;
     QDoubleSpinBox* m_kvMemory;
+    QCheckBox* m_fp8Activations;
     QLabel* m_note;
 };
 

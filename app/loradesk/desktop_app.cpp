@@ -32,6 +32,7 @@ void rememberLaunch(QSettings& store, ui::AppSettings& settings, const LaunchOpt
         settings.maxLorasCpu = e.max_loras_cpu;
         settings.maxLoraRank = e.max_lora_rank;
         settings.kvMemoryGb = e.kv_memory_gb;
+        settings.fp8WeightOnly = e.fp8_weight_only;
     }
     settings.save(store);
 }

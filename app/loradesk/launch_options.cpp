@@ -22,7 +22,7 @@ LaunchOptions parseLaunchOptions(const cli::Args& args) {
     l.forceDemo = args.flag("demo");
     l.explicitModel = args.has("model") || l.forceDemo;
     l.modelReference = args.get("model");
-    for (const char* o : {"device", "max-loras", "max-loras-cpu", "max-lora-rank", "kv-memory"})
+    for (const char* o : {"device", "max-loras", "max-loras-cpu", "max-lora-rank", "kv-memory", "fp8-weight-only"})
         l.explicitLimits = l.explicitLimits || args.has(o);
     for (const char* o : {"host", "port", "api-key", "api-key-file"})
         l.explicitServer = l.explicitServer || args.has(o);

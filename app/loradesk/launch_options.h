@@ -16,7 +16,7 @@ struct LaunchOptions {
     cli::ServeOptions serve;
     bool headless = false;
     bool explicitModel = false;   // --model or --demo
-    bool explicitLimits = false;  // any of --device/--max-loras*/--max-lora-rank/--kv-memory
+    bool explicitLimits = false;  // any of --device/--max-loras*/--max-lora-rank/--kv-memory/--fp8-weight-only
     bool explicitServer = false;  // any of --host/--port/--api-key/--api-key-file
     bool forceDemo = false;
     std::string modelReference;  // --model as typed (a folder or a Hub id): what the settings remember

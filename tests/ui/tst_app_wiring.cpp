@@ -97,6 +97,16 @@ void TestAppWiring::explicitFlags() {
     QCOMPARE(launch.serve.port, 7000);
     QCOMPARE(launch.serve.engine.max_loras, 2);
     QVERIFY_THROWS_EXCEPTION(Error, parse({"--port", "99999"}));
+    // --fp8-weight-only is a limit too: given, it wins over the settings and is what they remember.
+    launch = parse({"--fp8-weight-only"});
+    QVERIFY(launch.explicitLimits);
+    settings.fp8WeightOnly = false;
+    QVERIFY(app::resolveModel(launch, settings).empty());
+    QVERIFY(launch.serve.engine.fp8_weight_only);
+    launch = parse({});
+    settings.fp8WeightOnly = true;
+    QVERIFY(app::resolveModel(launch, settings).empty());
+    QVERIFY(launch.serve.engine.fp8_weight_only);  // no flag: the remembered route
 }
 
 // Settings remember --model as typed; a Hub id is resolved from the Hugging Face cache at the next launch.

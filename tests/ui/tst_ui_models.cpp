@@ -245,6 +245,7 @@ void TestUiModels::settingsRoundTrip() {
     a.addAdapterFolder("/adapters/one");
     a.maxLoras = 8;
     a.kvMemoryGb = 2.5;
+    a.fp8WeightOnly = true;
     a.port = 9100;
     a.apiKey = "secret";
     a.colorScheme = "dark";
@@ -254,6 +255,7 @@ void TestUiModels::settingsRoundTrip() {
     QCOMPARE(b.adapterFolders, QStringList{"/adapters/one"});
     QCOMPARE(b.maxLoras, 8);
     QCOMPARE(b.kvMemoryGb, 2.5);
+    QVERIFY(b.fp8WeightOnly);
     QCOMPARE(b.port, 9100);
     QCOMPARE(b.apiKey, QString("secret"));
     QCOMPARE(b.colorScheme, QString("dark"));
@@ -262,8 +264,11 @@ void TestUiModels::settingsRoundTrip() {
     b.applyTo(o, true, false);
     QCOMPARE(QString::fromStdString(o.model_dir), QString("/from/cli"));  // the command line wins
     QCOMPARE(o.max_loras, 8);
+    QVERIFY(o.fp8_weight_only);  // remembered like the other limits
     QCOMPARE(o.adapter_dirs.size(), size_t(1));
+    o.fp8_weight_only = false;
     b.applyTo(o, false, true);
+    QVERIFY(!o.fp8_weight_only);  // --fp8-weight-only absent from a command line that set limits: W8A8 stays
     QCOMPARE(QString::fromStdString(o.model_dir), QString("/models/qwen"));
     QCOMPARE(o.adapter_dirs.size(), size_t(1));  // not added twice
 }

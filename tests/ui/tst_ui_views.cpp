@@ -288,6 +288,9 @@ void TestUiViews::settingsSaveTheForm() {
     QTest::keyClicks(model, "/models/b");
     page->findChild<QSpinBox*>("maxLoras")->setValue(12);
     page->findChild<QComboBox*>("deviceCombo")->setCurrentText("cpu");
+    auto* fp8 = page->findChild<QCheckBox*>("fp8Activations");
+    QVERIFY(fp8->isChecked());  // W8A8 by default
+    fp8->setChecked(false);
     QSignalSpy saved(page, &SettingsPage::settingsSaved);
     QTest::mouseClick(page->findChild<QPushButton*>("saveSettings"), Qt::LeftButton);
     QCOMPARE(saved.count(), 1);
@@ -296,6 +299,7 @@ void TestUiViews::settingsSaveTheForm() {
     QCOMPARE(s.adapterFolders, QStringList{"/adapters/more"});
     QCOMPARE(s.maxLoras, 12);
     QCOMPARE(s.device, QString("cpu"));
+    QVERIFY(s.fp8WeightOnly);
     QCOMPARE(s.port, 9000);  // fields the page does not show are kept
     QVERIFY(page->findChild<QLabel*>("settingsNote")->text().contains("Restart"));
 }

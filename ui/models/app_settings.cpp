@@ -28,6 +28,7 @@ AppSettings AppSettings::load(QSettings& s) {
     bool ok = false;
     const double kv = s.value(QStringLiteral("engine/kvMemoryGb"), a.kvMemoryGb).toDouble(&ok);
     if (ok && kv > 0 && kv <= 4096) a.kvMemoryGb = kv;
+    a.fp8WeightOnly = s.value(QStringLiteral("engine/fp8WeightOnly"), a.fp8WeightOnly).toBool();
     a.host = s.value(QStringLiteral("server/host"), a.host).toString();
     a.port = intIn(s, "server/port", a.port, 0, 65535);
     a.apiKey = s.value(QStringLiteral("server/apiKey")).toString();
@@ -45,6 +46,7 @@ void AppSettings::save(QSettings& s) const {
     s.setValue(QStringLiteral("engine/maxLorasCpu"), maxLorasCpu);
     s.setValue(QStringLiteral("engine/maxLoraRank"), maxLoraRank);
     s.setValue(QStringLiteral("engine/kvMemoryGb"), kvMemoryGb);
+    s.setValue(QStringLiteral("engine/fp8WeightOnly"), fp8WeightOnly);
     s.setValue(QStringLiteral("server/host"), host);
     s.setValue(QStringLiteral("server/port"), port);
     s.setValue(QStringLiteral("server/apiKey"), apiKey);
@@ -61,6 +63,7 @@ void AppSettings::applyTo(api::EngineOptions& o, bool explicitModel, bool explic
         o.max_loras_cpu = maxLorasCpu;
         o.max_lora_rank = maxLoraRank;
         o.kv_memory_gb = kvMemoryGb;
+        o.fp8_weight_only = fp8WeightOnly;
     }
     for (const QString& folder : adapterFolders) {
         const std::string f = folder.toStdString();

@@ -1,6 +1,6 @@
 // AppSettings: what the desktop app remembers between runs (QSettings, XDG config location): the model,
-// adapter folders, engine limits and the server's host/port/key. Command-line options win over these;
-// the app writes back what the user changes in the views.
+// adapter folders, engine limits (the fp8 route among them) and the server's host/port/key. Command-line options win
+// over these; the app writes back what the user changes in the views.
 #pragma once
 
 #include <QSettings>
@@ -18,6 +18,9 @@ struct AppSettings {
     int maxLorasCpu = 32;
     int maxLoraRank = 64;
     double kvMemoryGb = 0.5;
+    // FP8 checkpoints on the CUDA runner: false = the W8A8 fp8 GEMM from a few tokens per step (faster batches and
+    // prefill); true = activations stay bf16 (EngineOptions::fp8_weight_only, numerics independent of the batch).
+    bool fp8WeightOnly = false;
     QString host = QStringLiteral("127.0.0.1");
     int port = 8080;
     QString apiKey;
