@@ -50,18 +50,28 @@ __device__ int token_slot(const SgmvParams& s, int t) {
     return 0;
 }
 
+// The A row that shrink warp wid dots with x, or null where it has nothing to do (a rank past its slot's, a token on
+// the base model). Reads only the step's segments and the adapter slots, so it may run before the PDL wait.
+__device__ const uint16_t* shrink_a_row(const GemvParams& p, int wid) {
+    const SgmvParams& s = p.sgmv;
+    const int per_tok = s.n_slices * s.max_rank;
+    const int t = wid / per_tok, j = (wid % per_tok) / s.max_rank, r = wid % s.max_rank;
+    if (t >= p.n_tokens) return nullptr;
+    const int slot = token_slot(s, t);
+    if (slot <= 0 || r >= s.slices[j].ranks[slot]) return nullptr;
+    return s.slices[j].a + int64_t(slot - 1) * s.slot_stride + int64_t(r) * p.in;
+}
+
 // One warp: xa[t, j*max_rank + r] = x[t] . A_j[slot(t)][r], for warp id -> (t, j, r). kSlim: one load pair in
 // flight per lane instead of what the compiler unrolls to, for the rare path where a block that streamed rows
 // runs shrink units while it holds its accumulators: it keeps that path from raising the kernel's registers.
 template <bool kSlim>
 __device__ void lora_shrink_warp(const GemvParams& p, int wid, int lane) {
     const SgmvParams& s = p.sgmv;
+    const uint16_t* a = shrink_a_row(p, wid);
+    if (!a) return;
     const int per_tok = s.n_slices * s.max_rank;
     const int t = wid / per_tok, j = (wid % per_tok) / s.max_rank, r = wid % s.max_rank;
-    if (t >= p.n_tokens) return;
-    const int slot = token_slot(s, t);
-    if (slot <= 0 || r >= s.slices[j].ranks[slot]) return;
-    const uint16_t* a = s.slices[j].a + int64_t(slot - 1) * s.slot_stride + int64_t(r) * p.in;
     const uint16_t* x = p.x + int64_t(t) * p.x_row_stride;
     float acc = 0.0f;
     auto step = [&](int k) {
@@ -198,6 +208,7 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int n_shrink_unit
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int block = p.reverse_block_order ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x);
     if (lora && block < n_shrink_units) {  // shrink-first blocks own no rows
+        if (const uint16_t* a = shrink_a_row(p, block * kWarps + warp)) detail::prefetch_row_l2(a, p.in, lane);
         detail::pdl_wait();
         run_shrink_units<false>(p, n_shrink_units, warp, lane);
         return;

@@ -13,7 +13,11 @@
 // own work. No co-residency, occupancy-sized grid or cooperative launch is assumed. PDL does not change this: a
 // dependent kernel's blocks are released only once every block of this one has started (each triggers in
 // pdl_wait()), so they never hold a slot one of ours still needs, and they wait in griddepcontrol.wait; this
-// kernel's blocks that start before their predecessor ends wait there too, before they claim anything.
+// kernel's blocks that start before their predecessor ends wait there too. quant_mma's shrink-first blocks claim
+// one unit before that wait (claim_shrink_unit), so that its A row is on its way while the predecessor finishes:
+// the wait ends without anything from this grid (every block of the predecessor is running by then and waits on
+// nothing of ours), so a unit claimed there is still held by a running block that finishes it without waiting for
+// this grid.
 // In the usual order the first blocks have published long before the others reach their epilogue, so a
 // consumer pays one acquire load; claims by consumers only happen when the dispatch order is unusual.
 //
@@ -39,18 +43,41 @@ __device__ __forceinline__ int load_relaxed(const int32_t* p) {
 
 // Whole block: claims and runs units until none is left unclaimed. run_unit(u) runs unit u on the whole block;
 // each of its warps must make its xa stores visible device-wide (__threadfence) before returning.
+// Whole block: claims the next unit (n_units or more once every unit is claimed). The block must publish_shrink_unit
+// a unit it got before it claims again: that barrier is also what keeps the shared claim until every thread read it.
+__device__ __forceinline__ int claim_shrink_unit(int32_t* sync) {
+    __shared__ int unit;
+    if (threadIdx.x == 0) unit = atomicAdd(sync + 1, 1);
+    __syncthreads();
+    return unit;
+}
+
+// Whole block, once each warp stored and fenced its xa rows of the unit: counts it in published.
+__device__ __forceinline__ void publish_shrink_unit(int32_t* sync) {
+    __syncthreads();
+    if (threadIdx.x == 0) atomicAdd(sync, 1);
+}
+
 template <class RunUnit>
 __device__ void run_shrink_units(int32_t* sync, int n_units, RunUnit run_unit) {
-    __shared__ int unit;
     for (;;) {
-        if (threadIdx.x == 0) unit = atomicAdd(sync + 1, 1);
-        __syncthreads();
-        const int u = unit;
+        const int u = claim_shrink_unit(sync);
         if (u >= n_units) return;
         run_unit(u);
-        __syncthreads();  // every warp's xa stored and fenced; every thread has read `unit` before it changes
-        if (threadIdx.x == 0) atomicAdd(sync, 1);
+        publish_shrink_unit(sync);
     }
+}
+
+// One warp: asks L2 for every 128-byte line of the n bf16 values at row, without waiting. Shrink blocks call it
+// before their PDL wait for A rows (adapter weights, in place before the step: launchers.h): once the projection's
+// weight stream has started, a load that misses L2 queues behind it in DRAM, and the epilogues wait for the shrink.
+// gemv.cu's ask for the unit their block index names (the unit they then claim may be another one; each unit's rows
+// were asked for by its namesake all the same); quant_mma's for the part of their claimed row they do not load early.
+__device__ __forceinline__ void prefetch_row_l2(const uint16_t* row, int n, int lane) {
+    const uintptr_t first = reinterpret_cast<uintptr_t>(row) / 128,
+                    last = reinterpret_cast<uintptr_t>(row + n - 1) / 128;
+    for (uintptr_t line = first + lane; line <= last; line += 32)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const void*>(line * 128)));
 }
 
 // Thread 0 only: polls with plain acquire loads (atomics would queue behind the publishers' atomicAdds).

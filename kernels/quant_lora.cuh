@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "lora_handover.cuh"
 #include "quant_params.h"
 
 namespace loradesk::kernels::detail {
@@ -110,44 +111,105 @@ __host__ __device__ constexpr int lora_shrink_warps(int n_tokens, int n_slices, 
     return n_tokens * n_slices * max_rank;
 }
 
-// One warp of the fused shrink (QuantGemvParams::lora_shrink): xa[token0 + t, j * max_rank + r] = x[t] . A_j[slot][r]
-// for warp id wid -> (t, j, r), r fastest; nothing for ranks past the slot's or tokens on the base model, whose xa
-// the expand never reads. Every lane has four 16-byte loads of A in flight; lane 0 stores the sum and fences it
-// (lora_handover.cuh).
-__device__ __forceinline__ void lora_shrink_warp(const QuantGemvParams& p, int wid, int lane) {
+// The A row that shrink warp wid dots with x, or null where it has nothing to do. Reads only the step's segments and
+// the adapter slots, so a kernel may call it before its PDL wait.
+__device__ __forceinline__ const uint16_t* lora_shrink_a_row(const QuantGemvParams& p, int wid) {
     const SgmvParams& s = p.lora;
     const int per_tok = s.n_slices * s.max_rank;
     const int t = wid / per_tok, j = wid % per_tok / s.max_rank, r = wid % s.max_rank;
-    if (t >= p.n_tokens) return;
+    if (t >= p.n_tokens) return nullptr;
     const int slot = lora_slot(s, t + p.lora_token0);
-    if (slot <= 0) return;
+    if (slot <= 0) return nullptr;
     const uint16_t* a = nullptr;
     const int32_t* ranks = nullptr;
 #pragma unroll
     for (int jj = 0; jj < kMaxLoraSlices; ++jj)  // static indices, as lora_ref
         if (jj == j) a = s.slices[jj].a, ranks = s.slices[jj].ranks;
-    if (r >= min(ranks[slot], s.max_rank)) return;
-    a += int64_t(slot - 1) * s.slot_stride + int64_t(r) * p.k;
-    const uint16_t* x = p.x + int64_t(t) * p.x_row_stride;
-    float acc = 0.f;
-#pragma unroll 4
-    for (int k = lane * 8; k < p.k; k += 32 * 8) {
-        const uint4 av = __ldcs(reinterpret_cast<const uint4*>(a + k)),
-                    xv = __ldg(reinterpret_cast<const uint4*>(x + k));
-        const __nv_bfloat162* ah = reinterpret_cast<const __nv_bfloat162*>(&av);
-        const __nv_bfloat162* xh = reinterpret_cast<const __nv_bfloat162*>(&xv);
+    if (r >= min(ranks[slot], s.max_rank)) return nullptr;
+    return a + int64_t(slot - 1) * s.slot_stride + int64_t(r) * p.k;
+}
+
+__device__ __forceinline__ float dot8_bf16(const uint4& av, const uint4& xv, float acc) {
+    const __nv_bfloat162* ah = reinterpret_cast<const __nv_bfloat162*>(&av);
+    const __nv_bfloat162* xh = reinterpret_cast<const __nv_bfloat162*>(&xv);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            const float2 af = __bfloat1622float2(ah[e]), xf = __bfloat1622float2(xh[e]);
-            acc += af.x * xf.x + af.y * xf.y;
-        }
+    for (int e = 0; e < 4; ++e) {
+        const float2 af = __bfloat1622float2(ah[e]), xf = __bfloat1622float2(xh[e]);
+        acc += af.x * xf.x + af.y * xf.y;
     }
+    return acc;
+}
+
+// Shrink warp wid from column k of its A row on (a: lora_shrink_a_row), acc holding the columns before: the rest of
+// the dot product, four 16-byte loads of A in flight per lane, then lane 0 stores the sum and fences it
+// (lora_handover.cuh).
+__device__ __forceinline__ void lora_shrink_finish(const QuantGemvParams& p, int wid, int lane, const uint16_t* a,
+                                                   int k, float acc) {
+    const SgmvParams& s = p.lora;
+    const int per_tok = s.n_slices * s.max_rank;
+    const int t = wid / per_tok, j = wid % per_tok / s.max_rank, r = wid % s.max_rank;
+    const uint16_t* x = p.x + int64_t(t) * p.x_row_stride;
+#pragma unroll 4
+    for (; k < p.k; k += 32 * 8)
+        acc =
+            dot8_bf16(__ldcs(reinterpret_cast<const uint4*>(a + k)), __ldg(reinterpret_cast<const uint4*>(x + k)), acc);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
     if (lane == 0) {
         s.xa[int64_t(t + p.lora_token0) * per_tok + j * s.max_rank + r] = acc;
         __threadfence();  // visible device-wide before the block publishes the unit
     }
+}
+
+// One warp of the fused shrink (QuantGemvParams::lora_shrink): xa[token0 + t, j * max_rank + r] = x[t] . A_j[slot][r]
+// for warp id wid -> (t, j, r), r fastest; nothing for ranks past the slot's or tokens on the base model, whose xa
+// the expand never reads.
+__device__ __forceinline__ void lora_shrink_warp(const QuantGemvParams& p, int wid, int lane) {
+    if (const uint16_t* a = lora_shrink_a_row(p, wid)) lora_shrink_finish(p, wid, lane, a, lane * 8, 0.f);
+}
+
+// The same warp in two halves around the PDL wait, for the unit a shrink-first block claims before it
+// (lora_handover.cuh): lora_shrink_load_a requests the first kShrinkEarlyLoads 16-byte loads of the A row per lane,
+// all at once (a whole 4,096-wide row: Qwen3-8B's q|k|v, o, gate|up), and asks L2 for the rest of a wider one (down);
+// after the wait lora_shrink_warp_early loads x and finishes. At one token a quantized site's weight stream lasts a
+// few microseconds, so the shrink's chain after the wait (claim, slot lookups, A's DRAM round trips behind that
+// stream) is on the step's critical path. H200, AWQ Qwen3-8B batch 1 on a rank-16 adapter, ms per step: 3.518
+// before, 3.501 with the A rows only asked of L2 (gemv.cu's way), 3.493 with this; the B^T prefetch in quant_mma.cu
+// then took it to 3.404 (docs/cuda-benchmarks.md).
+constexpr int kShrinkEarlyLoads = 16;
+
+struct ShrinkEarlyA {
+    const uint16_t* a = nullptr;  // the row; null: the warp has nothing to do
+    uint4 v[kShrinkEarlyLoads];
+};
+
+__device__ __forceinline__ void lora_shrink_load_a(const QuantGemvParams& p, int wid, int lane, ShrinkEarlyA& e) {
+    e.a = lora_shrink_a_row(p, wid);
+    if (!e.a) return;
+#pragma unroll
+    for (int i = 0; i < kShrinkEarlyLoads; ++i) {
+        const int k = lane * 8 + i * 32 * 8;
+        e.v[i] = k < p.k ? __ldcs(reinterpret_cast<const uint4*>(e.a + k)) : make_uint4(0, 0, 0, 0);
+    }
+    constexpr int kEarly = kShrinkEarlyLoads * 32 * 8;
+    if (p.k > kEarly) prefetch_row_l2(e.a + kEarly, p.k - kEarly, lane);
+}
+
+__device__ __forceinline__ void lora_shrink_warp_early(const QuantGemvParams& p, int wid, int lane,
+                                                       const ShrinkEarlyA& e) {
+    if (!e.a) return;
+    const int t = wid / (p.lora.n_slices * p.lora.max_rank);
+    const uint16_t* x = p.x + int64_t(t) * p.x_row_stride;
+    uint4 xv[kShrinkEarlyLoads];
+#pragma unroll
+    for (int i = 0; i < kShrinkEarlyLoads; ++i) {  // every x load in flight before the first use
+        const int k = lane * 8 + i * 32 * 8;
+        xv[i] = k < p.k ? __ldg(reinterpret_cast<const uint4*>(x + k)) : make_uint4(0, 0, 0, 0);
+    }
+    float acc = 0.f;
+#pragma unroll
+    for (int i = 0; i < kShrinkEarlyLoads; ++i) acc = dot8_bf16(e.v[i], xv[i], acc);
+    lora_shrink_finish(p, wid, lane, e.a, lane * 8 + kShrinkEarlyLoads * 32 * 8, acc);
 }
 
 }  // namespace loradesk::kernels::detail

@@ -343,9 +343,16 @@ __global__ void __launch_bounds__(kThreads, 3)
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int block = kLora<NT> && p.reverse_block_order ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x);
     if (kLora<NT> && block < n_units) {  // a shrink block: x is its predecessor's output
+        // One unit claimed and its A rows requested before the wait (quant_lora.cuh, lora_shrink_load_a), then x.
+        const int u = detail::claim_shrink_unit(p.lora_sync);
+        detail::ShrinkEarlyA early;
+        if (u < n_units) detail::lora_shrink_load_a(p, u * kWarps + warp, lane, early);
         detail::pdl_wait();
-        detail::run_shrink_units(p.lora_sync, n_units,
-                                 [&](int u) { detail::lora_shrink_warp(p, u * kWarps + warp, lane); });
+        if (u >= n_units) return;
+        detail::lora_shrink_warp_early(p, u * kWarps + warp, lane, early);
+        detail::publish_shrink_unit(p.lora_sync);
+        detail::run_shrink_units(p.lora_sync, n_units,  // units no block claimed yet (an unusual dispatch order)
+                                 [&](int u2) { detail::lora_shrink_warp(p, u2 * kWarps + warp, lane); });
         return;
     }
     const int tile = kLora<NT> ? (block - n_units) % tiles : int(blockIdx.x);

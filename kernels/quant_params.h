@@ -80,8 +80,10 @@ struct QuantGemvParams {
     // its own that it runs first: xa[lora_token0 + t, j * max_rank + r] = x[t] . A_j[slot][r] for this launch's
     // tokens t on an adapter (lora.x and lora.in_features are unused: the shrink reads p.x over p.k). lora_sync
     // points to two int32 that are zero when the launch starts (the shrink's claimed and published units,
-    // lora_handover.cuh), a pair per launch that sets it. Of the launches over the same tokens (a site's parts) the
-    // first sets it; the others only expand, their PDL wait ordering them after it.
+    // lora_handover.cuh), a pair per launch that sets it. The shrink blocks claim a unit before their PDL wait, so the
+    // kernel launched just before must not write the pair (the CUDA runner zeroes every site's pair at the start of
+    // a step, kernels before the first site). Of the launches over the same tokens (a site's parts) the first sets
+    // it; the others only expand, their PDL wait ordering them after it.
     bool lora_shrink = false;
     int32_t* lora_sync = nullptr;
     // quant_mma with LoRA, tests only: blocks take their work in reverse index order, an order CUDA may dispatch them
