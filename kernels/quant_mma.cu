@@ -377,6 +377,11 @@ __global__ void __launch_bounds__(kThreads, 3)
     if (kLora<NT> && p.lora_expand && threadIdx.x < p.n_tokens * kTileCols / 4) {
         const int qt = threadIdx.x / (kTileCols / 4), qcol = tile * kTileCols + threadIdx.x % (kTileCols / 4) * 4;
         if (qcol < p.n) first_quad = detail::lora_quad(p, qt, qcol);
+        // This split's B^T rows of the tile, asked of L2 (one thread per 64 columns, a 128-byte line): the expand
+        // in finish() then reads them from there, after the shrink, instead of from DRAM behind the weight stream.
+        if (first_quad.kind == 1 && qcol % 64 == 0)
+            for (int r = split; r < first_quad.ref.rank; r += n_splits)
+                detail::prefetch_l2(first_quad.ref.bt + int64_t(r) * first_quad.ref.stride);
     }
     if (!p.x_before_wait) detail::pdl_wait();
     // x [8 NT tokens][block rows] into shared memory once (zero past n_tokens); every warp reads it from there.
