@@ -27,6 +27,8 @@
 
 #include <cstdint>
 
+#include "launch_pdl.cuh"
+
 namespace loradesk::kernels::detail {
 
 __device__ __forceinline__ int load_acquire(const int32_t* p) {
@@ -41,8 +43,6 @@ __device__ __forceinline__ int load_relaxed(const int32_t* p) {
     return v;
 }
 
-// Whole block: claims and runs units until none is left unclaimed. run_unit(u) runs unit u on the whole block;
-// each of its warps must make its xa stores visible device-wide (__threadfence) before returning.
 // Whole block: claims the next unit (n_units or more once every unit is claimed). The block must publish_shrink_unit
 // a unit it got before it claims again: that barrier is also what keeps the shared claim until every thread read it.
 __device__ __forceinline__ int claim_shrink_unit(int32_t* sync) {
@@ -58,6 +58,8 @@ __device__ __forceinline__ void publish_shrink_unit(int32_t* sync) {
     if (threadIdx.x == 0) atomicAdd(sync, 1);
 }
 
+// Whole block: claims and runs units until none is left unclaimed. run_unit(u) runs unit u on the whole block;
+// each of its warps must make its xa stores visible device-wide (__threadfence) before returning.
 template <class RunUnit>
 __device__ void run_shrink_units(int32_t* sync, int n_units, RunUnit run_unit) {
     for (;;) {
@@ -77,7 +79,7 @@ __device__ __forceinline__ void prefetch_row_l2(const uint16_t* row, int n, int 
     const uintptr_t first = reinterpret_cast<uintptr_t>(row) / 128,
                     last = reinterpret_cast<uintptr_t>(row + n - 1) / 128;
     for (uintptr_t line = first + lane; line <= last; line += 32)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const void*>(line * 128)));
+        prefetch_l2(reinterpret_cast<const void*>(line * 128));
 }
 
 // Thread 0 only: polls with plain acquire loads (atomics would queue behind the publishers' atomicAdds).
