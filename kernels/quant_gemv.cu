@@ -29,8 +29,6 @@ namespace {
 
 using detail::bf;
 using detail::lora_expand_share;
-using detail::lora_ref;
-using detail::LoraRef;
 
 constexpr int kWarps = 8;  // int4 kernels
 constexpr int kThreads = 32 * kWarps;
@@ -70,48 +68,70 @@ __device__ float lora_warp(const QuantGemvParams& p, int t, int c) {
     return warp_sum(lora_expand_share(p, t, c, threadIdx.x & 31, 32));
 }
 
-// The fp8 kernel's LoRA epilogue at 1 token, split as gemv.cu's: fp8_lora_prefetch, before the wait, finds
-// each (row, token)'s slice and slot and loads scale * B^T of ranks lane and lane + 32 (adapter slots and step
-// segments never depend on the predecessor); fp8_lora_xa, right after it, loads the matching xa values (the shrink
-// launched just before wrote them), which the weight stream then hides. What remains for the tail is FMAs and a
-// warp sum, where lora_warp had three dependent L2 round trips (segments, the slot's rank, xa and B^T) per row
-// and token. In a kernel of its own (fp8_kernel<1, true>): it costs 8 registers, which the base model's kernel
-// does not pay; at 2 tokens it took ptxas from 95 to 120, so 2-4 tokens keep lora_warp.
-constexpr int kFp8EarlyLoraMaxRank = 64;  // ranks lane and lane + 32
-
-template <int NT>
-struct Fp8Lora {
-    float b[2][2][NT];  // [row][rank chunk][token], 0 past the rank or without an adapter
-    float xa[2][2][NT];
-    int xa_off[2][NT];  // xa element of rank 0 for (row, token) relative to lora.xa, or -1
+// The fp8 kernel's LoRA expand at 1 token (fp8_kernel<1, true, ...>), in no register that the weight stream holds:
+// the stream is latency-bound (a lane has eight 16-byte loads in flight), so its speed is its occupancy. Qwen3-8B
+// gate|up at 1 token took 27.0 us at 56 registers (9 blocks per SM), 30.6 with the expand's B^T and xa values held
+// through the loop (71 registers) and 39.7 with those and the shrink's early xa (80; H200, CUPTI step trace). Before
+// the wait thread 0 looks up the token's slot and each slice's rank and scale into shared memory (fp8_lora_facts:
+// segments and adapter slots are in place before the step), and each warp asks L2 for its columns of B^T; after the
+// stream a warp loads B^T and xa for its two rows (one L2 round trip) and sums over the ranks. 2-4 tokens keep
+// lora_warp.
+struct Fp8LoraFacts {
+    int slot;  // 0: the token is on the base model
+    int rank[kMaxLoraSlices];
+    float scale[kMaxLoraSlices];
 };
 
-template <int NT>
-__device__ void fp8_lora_prefetch(const QuantGemvParams& p, int row0, int row1, int lane, Fp8Lora<NT>& f) {
+// Whole block (a barrier).
+__device__ void fp8_lora_facts(const QuantGemvParams& p, Fp8LoraFacts& f) {
+    if (threadIdx.x == 0) {
+        const SgmvParams& s = p.lora;
+        const int slot = detail::lora_slot(s, p.lora_token0);
+        f.slot = slot;
 #pragma unroll
-    for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int t = 0; t < NT; ++t) {
-            LoraRef ref;
-            const bool on = t < p.n_tokens && lora_ref(p, t, p.lora_col + (i == 0 ? row0 : row1), ref);
-            f.xa_off[i][t] = on ? int(ref.xa - p.lora.xa) : -1;
-#pragma unroll
-            for (int k = 0; k < 2; ++k) {
-                const int r = lane + 32 * k;
-                f.b[i][k][t] = on && r < ref.rank ? ref.scale * bf(ref.bt + r * ref.stride) : 0.f;
-            }
+        for (int j = 0; j < kMaxLoraSlices; ++j) {  // static indices, as lora_ref
+            const bool on = slot > 0 && j < s.n_slices;
+            f.rank[j] = on ? min(s.slices[j].ranks[slot], s.max_rank) : 0;
+            f.scale[j] = on ? s.slices[j].scales[slot] : 0.f;
         }
+    }
+    __syncthreads();
 }
 
-template <int NT>
-__device__ void fp8_lora_xa(const QuantGemvParams& p, int lane, Fp8Lora<NT>& f) {
+// Where column c of this matrix finds its expand: its slice's B^T column (rank r at bt + r * stride), the token's xa
+// row of that slice, and the slot's rank and scale; rank 0 where nothing is added.
+struct Fp8LoraCol {
+    const uint16_t* bt = nullptr;
+    const float* xa = nullptr;
+    int64_t stride = 0;
+    int rank = 0;
+    float scale = 0.f;
+};
+
+__device__ __forceinline__ Fp8LoraCol fp8_lora_col(const QuantGemvParams& p, const Fp8LoraFacts& f, int c) {
+    const SgmvParams& s = p.lora;
+    Fp8LoraCol lc;
+    const int sc = p.lora_col + c;
 #pragma unroll
-    for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int t = 0; t < NT; ++t)
-#pragma unroll
-            for (int k = 0; k < 2; ++k)  // never read xa where b is 0: unwritten rank rows may hold NaN
-                f.xa[i][k][t] = f.b[i][k][t] != 0.f ? __ldcg(p.lora.xa + f.xa_off[i][t] + lane + 32 * k) : 0.f;
+    for (int j = 0; j < kMaxLoraSlices; ++j) {
+        const LoraSlice& sl = s.slices[j];
+        if (f.slot <= 0 || c >= p.n || j >= s.n_slices || sc < sl.out_offset || sc >= sl.out_offset + sl.out_features)
+            continue;
+        lc.bt = sl.bt + int64_t(f.slot - 1) * s.slot_stride + (sc - sl.out_offset);
+        lc.stride = sl.out_features;
+        lc.xa = s.xa + int64_t(p.lora_token0) * s.n_slices * s.max_rank + j * s.max_rank;
+        lc.rank = f.rank[j], lc.scale = f.scale[j];
+    }
+    return lc;
+}
+
+// One warp, before the wait: asks L2 for the B^T values of its two columns (neighbours: one line per rank unless
+// they lie in different slices).
+__device__ void fp8_lora_prefetch_bt(const QuantGemvParams& p, const Fp8LoraFacts& f, int row0, int row1, int lane) {
+    const Fp8LoraCol c0 = fp8_lora_col(p, f, row0), c1 = fp8_lora_col(p, f, row1);
+    for (int r = lane; r < c0.rank; r += 32) detail::prefetch_l2(c0.bt + r * c0.stride);
+    if (c1.stride != c0.stride || c1.xa != c0.xa)
+        for (int r = lane; r < c1.rank; r += 32) detail::prefetch_l2(c1.bt + r * c1.stride);
 }
 
 // Shared floats an int4 kernel needs: x staged for NT tokens, then (reusing it) the per-warp partial sums of a
@@ -360,12 +380,46 @@ __global__ void __launch_bounds__(kThreads) gptq_kernel(QuantGemvParams p, int c
     finish_tile<4, NT>(p, acc, tile, n_splits, xs);
 }
 
+// The fp8 kernel's shrink at 1 token (lora_shrink), as gemv.cu and quant_mma.cu run theirs in their own launch: the
+// first n_units blocks of the grid each claim a unit (kFp8Warps xa rows, a row per warp) and ask L2 for its A rows
+// before the PDL wait (A is adapter weights, in place before the step), then dot them with x, publish, and run any
+// unit still unclaimed (lora_handover.cuh: why no block waits for one that cannot run). The A rows go to L2 rather
+// than registers (quant_mma's lora_shrink_load_a): the rows blocks share the kernel's register count, which is its
+// speed (fp8_lora_facts). An sgmv_shrink launch preceded the GEMV before: its launch, its A rows from DRAM and its
+// tail were on the step's path, about 5 us per call site (CUPTI trace). H200, fp8 Qwen3-8B batch 1 with a rank-16
+// adapter, ms per step (base 3.058): 3.800 with that launch and the expand's values held through the loop (71
+// registers), 3.924 with that launch and this epilogue, 3.565 with this shrink and this epilogue.
+__device__ void fp8_shrink_block(const QuantGemvParams& p, int n_units, int warp, int lane) {
+    const int u = detail::claim_shrink_unit(p.lora_sync);
+    if (u < n_units)
+        if (const uint16_t* a = detail::lora_shrink_a_row(p, u * kFp8Warps + warp))
+            detail::prefetch_row_l2(a, p.k, lane);
+    detail::pdl_wait();
+    if (u >= n_units) return;
+    auto run_unit = [&](int unit) { detail::lora_shrink_warp(p, unit * kFp8Warps + warp, lane); };
+    run_unit(u);
+    detail::publish_shrink_unit(p.lora_sync);
+    detail::run_shrink_units(p.lora_sync, n_units, run_unit);  // units no block claimed yet (an unusual order)
+}
+
 // fp8 [N, K]: warp owns rows 2w, 2w + 1 of the block; lanes stride K with 16-byte loads (16 weights). The
 // scale of a 16-weight run is one value (128 % 16 == 0), so each run's dot is scaled once.
-template <int NT, bool kEarlyLora>
-__global__ void __launch_bounds__(32 * kFp8Warps) fp8_kernel(QuantGemvParams p) {
+// kLora (1 token with the expand): the epilogue above fp8_lora_facts. kShrink: n_units shrink blocks first
+// (fp8_shrink_block), then the row blocks, whose epilogue reads xa once every unit is published
+// (detail::await_shrink: normally one acquire load, the shrink blocks having started first); warps without rows stay
+// to the end, as that has barriers.
+template <int NT, bool kLora, bool kShrink>
+__device__ __forceinline__ void fp8_body(const QuantGemvParams& p, int n_units) {
+    static_assert((!kLora || NT == 1) && (!kShrink || kLora));
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int row0 = (blockIdx.x * kFp8Warps + warp) * 2;
+    const int block = kShrink && p.reverse_block_order ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x);
+    if constexpr (kShrink) {
+        if (block < n_units) {
+            fp8_shrink_block(p, n_units, warp, lane);
+            return;
+        }
+    }
+    const int row0 = ((block - (kShrink ? n_units : 0)) * kFp8Warps + warp) * 2;
     const bool has1 = row0 + 1 < p.n;
     const int row1 = has1 ? row0 + 1 : row0;
     for (int u = 0; row0 < p.n && u < kFp8Unroll && lane * 16 + u * 32 * 16 < p.k; ++u)  // before the wait
@@ -377,13 +431,13 @@ __global__ void __launch_bounds__(32 * kFp8Warps) fp8_kernel(QuantGemvParams p) 
                                                                       : int64_t(row0 / 128) * ((p.k + 127) / 128);
         detail::prefetch_l2(p.w_scale + at);
     }
-    Fp8Lora<NT> lf;  // used by the kEarlyLora kernel only
-    if constexpr (kEarlyLora) {
-        if (row0 < p.n) fp8_lora_prefetch(p, row0, row1, lane, lf);
+    __shared__ Fp8LoraFacts facts;  // kLora only
+    if constexpr (kLora) {
+        fp8_lora_facts(p, facts);
+        if (row0 < p.n) fp8_lora_prefetch_bt(p, facts, row0, row1, lane);
     }
     detail::pdl_wait();
-    if (row0 >= p.n) return;
-    if constexpr (kEarlyLora) fp8_lora_xa(p, lane, lf);
+    if (!kShrink && row0 >= p.n) return;
     const int kb = (p.k + 127) / 128;
     const float* srow[2];
     int kmul = 0;
@@ -404,7 +458,7 @@ __global__ void __launch_bounds__(32 * kFp8Warps) fp8_kernel(QuantGemvParams p) 
     const uint8_t* w[2] = {p.w_fp8 + int64_t(row0) * p.k, p.w_fp8 + int64_t(row1) * p.k};
     float acc[2][NT] = {};
     constexpr int kStride = 32 * 16;
-    for (int k0 = lane * 16; k0 < p.k; k0 += kStride * kFp8Unroll) {
+    for (int k0 = lane * 16; row0 < p.n && k0 < p.k; k0 += kStride * kFp8Unroll) {
         uint4 wv[2][kFp8Unroll];
 #pragma unroll
         for (int u = 0; u < kFp8Unroll; ++u) {
@@ -447,16 +501,42 @@ __global__ void __launch_bounds__(32 * kFp8Warps) fp8_kernel(QuantGemvParams p) 
             }
         }
     }
+    if constexpr (kLora) {
+        // B^T of ranks lane and lane + 32 first (they never wait for the shrink), then xa once it is published. The
+        // compiler barrier keeps the lookups here, where ptxas otherwise hoists them and holds them through the loop.
+        asm volatile("" ::: "memory");
+        const Fp8LoraCol c[2] = {fp8_lora_col(p, facts, row0), fp8_lora_col(p, facts, has1 ? row1 : p.n)};
+        float b[2][2];
 #pragma unroll
-    for (int i = 0; i < 2; ++i)
+        for (int i = 0; i < 2; ++i)
 #pragma unroll
-        for (int t = 0; t < NT; ++t) {
-            acc[i][t] = warp_sum(acc[i][t]);
-            if constexpr (kEarlyLora)
-                acc[i][t] += warp_sum(lf.b[i][0][t] * lf.xa[i][0][t] + lf.b[i][1][t] * lf.xa[i][1][t]);
-            else if (p.lora_expand)
-                acc[i][t] += lora_warp(p, t, i == 0 ? row0 : row1);
+            for (int h = 0; h < 2; ++h) {
+                const int r = lane + 32 * h;
+                b[i][h] = r < c[i].rank ? bf(c[i].bt + r * c[i].stride) : 0.f;
+            }
+        if constexpr (kShrink) {  // the whole block, warps without rows too (barriers)
+            detail::await_shrink(p.lora_sync, n_units,
+                                 [&](int u) { detail::lora_shrink_warp<1>(p, u * kFp8Warps + warp, lane); });
+            if (row0 >= p.n) return;
         }
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            float d = 0.f;  // xa only below the rank: rows past it are not written and may hold NaN
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                if (lane + 32 * h < c[i].rank) d += __ldcg(c[i].xa + lane + 32 * h) * b[i][h];
+            for (int r = lane + 64; r < c[i].rank; r += 32) d += __ldcg(c[i].xa + r) * bf(c[i].bt + r * c[i].stride);
+            acc[i][0] = warp_sum(acc[i][0]) + c[i].scale * warp_sum(d);
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+            for (int t = 0; t < NT; ++t) {
+                acc[i][t] = warp_sum(acc[i][t]);
+                if (p.lora_expand) acc[i][t] += lora_warp(p, t, i == 0 ? row0 : row1);
+            }
+    }
     if (lane < 2 * NT) {
         const int i = lane / NT, t = lane % NT;
         float v = 0.f;
@@ -473,7 +553,23 @@ __global__ void __launch_bounds__(32 * kFp8Warps) fp8_kernel(QuantGemvParams p) 
     }
 }
 
+template <int NT>
+__global__ void __launch_bounds__(32 * kFp8Warps) fp8_kernel(QuantGemvParams p) {
+    fp8_body<NT, false, false>(p, 0);
+}
+
+// The LoRA kernels at 1 token, bounded to the base kernel's 9 blocks per SM (56 registers; see fp8_lora_facts).
+template <bool kShrink>
+__global__ void __launch_bounds__(32 * kFp8Warps, 9) fp8_lora_kernel(QuantGemvParams p, int n_units) {
+    fp8_body<1, true, kShrink>(p, n_units);
+}
+
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
+
+// Units of the fp8 kernel's shrink: a block's warps, each one xa row.
+int fp8_shrink_units(const QuantGemvParams& p) {
+    return (detail::lora_shrink_warps(p.n_tokens, p.lora.n_slices, p.lora.max_rank) + kFp8Warps - 1) / kFp8Warps;
+}
 
 // k rows per int4 block, from the H100 split-K sweep of quant_gemv_bench: start at 256 (AWQ) or 512 (GPTQ) rows
 // per token and halve, down to one group, while the grid is under half a wave of resident blocks (132 SMs x 4,
@@ -511,10 +607,13 @@ cudaError_t launch(const QuantGemvParams& p, cudaStream_t stream) {
     if (p.format == QuantFormat::fp8_e4m3) {
         const int blocks = (p.n + 2 * kFp8Warps - 1) / (2 * kFp8Warps);
         if constexpr (NT == 1) {
-            if (p.lora_expand && p.lora.max_rank <= kFp8EarlyLoraMaxRank)
-                return detail::launch(fp8_kernel<1, true>, blocks, 32 * kFp8Warps, 0, stream, p);
+            if (p.lora_shrink) {
+                const int units = fp8_shrink_units(p);
+                return detail::launch(fp8_lora_kernel<true>, units + blocks, 32 * kFp8Warps, 0, stream, p, units);
+            }
+            if (p.lora_expand) return detail::launch(fp8_lora_kernel<false>, blocks, 32 * kFp8Warps, 0, stream, p, 0);
         }
-        return detail::launch(fp8_kernel<NT, false>, blocks, 32 * kFp8Warps, 0, stream, p);
+        return detail::launch(fp8_kernel<NT>, blocks, 32 * kFp8Warps, 0, stream, p);
     }
     const bool awq = p.format == QuantFormat::awq_int4;
     const int tiles = awq ? (p.n / 8 + 31) / 32 : (p.n + 127) / 128;
@@ -533,6 +632,10 @@ bool quant_gemv_supported(const QuantGemvParams& p) {
         return false;
     if (p.n_tokens > 1 && (p.x_row_stride < p.k || p.y_row_stride < p.n)) return false;
     if (p.lora_expand && (p.lora.n_slices < 1 || p.lora.n_slices > kMaxLoraSlices)) return false;
+    // The shrink in the launch: the fp8 kernel at 1 token only (x's alignment and k % 16 are its conditions below).
+    if (p.lora_shrink && (p.format != QuantFormat::fp8_e4m3 || p.n_tokens != 1 || p.x_before_wait ||
+                          !detail::lora_shrink_operands_ok(p)))
+        return false;
     if (p.format == QuantFormat::fp8_e4m3)
         return p.k % 16 == 0 && p.x_row_stride % 8 == 0 && aligned16(p.x) && aligned16(p.w_fp8) && p.w_scale;
     if (p.format == QuantFormat::awq_int4 && p.g_idx) return false;

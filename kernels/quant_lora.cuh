@@ -106,6 +106,16 @@ __device__ __forceinline__ float4 lora_expand_quad(const QuantGemvParams& p, con
     return make_float4(0.f, 0.f, 0.f, 0.f);
 }
 
+// Whether the operands of the fused shrink are there and fit its loads (host): the expand it feeds, the counters,
+// and 16-byte loads of each slice's A rows. x's alignment and k are each kernel's own conditions.
+inline bool lora_shrink_operands_ok(const QuantGemvParams& p) {
+    if (!p.lora_expand || !p.lora_sync || p.lora.max_rank < 1 || p.lora.slot_stride % 8) return false;
+    for (int j = 0; j < p.lora.n_slices; ++j)
+        if (!p.lora.slices[j].a || !p.lora.slices[j].ranks || (reinterpret_cast<uintptr_t>(p.lora.slices[j].a) & 15u))
+            return false;
+    return true;
+}
+
 // Warps of the fused shrink for n_tokens tokens (QuantGemvParams::lora_shrink): one xa row each.
 __host__ __device__ constexpr int lora_shrink_warps(int n_tokens, int n_slices, int max_rank) {
     return n_tokens * n_slices * max_rank;
@@ -143,13 +153,14 @@ __device__ __forceinline__ float dot8_bf16(const uint4& av, const uint4& xv, flo
 // Shrink warp wid from column k of its A row on (a: lora_shrink_a_row), acc holding the columns before: the rest of
 // the dot product, four 16-byte loads of A in flight per lane, then lane 0 stores the sum and fences it
 // (lora_handover.cuh).
+template <int kUnroll = 4>
 __device__ __forceinline__ void lora_shrink_finish(const QuantGemvParams& p, int wid, int lane, const uint16_t* a,
                                                    int k, float acc) {
     const SgmvParams& s = p.lora;
     const int per_tok = s.n_slices * s.max_rank;
     const int t = wid / per_tok, j = wid % per_tok / s.max_rank, r = wid % s.max_rank;
     const uint16_t* x = p.x + int64_t(t) * p.x_row_stride;
-#pragma unroll 4
+#pragma unroll kUnroll
     for (; k < p.k; k += 32 * 8)
         acc =
             dot8_bf16(__ldcs(reinterpret_cast<const uint4*>(a + k)), __ldg(reinterpret_cast<const uint4*>(x + k)), acc);
@@ -164,8 +175,11 @@ __device__ __forceinline__ void lora_shrink_finish(const QuantGemvParams& p, int
 // One warp of the fused shrink (QuantGemvParams::lora_shrink): xa[token0 + t, j * max_rank + r] = x[t] . A_j[slot][r]
 // for warp id wid -> (t, j, r), r fastest; nothing for ranks past the slot's or tokens on the base model, whose xa
 // the expand never reads.
+// kUnroll 1: one load pair in flight per lane, for a kernel's rare path (a block that takes units while it holds its
+// own results), where the unrolled loop would raise the whole kernel's registers.
+template <int kUnroll = 4>
 __device__ __forceinline__ void lora_shrink_warp(const QuantGemvParams& p, int wid, int lane) {
-    if (const uint16_t* a = lora_shrink_a_row(p, wid)) lora_shrink_finish(p, wid, lane, a, lane * 8, 0.f);
+    if (const uint16_t* a = lora_shrink_a_row(p, wid)) lora_shrink_finish<kUnroll>(p, wid, lane, a, lane * 8, 0.f);
 }
 
 // The same warp in two halves around the PDL wait, for the unit a shrink-first block claims before it

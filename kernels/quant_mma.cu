@@ -436,11 +436,7 @@ bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u
 
 // The fused shrink reads p.x and each slice's A rows with 16-byte loads and needs the expand and its counters.
 bool shrink_supported(const QuantGemvParams& p) {
-    if (!p.lora_expand || p.x_before_wait || !p.lora_sync || p.lora.max_rank < 1 || p.lora.slot_stride % 8)
-        return false;
-    for (int j = 0; j < p.lora.n_slices; ++j)
-        if (!p.lora.slices[j].a || !p.lora.slices[j].ranks || !aligned16(p.lora.slices[j].a)) return false;
-    return true;  // x's alignment and k % 32 are the kernel's own conditions
+    return !p.x_before_wait && detail::lora_shrink_operands_ok(p);  // x's alignment and k % 32: the kernel's own
 }
 
 // Units of the fused shrink: a block's warps, each one xa row (quant_lora.cuh).

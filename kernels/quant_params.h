@@ -76,17 +76,17 @@ struct QuantGemvParams {
     int lora_col = 0;
     int lora_token0 = 0;
     SgmvParams lora;
-    // lora_shrink (quant_mma only, with lora_expand): the launch computes xa itself, sgmv_shrink's job, in blocks of
-    // its own that it runs first: xa[lora_token0 + t, j * max_rank + r] = x[t] . A_j[slot][r] for this launch's
-    // tokens t on an adapter (lora.x and lora.in_features are unused: the shrink reads p.x over p.k). lora_sync
-    // points to two int32 that are zero when the launch starts (the shrink's claimed and published units,
-    // lora_handover.cuh), a pair per launch that sets it. The shrink blocks claim a unit before their PDL wait, so the
-    // kernel launched just before must not write the pair (the CUDA runner zeroes every site's pair at the start of
-    // a step, kernels before the first site). Of the launches over the same tokens (a site's parts) the first sets
-    // it; the others only expand, their PDL wait ordering them after it.
+    // lora_shrink (with lora_expand; quant_mma, and quant_gemv's fp8 kernel at 1 token): the launch computes xa
+    // itself, sgmv_shrink's job, in blocks of its own that it runs first: xa[lora_token0 + t, j * max_rank + r] = x[t]
+    // . A_j[slot][r] for this launch's tokens t on an adapter (lora.x and lora.in_features are unused: the shrink reads
+    // p.x over p.k). lora_sync points to two int32 that are zero when the launch starts (the shrink's claimed and
+    // published units, lora_handover.cuh), a pair per launch that sets it. The shrink blocks claim a unit before their
+    // PDL wait, so the kernel launched just before must not write the pair (the CUDA runner zeroes every site's pair at
+    // the start of a step, kernels before the first site). Of the launches over the same tokens (a site's parts) the
+    // first sets it; the others only expand, their PDL wait ordering them after it.
     bool lora_shrink = false;
     int32_t* lora_sync = nullptr;
-    // quant_mma with LoRA, tests only: blocks take their work in reverse index order, an order CUDA may dispatch them
+    // lora_shrink launches, tests only: blocks take their work in reverse index order, an order CUDA may dispatch them
     // in, under which the blocks that stream weights reach their epilogue before any shrink block has run.
     bool reverse_block_order = false;
     // quant_mma only: x was complete before the predecessor kernel started, so the launch reads it without waiting

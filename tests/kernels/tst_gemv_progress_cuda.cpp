@@ -1,9 +1,9 @@
 // Forward progress of the kernels that run the LoRA shrink in their own launch (kernels/gemv.cu, and quant_mma.cu
-// with lora_shrink; issue #19) on a GPU shared with other work: an SmHog launched first on a high-priority stream
-// holds every SM but `free` (1 or 2), then the
-// kernel runs many times on another stream — eagerly and by replaying a captured graph, as the runner does —
-// under a host-side watchdog (a hang fails in 20 s with a message instead of stalling CI), and every launch's
-// output is compared with the CPU twin. Label cuda.
+// and quant_gemv.cu's fp8 kernel with lora_shrink; issue #19) on a GPU shared with other work: an SmHog launched
+// first on a high-priority stream holds every SM but `free` (1 or 2), then the kernel runs many times on another
+// stream — eagerly and by replaying a captured graph, as the runner does — under a host-side watchdog (a hang fails
+// in 20 s with a message instead of stalling CI), and every launch's output is compared with the CPU twin (or, for
+// the quantized kernels, with the same launch on the idle GPU). Label cuda.
 //
 // Why the old handshake was at risk: its first blocks computed the LoRA shrink and every other block
 // spin-waited for them after its own rows, so only the order in which CUDA happens to dispatch blocks kept
@@ -27,6 +27,7 @@
 #include "gemv_device_slices.h"
 #include "launchers.h"
 #include "quant_case.h"
+#include "quant_gemv.h"
 #include "quant_lora_case.h"
 #include "quant_mma.h"
 #include "ref/ref_kernels.h"
@@ -129,26 +130,31 @@ class TstGemvProgressCuda : public QObject {
         squeeze("gemv", free_sms, graph, round, [&](int r) { check_outputs(c, d_y.download(), want, r); });
     }
 
-    // The same squeeze for quant_mma with the shrink in its own launch (lora_shrink, lora_handover.cuh): AWQ and fp8
-    // Qwen3-8B-wide rows at 1 and 4 tokens, whose every launch must give the bits of the same launch on the idle GPU.
-    void squeezed_quant_mma_data() {
+    // The same squeeze for the quantized kernels with the shrink in their own launch (lora_shrink,
+    // lora_handover.cuh): quant_mma with AWQ and fp8 Qwen3-8B-wide rows at 1 and 4 tokens, and the fp8 GEMV at 1 token,
+    // whose every launch must give the bits of the same launch on the idle GPU.
+    void squeezed_quant_data() {
+        QTest::addColumn<bool>("gemv");
         QTest::addColumn<int>("format");
         QTest::addColumn<int>("tokens");
         QTest::addColumn<int>("free_sms");
         QTest::addColumn<bool>("reverse");
         QTest::addColumn<bool>("graph");
         for (bool graph : {false, true})
-            for (bool reverse : {false, true})
+            for (bool reverse : {false, true}) {
+                const QString order = QString("%1 %2").arg(graph ? "graph" : "eager", reverse ? "reverse" : "forward");
                 for (int f : {int(QuantFormat::awq_int4), int(QuantFormat::fp8_e4m3)}) {
-                    const QString tag = QString("format%1 %2 %3")
-                                            .arg(f)
-                                            .arg(graph ? "graph" : "eager", reverse ? "reverse" : "forward");
-                    QTest::newRow(qPrintable("n1 free 1 " + tag)) << f << 1 << 1 << reverse << graph;
-                    QTest::newRow(qPrintable("n4 free 2 " + tag)) << f << 4 << 2 << reverse << graph;
+                    const QString tag = QString("quant_mma format%1 %2").arg(f).arg(order);
+                    QTest::newRow(qPrintable("n1 free 1 " + tag)) << false << f << 1 << 1 << reverse << graph;
+                    QTest::newRow(qPrintable("n4 free 2 " + tag)) << false << f << 4 << 2 << reverse << graph;
                 }
+                QTest::newRow(qPrintable("n1 free 1 fp8 quant_gemv " + order))
+                    << true << int(QuantFormat::fp8_e4m3) << 1 << 1 << reverse << graph;
+            }
     }
 
-    void squeezed_quant_mma() {
+    void squeezed_quant() {
+        QFETCH(bool, gemv);
         QFETCH(int, format);
         QFETCH(int, tokens);
         QFETCH(int, free_sms);
@@ -172,18 +178,19 @@ class TstGemvProgressCuda : public QObject {
                                      dw8.get(), dsc.get(), dws.get());
         p.lora_expand = p.lora_shrink = true, p.lora = lc.params(true), p.reverse_block_order = reverse;
         p.lora_sync = d_sync.get();
-        QVERIFY(quant_mma_supported(p));
+        QVERIFY(gemv ? quant_gemv_supported(p) : quant_mma_supported(p));
         auto round = [&](cudaStream_t s) {
             cuda_check(cudaMemsetAsync(dy.get(), 0xff, dy.size() * 2, s), "poison y");
             cuda_check(cudaMemsetAsync(d_sync.get(), 0, d_sync.size() * 4, s), "zero counters");
             for (int i = 0; i < kLaunches; ++i) {
                 QuantGemvParams q = p;
                 q.y = dy.get() + std::size_t(i) * tokens * n, q.lora_sync = d_sync.get() + 2 * i;
-                cuda_check(loradesk::kernels::quant_mma(q, s), "quant_mma launch");
+                cuda_check(gemv ? loradesk::kernels::quant_gemv(q, s) : loradesk::kernels::quant_mma(q, s),
+                           gemv ? "quant_gemv launch" : "quant_mma launch");
             }
         };
         std::vector<uint16_t> idle;  // launch 0 of the warm-up round, on the idle GPU
-        squeeze("quant_mma", free_sms, graph, round, [&](int r) {
+        squeeze(gemv ? "quant_gemv" : "quant_mma", free_sms, graph, round, [&](int r) {
             const auto y = dy.download();
             if (r < 0) idle.assign(y.begin(), y.begin() + std::ptrdiff_t(tokens) * n);
             QVERIFY2(std::none_of(idle.begin(), idle.end(), [](uint16_t v) { return v == 0xffff; }), "y not written");

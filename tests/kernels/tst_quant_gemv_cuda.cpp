@@ -1,7 +1,8 @@
 // The quantized GEMV (kernels/quant_gemv.cu) against its twin: AWQ and GPTQ int4 (v1/v2 zeros, act-order
 // g_idx permutations, groups of 32/64/128) and fp8 (per-tensor, per-channel, 128x128 blocks) over odd shapes,
 // 1 to 4 tokens, padded x / y rows. Each case runs twice on one workspace, whose counters must come back zeroed,
-// and gives the same bits both times; identical x rows give identical y rows. Label cuda.
+// and gives the same bits both times; identical x rows give identical y rows. Then the fused epilogue, and the fp8
+// kernel's shrink in its own launch. Label cuda.
 #include <QtTest>
 #include <cmath>
 #include <memory>
@@ -211,6 +212,85 @@ class TstQuantGemvCuda : public QObject {
                  qPrintable(QString("rel l2 %1, max abs err %2").arg(err).arg(max_err)));
     }
 
+    // The shrink in the fp8 kernel's own launch at 1 token (lora_shrink): the xa it writes against the twin's shrink,
+    // and y against the twin, for a whole site and its middle slice, over k = 384 (lanes without weights to stream:
+    // every block takes the general path) and 4096, with slots of max rank 16 (xa loaded in the last iteration) and
+    // 80 (the generic expand). Each case runs with the blocks in both orders: in reverse, the blocks that stream rows
+    // reach their epilogue before any shrink block has run and take the shrink's units themselves
+    // (lora_handover.cuh). Both orders give the same bits, and the counters end at the launch's units.
+    void quant_gemv_fused_shrink_data() {
+        QTest::addColumn<bool>("whole_site");
+        QTest::addColumn<int>("k");
+        QTest::addColumn<int>("max_rank");
+        for (bool whole : {true, false})
+            for (int k : {384, 4096})
+                for (int max_rank : {16, 80})
+                    QTest::newRow(
+                        qPrintable(QString("%1 k%2 max rank %3").arg(whole ? "site" : "middle").arg(k).arg(max_rank)))
+                        << whole << k << max_rank;
+    }
+
+    void quant_gemv_fused_shrink() {
+        QFETCH(bool, whole_site);
+        QFETCH(int, k);
+        QFETCH(int, max_rank);
+        const int n = whole_site ? QuantLoraCase::kSiteColumns : 128, lora_col = whole_site ? 0 : 64;
+        const QuantCase c(QuantFormat::fp8_e4m3, n, k, 128, false, false, Fp8Scaling::block128, uint32_t(n + k));
+        std::mt19937 rng(uint32_t(23 + k + max_rank));
+        const auto x = random_bf16(rng, std::size_t(k));
+        QuantLoraCase lc(rng, 1, false, k, max_rank);
+        const auto b = random_bf16(rng, std::size_t(n));
+        std::vector<uint16_t> want(static_cast<std::size_t>(n));
+        QuantGemvParams hp = c.params(x.data(), k, want.data(), n, 1, nullptr, nullptr, nullptr, nullptr, c.w8.data(),
+                                      c.w_scale.data(), nullptr);
+        hp.bias = b.data(), hp.lora_expand = hp.lora_shrink = true, hp.lora = lc.params(false), hp.lora_col = lora_col;
+        ref::quant_gemv(hp);  // the twin's shrink writes lc.xa first
+
+        DeviceBuffer<uint16_t> dx(x), db(b), dy(std::vector<uint16_t>(want.size(), 0x7fc1));
+        DeviceBuffer<uint8_t> dw8(c.w8);
+        DeviceBuffer<float> dsc(c.w_scale);
+        DeviceBuffer<int32_t> sync(std::vector<int32_t>(2, 0));
+        QuantGemvParams p =
+            c.params(dx.get(), k, dy.get(), n, 1, nullptr, nullptr, nullptr, nullptr, dw8.get(), dsc.get(), nullptr);
+        p.bias = db.get(), p.lora_expand = p.lora_shrink = true, p.lora = lc.params(true), p.lora_col = lora_col;
+        p.lora_sync = sync.get();
+        const int units = (3 * max_rank + 3) / 4;  // a row per warp, 4 warps
+        std::vector<uint16_t> first;
+        for (bool reverse : {false, true}) {
+            sync.upload(std::vector<int32_t>(2, 0));
+            dy.upload(std::vector<uint16_t>(want.size(), 0x7fc1));
+            p.reverse_block_order = reverse;
+            QVERIFY(quant_gemv_supported(p));
+            cuda_check(loradesk::kernels::quant_gemv(p, nullptr), "quant_gemv launch");
+            cuda_check(cudaDeviceSynchronize(), "quant_gemv");
+            const auto got = dy.download();
+            if (!reverse) first = got;
+            QVERIFY2(got == first, "the reverse block order gave other bits");
+            const auto counters = sync.download();
+            QVERIFY2(counters[0] == units && counters[1] >= units, "every unit claimed and published once");
+        }
+        // xa where the expand reads it (the token is on slot 2: ranks below the slot's) against the twin's shrink.
+        const auto xa = lc.device_xa();
+        for (int j = 0; j < 3; ++j)
+            for (int r = 0; r < lc.ranks[std::size_t(j)][2]; ++r) {
+                const std::size_t i = std::size_t(j * max_rank + r);
+                QVERIFY2(std::fabs(xa[i] - lc.xa[i]) <= 1e-4f * (1.f + std::fabs(lc.xa[i])),
+                         qPrintable(QString("xa[%1] %2, twin %3").arg(i).arg(xa[i]).arg(lc.xa[i])));
+            }
+        std::vector<float> g, w;
+        double max_y = 0, max_epilogue = 0;
+        for (int col = 0; col < n; ++col) {
+            g.push_back(ref::bf16_to_f32(first[std::size_t(col)])),
+                w.push_back(ref::bf16_to_f32(want[std::size_t(col)]));
+            max_y = std::max(max_y, double(std::fabs(w.back())));
+            max_epilogue = std::max(max_epilogue, std::fabs(ref::quant_epilogue(hp, 0, col)));
+        }
+        QVERIFY2(max_epilogue > 1.0, "the case must exercise the epilogue");
+        const double err = rel_l2(g, w), max_err = max_abs_diff(g, w);
+        QVERIFY2(err < 4e-3 && max_err <= max_y / 64,
+                 qPrintable(QString("rel l2 %1, max abs err %2").arg(err).arg(max_err)));
+    }
+
     // quant_dequantize (the prefill path's expansion to bf16) equals the twin's f32 weights rounded once, bit for
     // bit, over the whole matrix and over an inner row range (the runner expands projections in row slices).
     void quant_dequantize_data() {
@@ -326,6 +406,31 @@ class TstQuantGemvCuda : public QObject {
         p.n_tokens = 5, p.n = 8, p.k = 128;
         QCOMPARE(loradesk::kernels::quant_gemv(p, nullptr), cudaErrorInvalidValue);
         QVERIFY(!quant_gemv_supported(p));
+
+        // The shrink in the launch: the fp8 kernel at 1 token, with the expand, counters and aligned A rows only.
+        const QuantCase c(QuantFormat::fp8_e4m3, 256, 512, 128, false, false, Fp8Scaling::block128, 5u);
+        std::mt19937 rng(5);
+        const QuantLoraCase lc(rng, 2, false, 512);
+        DeviceBuffer<uint16_t> dx(std::vector<uint16_t>(2 * 512)), dy(std::vector<uint16_t>(2 * 256));
+        DeviceBuffer<uint8_t> dw8(c.w8);
+        DeviceBuffer<float> dsc(c.w_scale);
+        DeviceBuffer<int32_t> sync(std::vector<int32_t>(2, 0));
+        QuantGemvParams ok = c.params(dx.get(), 512, dy.get(), 256, 1, nullptr, nullptr, nullptr, nullptr, dw8.get(),
+                                      dsc.get(), nullptr);
+        ok.lora_expand = ok.lora_shrink = true, ok.lora = lc.params(true), ok.lora_sync = sync.get();
+        QVERIFY(quant_gemv_supported(ok));
+        auto refused = [&](auto change) {
+            QuantGemvParams q = ok;
+            change(q);
+            return !quant_gemv_supported(q) && loradesk::kernels::quant_gemv(q, nullptr) == cudaErrorInvalidValue;
+        };
+        QVERIFY(refused([](QuantGemvParams& q) { q.n_tokens = 2; }));
+        QVERIFY(refused([](QuantGemvParams& q) { q.lora_expand = false; }));
+        QVERIFY(refused([](QuantGemvParams& q) { q.lora_sync = nullptr; }));
+        QVERIFY(refused([](QuantGemvParams& q) { q.x_before_wait = true; }));
+        QVERIFY(refused([](QuantGemvParams& q) { q.lora.slices[1].a = nullptr; }));
+        QVERIFY(refused([](QuantGemvParams& q) { q.lora.slices[0].a += 1; }));           // A rows not 16-byte aligned
+        QVERIFY(refused([](QuantGemvParams& q) { q.format = QuantFormat::awq_int4; }));  // int4: no shrink blocks
     }
 };
 

@@ -312,7 +312,7 @@ class TstStepPlan : public QObject {
         QTest::newRow("int4 8 tokens + adapters: SGMV after") << false << 8 << true << mma << false;
         QTest::newRow("int4 64 tokens") << false << 64 << false << mma << false;
         QTest::newRow("fp8 1 token") << true << 1 << false << gemv << false;
-        QTest::newRow("fp8 1 token + adapter: the GEMV") << true << 1 << true << gemv << true;
+        QTest::newRow("fp8 1 token + adapter: the GEMV, shrink in its launch") << true << 1 << true << gemv << true;
         QTest::newRow("fp8 2 tokens: the GEMV") << true << 2 << false << gemv << false;
         QTest::newRow("fp8 2 tokens + adapters: fused in quant_mma") << true << 2 << true << mma << true;
         QTest::newRow("fp8 3 tokens: quant_mma") << true << 3 << false << mma << false;
@@ -335,7 +335,8 @@ class TstStepPlan : public QObject {
         QVERIFY(!m.fuse_lora || lora);
         QCOMPARE(m.fuse_shrink, mma_fuses);  // every fused route runs the shrink inside the launch too
         const QuantAttempt& g = r[0].kernel == QuantKernel::gemv ? r[0] : r[1];
-        QVERIFY(g.fuses_lora());  // the GEMV always fuses the expand
+        QVERIFY(g.fuses_lora());                              // the GEMV always fuses the expand
+        QCOMPARE(g.fuse_shrink, fp8 && lora && tokens == 1);  // and the shrink where it has shrink blocks
     }
 
     // Which fp8 sites take the W8A8 route (x rounded to e4m3, cuBLASLt's fp8 GEMM) before cuBLASLt is asked about

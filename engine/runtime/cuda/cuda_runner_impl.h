@@ -205,12 +205,12 @@ struct CudaRunner::Impl {
     // (quant_gemv 4, quant_mma 32), bias in the epilogue. quant_gemv takes 1-4 tokens and always adds the LoRA expand;
     // quant_mma up to kQuantMmaMaxRows (fp8: 32): each launch streams the packed weights once (at 64 tokens the two
     // passes measured 13.99 ms per Qwen3-8B AWQ step against 18.34 for dequantize + cuBLAS, H100), and it adds the
-    // expand with a.fuse_lora. The shrink is either in the first launch's own blocks (a.fuse_shrink, one pass;
-    // counters at sync) or an sgmv_shrink launch first, which quant_mma's first launch overlaps with its weight
-    // streaming (x_before_wait). Without a fused expand the caller applies LoRA around it (begin_lora / end_lora).
-    // plan_quant_site fills `out` and says whether the kernel takes the shapes (no unsorted act-order g_idx for
-    // quant_mma, not 5+ tokens for quant_gemv, no odd widths); launch_quant_site then issues it, an act-order matrix
-    // sorted at load (k_order) after x is gathered into its row order.
+    // expand with a.fuse_lora. The shrink is either in the first launch's own blocks (a.fuse_shrink: quant_mma's one
+    // pass, the fp8 GEMV at 1 token; counters at sync) or an sgmv_shrink launch first, which quant_mma's first launch
+    // overlaps with its weight streaming (x_before_wait). Without a fused expand the caller applies LoRA around it
+    // (begin_lora / end_lora). plan_quant_site fills `out` and says whether the kernel takes the shapes (no unsorted
+    // act-order g_idx for quant_mma, not 5+ tokens for quant_gemv, no odd widths); launch_quant_site then issues it, an
+    // act-order matrix sorted at load (k_order) after x is gathered into its row order.
     static constexpr int kQuantMmaMaxRows = 64;
     static_assert(3 * kQuantMmaMaxRows <= kGatherRows);
     struct QuantLaunches {

@@ -15,8 +15,10 @@ enum class QuantKernel {
 
 struct QuantAttempt {
     QuantKernel kernel = QuantKernel::mma;
-    bool fuse_lora = false;    // quant_mma: the expand in its epilogue (else SGMV launches follow)
-    bool fuse_shrink = false;  // quant_mma with fuse_lora: the shrink in its own launch (else an sgmv_shrink before)
+    bool fuse_lora = false;  // quant_mma: the expand in its epilogue (else SGMV launches follow)
+    // The shrink in the kernel's own launch (else an sgmv_shrink before): quant_mma with fuse_lora, the fp8 GEMV at
+    // 1 token.
+    bool fuse_shrink = false;
 
     bool fuses_lora() const { return kernel == QuantKernel::gemv || fuse_lora; }
     bool operator==(const QuantAttempt&) const = default;
@@ -67,8 +69,10 @@ constexpr bool fp8_w8a8_route(bool block_scaled, int tokens) {
 // from 2, where the GEMV's per-row expand and separate shrink cost more. H200, ms per step: base 1 / 2 / 3 / 4 tokens
 // GEMV 3.526 / 4.183 / 5.359 / 5.385, quant_mma 4.555 / 4.624 / 4.708 / 4.725; adapters at 1 token GEMV 4.262,
 // quant_mma 4.989; at 2 on 2 adapters 5.845 against 5.326, at 4 on 4 8.766 against 5.773.
+// The fp8 GEMV runs the shrink in its own launch at 1 token (quant_gemv.cu, fp8_shrink_block), where an sgmv_shrink
+// launch preceded it: fp8 Qwen3-8B batch 1 on a rank-16 adapter 3.800 -> 3.565 ms per step (base 3.058; H200).
 constexpr QuantRoute route_quant_site(bool fp8, int tokens, bool lora) {
-    const QuantAttempt gemv{QuantKernel::gemv, false, false};
+    const QuantAttempt gemv{QuantKernel::gemv, false, fp8 && lora && tokens == 1};
     const bool fuse = lora && tokens <= kQuantMmaFusedLoraTokens;
     const QuantAttempt mma{QuantKernel::mma, fuse, fuse && tokens <= kQuantMmaFusedShrinkTokens};
     if (fp8 && (tokens == 1 || (tokens == 2 && !lora))) return {gemv, mma};

@@ -1,8 +1,9 @@
 // A LoRA expand for the quantized kernels' fused epilogue (quant_gemv, quant_mma): three slices of a 256-column
 // site (offsets 0 / 64 / 192), two adapter slots, one of which leaves slice 2 alone (rank 0), a precomputed xa
 // and segments that put tokens on adapters and on the base. The same SgmvParams on the host (for the twin) and
-// on the device. Given the input width k, also each slice's A for a shrink over k (quant_mma's lora_shrink); the
-// device xa then starts as NaN, so that only what the kernel writes can be read.
+// on the device. Given the input width k, also each slice's A for a shrink over k (lora_shrink); the device xa then
+// starts as NaN, so that only what the kernel writes can be read. max_rank sizes xa rows and A / B^T slots (the
+// kernels' paths for ranks over 64); the slots' ranks stay at most 16.
 #pragma once
 
 #include <algorithm>
@@ -25,16 +26,17 @@ struct QuantLoraCase {
     // Slot 1 leaves slice 2 alone (rank 0); slot 2 adapts every slice at full rank.
     const std::vector<std::vector<int32_t>> ranks{{0, 8, 16}, {0, 5, 16}, {0, 0, 16}};
     const std::vector<std::vector<float>> scales{{0.f, 0.5f, 0.25f}, {0.f, 2.f, 1.5f}, {0.f, 1.f, 0.75f}};
+    const int max_rank;
     std::vector<float> xa;
     std::vector<std::vector<uint16_t>> bt, a;
     std::vector<int32_t> indptr, seg_slots;
 
     // Segments of 1 and 2 tokens alternating. 1 token: slot 2; 2 tokens: slots 1, 2 (base_first: 0, 1); more:
     // slots 1, 0, 2 repeated (base_first: 0, 2, 1).
-    QuantLoraCase(std::mt19937& rng, int tokens, bool base_first, int k = 0)
-        : stride(int64_t(kMaxRank) * std::max(128, k)) {
+    QuantLoraCase(std::mt19937& rng, int tokens, bool base_first, int k = 0, int max_rank_ = kMaxRank)
+        : max_rank(max_rank_), stride(int64_t(max_rank_) * std::max(128, k)) {
         std::normal_distribution<float> nd(0.f, 1.f);
-        xa.resize(std::size_t(tokens) * 3 * kMaxRank);
+        xa.resize(std::size_t(tokens) * 3 * max_rank);
         for (auto& v : xa) v = nd(rng);
         for (int j = 0; j < 3; ++j) bt.push_back(random_bf16(rng, std::size_t(kSlots * slot_stride())));
         const float a_range = k > 0 ? 3.f / std::sqrt(float(k)) : 0.f;  // x . A about as large as the random xa
@@ -59,7 +61,7 @@ struct QuantLoraCase {
         l.xa = device ? d_xa->get() : const_cast<float*>(xa.data());
         l.seg_indptr = device ? d_indptr->get() : indptr.data();
         l.seg_slot = device ? d_slots->get() : seg_slots.data();
-        l.n_segs = int(seg_slots.size()), l.max_seg_len = 2, l.max_rank = kMaxRank, l.slot_stride = slot_stride();
+        l.n_segs = int(seg_slots.size()), l.max_seg_len = 2, l.max_rank = max_rank, l.slot_stride = slot_stride();
         l.n_slices = 3;
         for (int j = 0; j < 3; ++j) {
             const std::size_t u = std::size_t(j);
