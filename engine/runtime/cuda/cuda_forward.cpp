@@ -127,14 +127,23 @@ kernels::SgmvParams CudaRunner::Impl::begin_lora(const StepMeta& sm, int layer, 
     // x was written by the stream's last launch. The site's previous expand is already ordered before this fork on
     // the stream, so the shrink may overwrite xa. Inside a graph capture the events become edges.
     cuda_check(cudaEventRecord(fork_mark, stream), "cudaEventRecord");
-    cuda_check(cudaStreamWaitEvent(side_stream, fork_mark, 0), "cudaStreamWaitEvent");
-    launch_check(kernels::sgmv_shrink(p, side_stream), "sgmv_shrink");
-    cuda_check(cudaEventRecord(join_mark, side_stream), "cudaEventRecord");
+    shrink_after_base = sm.n >= kShrinkAfterBaseTokens;
+    if (!shrink_after_base) launch_side_shrink(p, side_stream);
     return p;
 }
 
+// The shrink on `side` once x is ready (fork_mark), and join_mark once it is done.
+void CudaRunner::Impl::launch_side_shrink(const kernels::SgmvParams& p, cudaStream_t side) {
+    cuda_check(cudaStreamWaitEvent(side, fork_mark, 0), "cudaStreamWaitEvent");
+    launch_check(kernels::sgmv_shrink(p, side), "sgmv_shrink");
+    cuda_check(cudaEventRecord(join_mark, side), "cudaEventRecord");
+}
+
 void CudaRunner::Impl::end_lora(const kernels::SgmvParams& p) {
-    if (opts.lora_beside_base) cuda_check(cudaStreamWaitEvent(stream, join_mark, 0), "cudaStreamWaitEvent");
+    if (opts.lora_beside_base) {
+        if (shrink_after_base) launch_side_shrink(p, side_stream_base);  // fork_mark: still x, not the base output
+        cuda_check(cudaStreamWaitEvent(stream, join_mark, 0), "cudaStreamWaitEvent");
+    }
     launch_check(kernels::sgmv_expand(p, stream), "sgmv_expand");
 }
 

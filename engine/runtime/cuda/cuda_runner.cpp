@@ -106,6 +106,10 @@ CudaRunner::CudaRunner(const std::string& model_dir, int device, CudaRunnerOptio
                "cudaDeviceGetStreamPriorityRange");
     cuda_check(cudaStreamCreateWithPriority(&m->side_stream, cudaStreamNonBlocking, greatest_priority),
                "cudaStreamCreate");
+    int compute_priority = 0;
+    cuda_check(cudaStreamGetPriority(m->stream, &compute_priority), "cudaStreamGetPriority");
+    cuda_check(cudaStreamCreateWithPriority(&m->side_stream_base, cudaStreamNonBlocking, compute_priority),
+               "cudaStreamCreate");
     cuda_check(cudaEventCreateWithFlags(&m->fork_mark, cudaEventDisableTiming), "cudaEventCreate");
     cuda_check(cudaEventCreateWithFlags(&m->join_mark, cudaEventDisableTiming), "cudaEventCreate");
     cuda_check(cudaEventCreateWithFlags(&m->staging_free, cudaEventDisableTiming), "cudaEventCreate");
@@ -132,6 +136,7 @@ CudaRunner::~CudaRunner() {
     if (m->fork_mark) cudaEventDestroy(m->fork_mark);
     if (m->join_mark) cudaEventDestroy(m->join_mark);
     if (m->side_stream) cudaStreamDestroy(m->side_stream);
+    if (m->side_stream_base) cudaStreamDestroy(m->side_stream_base);
     if (m->stream) cudaStreamDestroy(m->stream);
     if (m->lora_stream) cudaStreamDestroy(m->lora_stream);
 }
