@@ -68,7 +68,7 @@ __device__ float lora_warp(const QuantGemvParams& p, int t, int c) {
     return warp_sum(lora_expand_share(p, t, c, threadIdx.x & 31, 32));
 }
 
-// The fp8 kernel's LoRA expand at 1 token (fp8_kernel<1, true, ...>), in no register that the weight stream holds:
+// The fp8 kernel's LoRA expand at 1 token (fp8_lora_kernel), in no register that the weight stream holds:
 // the stream is latency-bound (a lane has eight 16-byte loads in flight), so its speed is its occupancy. Qwen3-8B
 // gate|up at 1 token took 27.0 us at 56 registers (9 blocks per SM), 30.6 with the expand's B^T and xa values held
 // through the loop (71 registers) and 39.7 with those and the shrink's early xa (80; H200, CUPTI step trace). Before
@@ -502,9 +502,7 @@ __device__ __forceinline__ void fp8_body(const QuantGemvParams& p, int n_units) 
         }
     }
     if constexpr (kLora) {
-        // B^T of ranks lane and lane + 32 first (they never wait for the shrink), then xa once it is published. The
-        // compiler barrier keeps the lookups here, where ptxas otherwise hoists them and holds them through the loop.
-        asm volatile("" ::: "memory");
+        // B^T of ranks lane and lane + 32 first (they never wait for the shrink), then xa once it is published.
         const Fp8LoraCol c[2] = {fp8_lora_col(p, facts, row0), fp8_lora_col(p, facts, has1 ? row1 : p.n)};
         float b[2][2];
 #pragma unroll
