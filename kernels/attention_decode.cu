@@ -28,8 +28,21 @@ namespace {
 // Warps per block: 4 when the plan splits keys over many blocks (partials + merge kernel); 8 when every item
 // holds a whole sequence (no split: short contexts), so that one block walks up to ~1,000 keys in a few
 // sub-tiles per warp and writes the output itself — no workspace round trip, no merge launch.
+// Whole-sequence launches of one query row per KV head (MHA) take 4-warp blocks too once their 8-warp grid would need
+// a second wave (whole_in_split_blocks): a block ends when its busiest warp does, and a sequence of 528-592 keys is
+// 17-19 sub-tiles, so 8 warps idle through most of a third round where 4 lose at most a fifth of the last one.
 constexpr int kSplitWarps = 4;
 constexpr int kWholeWarps = 8;
+
+// Blocks per SM the unstaged one-row kernels are compiled for (__launch_bounds__ min blocks): 24 warps instead of the
+// 16 / 20 their 100-104 / 96 registers allowed. They stream K and V with a few loads in flight per warp, so the warps
+// resident are what keeps DRAM busy (Llama-7B batch 128 on the H200, with the 4-warp whole-sequence blocks: 16.9 ->
+// 14.9 ms per step). ptxas then spills 12-28 bytes in some of them (the RoPE prologue's and the walk's bookkeeping).
+// Staged kernels run one block per SM by design; several query rows hold too many accumulators to bound.
+template <int HD, int R, int W, bool St>
+constexpr int kMinBlocks = St || R != 1 || HD > 128 ? (St ? 1 : 0)
+                           : W == kWholeWarps       ? 3
+                                                    : 6;
 constexpr int kKeys = 32;  // keys per warp sub-tile: one per lane
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -149,27 +162,24 @@ __device__ __forceinline__ void qk_dot(const uint16_t* krow, bool valid, const f
 template <int HD, int R>
 constexpr bool kCoalescedQk = HD == 128 && R <= 4;
 
+// A K or V row chunk: zero when !valid; else through L2 (ld.global.cg) when via_l2, for the rows of the key this block
+// wrote itself (the RoPE-fused kernel's fresh key), which the read-only path need not see; otherwise through the
+// read-only path (ld.global.nc), which streams the pools faster. A select between the two loads rather than two
+// instantiations of the walk, so the walk keeps one body whatever the sub-tile.
+template <class T>
+__device__ __forceinline__ T load_kv(const T* p, bool valid, bool via_l2) {
+    return !valid ? T{} : via_l2 ? __ldcg(p) : __ldg(p);
+}
+
 // Q·K of one 32-key sub-tile, coalesced (kCoalescedQk shapes): half-warp h loads keys 16 h .. 16 h + 15 of the
 // sub-tile a whole 256-byte row per load instruction (lane sub = lane & 15 takes columns [8 sub, 8 sub + 8),
 // whose q values qr holds in registers), so one instruction touches 4 cache lines instead of 32 rows. Each lane
 // then holds 16 partial sums per row; a reduce-scatter over the half-warp (exchange half of them with lane ^ 8,
 // ^ 4, ^ 2, ^ 1, keeping the other half) leaves the full score of key `lane` in each lane — the layout of
 // qk_dot, which the softmax and P·V expect. Keys from n_valid on read zeros (their scores are masked later).
-// Where the walk reads K / V rows from: the pools through the read-only path (rows written before this kernel), or
-// through L2 (rows this block may itself have written: the RoPE-fused kernel's fresh key).
-enum class Src { global, l2 };
-
-template <Src S, class T>
-__device__ __forceinline__ T load_row(const T* p) {
-    if constexpr (S == Src::l2)
-        return __ldcg(p);
-    else
-        return __ldg(p);
-}
-
-template <int R, Src From>
+template <int R>
 __device__ __forceinline__ void qk_coalesced(const uint16_t* k_head, int64_t slot_stride, int32_t slot, int n_valid,
-                                             const float (&qr)[R][8], float (&s)[R]) {
+                                             bool via_l2, const float (&qr)[R][8], float (&s)[R]) {
     const int lane = threadIdx.x & 31, half = lane >> 4, sub = lane & 15;
     float part[R][16];
 #pragma unroll
@@ -180,7 +190,7 @@ __device__ __forceinline__ void qk_coalesced(const uint16_t* k_head, int64_t slo
             const int key = half * 16 + j0 + i;
             const int32_t sj = __shfl_sync(kFull, slot, key);
             const uint4* row = reinterpret_cast<const uint4*>(k_head + int64_t(sj) * slot_stride) + sub;
-            kr[i] = key < n_valid ? load_row<From>(row) : make_uint4(0, 0, 0, 0);
+            kr[i] = load_kv(row, key < n_valid, via_l2);
         }
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
@@ -214,10 +224,10 @@ __device__ __forceinline__ void qk_coalesced(const uint16_t* k_head, int64_t slo
 
 // acc[r][c] += sum_j P[j][r] * V[key j][lane's columns] over the sub-tile's n_valid keys; the slot of key j
 // comes from lane j (which resolved its page for Q·K). P of keys past n_valid is 0 and their V loads are
-// skipped (zeros), so pool contents there (possibly NaN) never reach acc. From: as in qk_coalesced.
-template <int HD, int R, Src From>
+// skipped (zeros), so pool contents there (possibly NaN) never reach acc. via_l2: as in load_kv.
+template <int HD, int R>
 __device__ __forceinline__ void pv_accumulate(const uint16_t* v_head, int32_t slot, int64_t slot_stride, int n_valid,
-                                              const float* p_w, int lane, float (&acc)[R][HD / 32]) {
+                                              bool via_l2, const float* p_w, int lane, float (&acc)[R][HD / 32]) {
     using S = DecodeShape<HD, R>;
     using Raw = typename RawCols<S::kCols>::Type;
     for (int j0 = 0; j0 < n_valid; j0 += S::kVBatch) {
@@ -227,7 +237,7 @@ __device__ __forceinline__ void pv_accumulate(const uint16_t* v_head, int32_t sl
             const int j = j0 + i;  // < 32: j0 is a multiple of the batch and below n_valid <= 32
             const int32_t sj = __shfl_sync(kFull, slot, j);
             const Raw* row = reinterpret_cast<const Raw*>(v_head + int64_t(sj) * slot_stride) + lane;
-            vr[i] = j < n_valid ? load_row<From>(row) : Raw{};
+            vr[i] = load_kv(row, j < n_valid, via_l2);
         }
 #pragma unroll
         for (int i = 0; i < S::kVBatch; ++i) {
@@ -410,12 +420,15 @@ __device__ __forceinline__ void staged_subtile_mma(const uint16_t* k_st, const u
     }
 }
 
-// Far: where unstaged sub-tiles come from (Src::l2 when this block wrote the fresh key's rows itself). St: the first
-// sub-tile is staged and runs on tensor cores (mm); the walk goes on from the second.
-template <int HD, int R, int W, bool Co, bool St, Src Far>
+// Own: this block wrote the K and V rows of key `own` itself (the RoPE-fused kernel's fresh key), so they are read
+// through L2. With one query row only the sub-tile that holds that key is; every other sub-tile takes the read-only
+// path, as in the kernels without RoPE (with 3 blocks per SM: Llama-7B batch 128, 15.78 against 16.45 ms per step when
+// every load goes through L2). Several rows, or staging, keep every load on L2: their registers grew with the choice.
+// St: the first sub-tile is staged and runs on tensor cores (mm); the walk goes on from the second.
+template <int HD, int R, int W, bool Co, bool St, bool Own>
 __device__ __forceinline__ void warp_walk(const ItemView& v, int32_t page, const uint16_t* k_st, const uint16_t* v_st,
                                           const StagedMma& mm, const int (&q_pos)[R], const float* q_s, float* p_w,
-                                          WarpState<HD, R>& st) {
+                                          int own, WarpState<HD, R>& st) {
     static_assert(!St || (Co && HD == 128), "staging is written for the coalesced layout");
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int first = v.kv_begin + warp * kKeys;
@@ -444,8 +457,9 @@ __device__ __forceinline__ void warp_walk(const ItemView& v, int32_t page, const
         float s[R];
 #pragma unroll
         for (int r = 0; r < R; ++r) s[r] = 0.0f;
+        const bool via_l2 = Own && (R > 1 || St || unsigned(own - base) < unsigned(kKeys));
         if constexpr (Co) {
-            qk_coalesced<R, Far>(v.k_head, v.slot_stride, slot, n_valid, qr, s);
+            qk_coalesced<R>(v.k_head, v.slot_stride, slot, n_valid, via_l2, qr, s);
         } else {
             qk_dot<HD, R>(v.k_head + int64_t(slot) * v.slot_stride, valid, q_s, s);
         }
@@ -465,7 +479,7 @@ __device__ __forceinline__ void warp_walk(const ItemView& v, int32_t page, const
 #pragma unroll
         for (int r = 0; r < R; ++r) p_w[lane * R + r] = pr[r];
         __syncwarp();
-        pv_accumulate<HD, R, Far>(v.v_head, slot, v.slot_stride, n_valid, p_w, lane, st.acc);
+        pv_accumulate<HD, R>(v.v_head, slot, v.slot_stride, n_valid, via_l2, p_w, lane, st.acc);
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) st.l[r] = warp_sum(st.l[r]);
@@ -634,7 +648,7 @@ __device__ __forceinline__ void rope_into_block(const RopeKvParams& rope, float 
 // group's q rows itself (q/k norm + rotation, as rope_kv_write would) from the un-rotated q|k|v row, and the block
 // whose keys hold the fresh one also writes that key's K and V into the pools and into its staging buffer.
 template <int HD, int R, int W, bool Co, bool St, bool Rp>
-__global__ void __launch_bounds__(32 * W, St ? 1 : 0)
+__global__ void __launch_bounds__(32 * W, kMinBlocks<HD, R, W, St>)
     attention_decode_kernel(AttentionParams p, const AttentionWorkItem* items, const AttentionMergeGroup* groups,
                             float* ws, bool direct, RopeKvParams rope) {
     static_assert(!Rp || Co, "RoPE is fused into the coalesced kernel only");
@@ -735,10 +749,11 @@ __global__ void __launch_bounds__(32 * W, St ? 1 : 0)
         }
         if constexpr (St) cp_async_wait_all();  // the barrier below then shows every lane's copies to the warp
         __syncthreads();
-        warp_walk<HD, R, W, Co, St, Rp ? Src::l2 : Src::global>(v, page0, k_st, v_st, mm, q_pos, q_s, p_w, st);
+        warp_walk<HD, R, W, Co, St, Rp>(v, page0, k_st, v_st, mm, q_pos, q_s, p_w, fresh_begin, st);
         block_merge_write<HD, R, W>(st, smem, sink, r0);
     }
-    // Only split launches (4 warps) merge; the whole-sequence kernels (8 warps) never carry the merge code.
+    // Only split launches merge (4 warps); the 8-warp kernels never carry the merge code, and 4-warp whole-sequence
+    // launches (direct) skip it.
     if constexpr (W == kSplitWarps) {
         if (merges) merge_if_last<HD>(p, g, it, ws, sink);
     }
@@ -826,11 +841,27 @@ cudaError_t launch_decode_staging(const DecodeLaunch& l) {
     return launch_decode_warps<HD, R, W, Co, false>(l);
 }
 
-// direct -> 8 warps writing the output; else 4 + partials.
+int device_sms();
+
+// Whether a direct launch (every item a whole sequence) takes 4-warp blocks (kSplitWarps' comment): one query row,
+// and more blocks than one wave of 8-warp ones. Llama-7B shapes on the H200 (32 KV heads, 3 blocks of 8 warps per SM):
+// batch 16 (512 blocks) 5.61 against 5.63 ms per step with 8 warps and 5.96 before either change; batch 12 (384
+// blocks, 8 warps) 5.44 against 5.78.
+template <int HD, int R>
+bool whole_in_split_blocks(const DecodeLaunch& l) {
+    if constexpr (R != 1) {
+        return false;
+    } else {
+        constexpr bool Co = kCoalescedQk<HD, R>;
+        return int64_t(l.n_items) * l.p->n_kv_heads > int64_t(resident_blocks<HD, R, kWholeWarps, Co>()) * device_sms();
+    }
+}
+
+// direct -> whole-sequence blocks writing the output (8 warps, or 4: whole_in_split_blocks); else 4 + partials.
 template <int HD, int R, bool Co>
 cudaError_t launch_decode_layout(const DecodeLaunch& l) {
-    return l.direct ? launch_decode_staging<HD, R, kWholeWarps, Co>(l)
-                    : launch_decode_staging<HD, R, kSplitWarps, Co>(l);
+    return l.direct && !whole_in_split_blocks<HD, R>(l) ? launch_decode_staging<HD, R, kWholeWarps, Co>(l)
+                                                        : launch_decode_staging<HD, R, kSplitWarps, Co>(l);
 }
 
 int device_sms() {
@@ -851,13 +882,19 @@ bool coalesced_pays(const DecodeLaunch& l) {
     return co >= lk || int64_t(l.n_items) * l.p->n_kv_heads <= int64_t(co) * device_sms();
 }
 
+// The same, for the block size launch_decode_layout gives this launch.
+template <int HD, int R>
+bool coalesced_pays_here(const DecodeLaunch& l) {
+    return l.direct && !whole_in_split_blocks<HD, R>(l) ? coalesced_pays<HD, R, kWholeWarps>(l)
+                                                        : coalesced_pays<HD, R, kSplitWarps>(l);
+}
+
 template <int HD, int R>
 cudaError_t launch_decode(const DecodeLaunch& l) {
     if constexpr (kCoalescedQk<HD, R>) {
         using detail::DecodeQkLayout;
         if (l.layout == DecodeQkLayout::coalesced ||
-            (l.layout == DecodeQkLayout::automatic &&
-             (l.direct ? coalesced_pays<HD, R, kWholeWarps>(l) : coalesced_pays<HD, R, kSplitWarps>(l))))
+            (l.layout == DecodeQkLayout::automatic && coalesced_pays_here<HD, R>(l)))
             return launch_decode_layout<HD, R, true>(l);
     }
     return launch_decode_layout<HD, R, false>(l);
@@ -902,8 +939,7 @@ cudaError_t run_decode(const DecodeLaunch& l) {
 // Whether launch_decode will take the coalesced kernel for this launch (the same decision, cached per shape).
 template <int R>
 bool decode_takes_coalesced(const DecodeLaunch& l) {
-    constexpr int HD = 128;
-    return l.direct ? coalesced_pays<HD, R, kWholeWarps>(l) : coalesced_pays<HD, R, kSplitWarps>(l);
+    return coalesced_pays_here<128, R>(l);
 }
 
 // RoPE fuses into a coalesced launch of one query token per sequence over the very pools rope_kv_write would fill.

@@ -348,14 +348,19 @@ class TstKernelsCuda : public QObject {
         QTest::addColumn<bool>("qk_norm");
         QTest::addColumn<int>("splits");
         QTest::addColumn<bool>("fuses");
-        QTest::newRow("qwen3-8b group 4, 4 splits") << 4 << 2 << true << 4 << true;
-        QTest::newRow("qwen3-8b group 4, whole sequences (8 warps)") << 4 << 2 << true << 1 << true;
-        QTest::newRow("qwen3-0.6b group 2, 16 splits") << 2 << 2 << true << 16 << true;
-        QTest::newRow("llama MHA, no q/k norm, 2 splits") << 1 << 3 << false << 2 << true;
-        QTest::newRow("group 3 (padded rows), 4 splits") << 3 << 2 << true << 4 << true;
-        QTest::newRow("256 blocks: fused, not staged") << 4 << 4 << true << 16 << true;
-        QTest::newRow("512 blocks, lane-per-key kernel: two launches") << 4 << 8 << true << 16 << false;
-        QTest::newRow("group 8: two launches") << 8 << 1 << true << 4 << false;
+        QTest::addColumn<int>("n_seqs");  // 0: four sequences of 1 to 4,100 keys; else n_seqs of 1 to 97
+        QTest::newRow("qwen3-8b group 4, 4 splits") << 4 << 2 << true << 4 << true << 0;
+        QTest::newRow("qwen3-8b group 4, whole sequences (8 warps)") << 4 << 2 << true << 1 << true << 0;
+        QTest::newRow("qwen3-0.6b group 2, 16 splits") << 2 << 2 << true << 16 << true << 0;
+        QTest::newRow("llama MHA, no q/k norm, 2 splits") << 1 << 3 << false << 2 << true << 0;
+        QTest::newRow("group 3 (padded rows), 4 splits") << 3 << 2 << true << 4 << true << 0;
+        QTest::newRow("256 blocks: fused, not staged") << 4 << 4 << true << 16 << true << 0;
+        QTest::newRow("512 blocks, lane-per-key kernel: two launches") << 4 << 8 << true << 16 << false << 0;
+        QTest::newRow("group 8: two launches") << 8 << 1 << true << 4 << false << 0;
+        // Whole-sequence blocks of one row: 128 x 32 = 4,096 take 4 warps on any GPU that holds 3 blocks of 8 per SM
+        // (more than one wave of 8-warp blocks); 8 x 32 = 256 take 8 warps on any GPU of 86 SMs or more.
+        QTest::newRow("llama MHA, 128 whole sequences (4-warp blocks)") << 1 << 32 << false << 1 << true << 128;
+        QTest::newRow("llama MHA, 8 whole sequences (8-warp blocks)") << 1 << 32 << false << 1 << true << 8;
     }
     void attention_decode_rope() {
         QFETCH(int, group);
@@ -363,10 +368,15 @@ class TstKernelsCuda : public QObject {
         QFETCH(bool, qk_norm);
         QFETCH(int, splits);
         QFETCH(bool, fuses);
+        QFETCH(int, n_seqs);
         constexpr int hd = 128;
         const int n_heads = group * n_kv;
-        std::mt19937 rng(group * 71 + n_kv * 7 + splits);
-        const std::vector<std::pair<int, int>> seqs = {{1, 1}, {1, 33}, {1, 129}, {1, 4100}};
+        std::mt19937 rng(group * 71 + n_kv * 7 + splits + n_seqs);
+        std::vector<std::pair<int, int>> seqs = {{1, 1}, {1, 33}, {1, 129}, {1, 4100}};
+        if (n_seqs > 0) {  // every length mod 32 and the fresh key in every warp's sub-tiles
+            seqs.clear();
+            for (int i = 0; i < n_seqs; ++i) seqs.push_back({1, 1 + i * 37 % 97});
+        }
         const auto batch = make_paged_batch(rng, seqs, 16);
         const int n = batch.n_tokens(), stride = (n_heads + 2 * n_kv) * hd + 8;
         const auto qkv = random_bf16(rng, std::size_t(n) * stride, -3.0f, 3.0f);

@@ -166,9 +166,10 @@ int decode_attention_splits(const DecodeSplitShape& s) {
     const int blocks = s.n_seqs * tiles * s.n_kv_heads;  // per split
     int splits = 1;
     if (s.whole_sequence) {
-        // The decode kernel: one 8-warp block per sequence and KV head walks short contexts fastest; beyond, the
-        // walk is the bound and splits of ~128 keys (4-warp blocks, merged by the group's last block) win while
-        // the grid stays within a few waves. Two splits never beat one 8-warp block.
+        // The decode kernel: one block per sequence and KV head walks short contexts fastest (8 warps; 4 for one
+        // query row once the grid outgrows a wave, attention_decode.cu); beyond, the walk is the bound and splits of
+        // ~128 keys (4-warp blocks, merged by the group's last block) win while the grid stays within a few waves.
+        // Two splits never beat one whole-sequence block.
         while (splits < kMaxDecodeSplits && 2 * splits * kDecodeKeysPerSplit <= s.max_kv) splits *= 2;
         // While the grid holds at most one block per SM, the kernel stages each warp's first 32 keys in shared
         // memory before the PDL wait, and a split whose keys all fit those sub-tiles (4 warps x 32) walks nothing
