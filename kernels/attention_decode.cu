@@ -40,9 +40,9 @@ constexpr int kWholeWarps = 8;
 // 14.9 ms per step). ptxas then spills 12-28 bytes in some of them (the RoPE prologue's and the walk's bookkeeping).
 // Staged kernels run one block per SM by design; several query rows hold too many accumulators to bound.
 template <int HD, int R, int W, bool St>
-constexpr int kMinBlocks = St || R != 1 || HD > 128 ? (St ? 1 : 0)
-                           : W == kWholeWarps       ? 3
-                                                    : 6;
+constexpr int kMinBlocks = St                    ? 1
+                           : R == 1 && HD <= 128 ? (W == kWholeWarps ? 3 : 6)
+                                                 : 0;
 constexpr int kKeys = 32;  // keys per warp sub-tile: one per lane
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -600,8 +600,8 @@ __device__ __forceinline__ void merge_if_last(const AttentionParams& p, const At
 // q rows 0 .. group - 1 into q_s (rounded to bf16 as rope_kv_write stores them, then scaled), zeros for rows up
 // to R; and where the block's keys [0, n_keys) hold the fresh one (at offset fresh), its K and V rows into the pools
 // and, when the launch stages (st_base set) and that key lies in a warp's first sub-tile, into that warp's staging
-// buffer. Otherwise the walk reads it back from the pool through L2 (Src::l2). Staged launches also get the q rows
-// unscaled in bf16 (q_bf), for the tensor cores.
+// buffer. Otherwise the walk reads it back from the pool through L2 (warp_walk's Own). Staged launches also get the q
+// rows unscaled in bf16 (q_bf), for the tensor cores.
 template <int HD, int R, int W>
 __device__ __forceinline__ void rope_into_block(const RopeKvParams& rope, float q_scale, int tok, int kvh, int group,
                                                 int n_heads, int n_kv_heads, int fresh, int n_keys, int32_t fresh_slot,
@@ -841,8 +841,6 @@ cudaError_t launch_decode_staging(const DecodeLaunch& l) {
     return launch_decode_warps<HD, R, W, Co, false>(l);
 }
 
-int device_sms();
-
 // Whether a direct launch (every item a whole sequence) takes 4-warp blocks (kSplitWarps' comment): one query row,
 // and more blocks than one wave of 8-warp ones. Llama-7B shapes on the H200 (32 KV heads, 3 blocks of 8 warps per SM):
 // batch 16 (512 blocks) 5.61 against 5.63 ms per step with 8 warps and 5.96 before either change; batch 12 (384
@@ -857,11 +855,17 @@ bool whole_in_split_blocks(const DecodeLaunch& l) {
     }
 }
 
-// direct -> whole-sequence blocks writing the output (8 warps, or 4: whole_in_split_blocks); else 4 + partials.
+// Whether the launch takes 8-warp blocks: direct (whole-sequence blocks writing the output) and not
+// whole_in_split_blocks; else 4 warps, writing partials unless direct.
+template <int HD, int R>
+bool eight_warps(const DecodeLaunch& l) {
+    return l.direct && !whole_in_split_blocks<HD, R>(l);
+}
+
 template <int HD, int R, bool Co>
 cudaError_t launch_decode_layout(const DecodeLaunch& l) {
-    return l.direct && !whole_in_split_blocks<HD, R>(l) ? launch_decode_staging<HD, R, kWholeWarps, Co>(l)
-                                                        : launch_decode_staging<HD, R, kSplitWarps, Co>(l);
+    return eight_warps<HD, R>(l) ? launch_decode_staging<HD, R, kWholeWarps, Co>(l)
+                                 : launch_decode_staging<HD, R, kSplitWarps, Co>(l);
 }
 
 int device_sms() {
@@ -885,8 +889,7 @@ bool coalesced_pays(const DecodeLaunch& l) {
 // The same, for the block size launch_decode_layout gives this launch.
 template <int HD, int R>
 bool coalesced_pays_here(const DecodeLaunch& l) {
-    return l.direct && !whole_in_split_blocks<HD, R>(l) ? coalesced_pays<HD, R, kWholeWarps>(l)
-                                                        : coalesced_pays<HD, R, kSplitWarps>(l);
+    return eight_warps<HD, R>(l) ? coalesced_pays<HD, R, kWholeWarps>(l) : coalesced_pays<HD, R, kSplitWarps>(l);
 }
 
 template <int HD, int R>
