@@ -31,8 +31,8 @@ using namespace detail;  // the sub-tile primitives of attention_decode_subtile.
 // Warps per block: 4 when the plan splits keys over many blocks (partials + merge kernel); 8 when every item
 // holds a whole sequence (no split: short contexts), so that one block walks up to ~1,000 keys in a few
 // sub-tiles per warp and writes the output itself — no workspace round trip, no merge launch.
-// Whole-sequence launches of one query row per KV head (MHA) take 4-warp blocks too once their 8-warp grid would need
-// a second wave (whole_in_split_blocks): a block ends when its busiest warp does, and a sequence of 528-592 keys is
+// Whole-sequence launches of one query row per KV head (MHA) take 4-warp blocks too where that means fewer waves x
+// sub-tile rounds (whole_in_split_blocks): a block ends when its busiest warp does, and a sequence of 528-592 keys is
 // 17-19 sub-tiles, so 8 warps idle through most of a third round where 4 lose at most a fifth of the last one.
 constexpr int kSplitWarps = 4;
 constexpr int kWholeWarps = 8;
@@ -41,10 +41,13 @@ constexpr int kWholeWarps = 8;
 // 16 / 20 their 100-104 / 96 registers allowed. They stream K and V with a few loads in flight per warp, so the warps
 // resident are what keeps DRAM busy (Llama-7B batch 128 on the H200, with the 4-warp whole-sequence blocks: 16.9 ->
 // 14.9 ms per step). ptxas then spills 12-28 bytes in some of them (the RoPE prologue's and the walk's bookkeeping).
+// The bound pays even where the grid fits one wave of the unbounded kernels (the same blocks per SM either way):
+// batch 8 x 4,000 keys (256 blocks of 8 warps) 8.36 against 8.94 ms per step unbounded, batch 16 x 2,048 (512 of 4)
+// 8.63 against 9.21; only batch 1 x 4,000 (16 splits, 512 blocks of 4) went the other way, 4.77 against 4.72.
 // Staged kernels run one block per SM by design; several query rows hold too many accumulators to bound.
 template <int HD, int R, int W, bool St>
 constexpr int kMinBlocks = St                    ? 1
-                           : R == 1 && HD <= 128 ? (W == kWholeWarps ? 3 : 6)
+                           : R == 1 && HD <= 128 ? (W == kWholeWarps ? kDecodeDenseBlocks8 : kDecodeDenseBlocks4)
                                                  : 0;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -493,17 +496,20 @@ cudaError_t launch_decode_staging(const DecodeLaunch& l) {
     return launch_decode_warps<HD, R, W, Co, false>(l);
 }
 
-// Whether a direct launch (every item a whole sequence) takes 4-warp blocks (kSplitWarps' comment): one query row,
-// and more blocks than one wave of 8-warp ones. Llama-7B shapes on the H200 (32 KV heads, 3 blocks of 8 warps per SM):
-// batch 16 (512 blocks) 5.61 against 5.63 ms per step with 8 warps and 5.96 before either change; batch 12 (384
-// blocks, 8 warps) 5.44 against 5.78.
+// Whether a direct launch (every item a whole sequence) takes 4-warp blocks (kSplitWarps' comment): one query row, and
+// where the longest sequence is known (AttentionParams::max_kv_len), the block size of fewer waves x rounds
+// (decode_whole_in_4_warps: Llama-7B batch 32 x 2,048 keys on the H200, 13.13 / 13.03 ms per step with 8 warps against
+// 14.42 / 14.38 with 4); else more blocks than one wave of 8-warp ones (batch 16 x 512 keys, 512 blocks: 5.61 against
+// 5.63 ms with 8 warps and 5.96 before either change; batch 12, 384 blocks, 8 warps: 5.44 against 5.78).
 template <int HD, int R>
 bool whole_in_split_blocks(const DecodeLaunch& l) {
     if constexpr (R != 1) {
         return false;
     } else {
         constexpr bool Co = kCoalescedQk<HD, R>;
-        return int64_t(l.n_items) * l.p->n_kv_heads > int64_t(resident_blocks<HD, R, kWholeWarps, Co>()) * device_sms();
+        const int64_t blocks = int64_t(l.n_items) * l.p->n_kv_heads;
+        if (HD <= 128 && l.p->max_kv_len > 0) return decode_whole_in_4_warps(blocks, l.p->max_kv_len, device_sms());
+        return blocks > int64_t(resident_blocks<HD, R, kWholeWarps, Co>()) * device_sms();
     }
 }
 

@@ -93,4 +93,13 @@ void plan_attention_splits(const int32_t* qo_indptr, const int32_t* kv_indptr, c
     }
 }
 
+bool decode_whole_in_4_warps(int64_t blocks, int max_kv, int n_sms) {
+    const int64_t sub_tiles = (std::max(max_kv, 1) + 31) / 32, sms = std::max(n_sms, 1);
+    const auto cost = [&](int warps, int per_sm) {
+        const int64_t slots = int64_t(per_sm) * sms;
+        return (blocks + slots - 1) / slots * ((sub_tiles + warps - 1) / warps);
+    };
+    return cost(4, kDecodeDenseBlocks4) < cost(8, kDecodeDenseBlocks8);
+}
+
 }  // namespace loradesk::kernels

@@ -60,6 +60,18 @@ void plan_attention_mixed(const int32_t* qo_indptr, const int32_t* kv_indptr, co
                           int n_seqs, int page_size, int group_size, int kv_chunk, int min_q, AttentionPlan& split_plan,
                           std::vector<PrefillTile>& tiles);
 
+// Whole-sequence decode launches of one query row per KV head (attention_decode at group 1, Llama-style MHA) run blocks
+// of 4 or 8 warps, each warp walking 32-key sub-tiles in turn; compiled for grids of more than one wave, an SM holds
+// this many of each (the dense kernels' __launch_bounds__).
+constexpr int kDecodeDenseBlocks8 = 3, kDecodeDenseBlocks4 = 6;
+
+// Whether such a launch of `blocks` blocks (sequences x KV heads), whose longest sequence has max_kv keys, takes 4-warp
+// blocks: the block size with fewer waves x sub-tile rounds per block (the busiest warp's), since a block ends with
+// its busiest warp and a wave with its longest block. H200, Llama-7B steps (ms): batch 128 x 512 keys 4 warps (6 waves
+// x 5 rounds = 30 against 11 x 3) 14.54 against 15.39 for 8; batch 32 x 2048 8 warps (3 x 9 = 27 against 2 x 17) 12.97
+// against 14.26 for 4; batch 16 x 2048 4 warps (17 against 18) 8.59 against 9.70.
+bool decode_whole_in_4_warps(int64_t blocks, int max_kv, int n_sms);
+
 // Bytes of f32 workspace the plan needs: per item, per kv head, per row: m, l and head_dim sums.
 inline std::size_t attention_workspace_bytes(std::size_t n_items, int n_kv_heads, int head_dim) {
     return n_items * std::size_t(n_kv_heads) * kAttentionTileRows * std::size_t(head_dim + 2) * sizeof(float);

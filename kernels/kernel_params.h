@@ -51,6 +51,10 @@ struct AttentionParams {
     // the last block of each split group merges the partials itself (and zeroes its counter again) instead of a
     // merge launch; see attention_decode_counters().
     int32_t* merge_counters = nullptr;
+    // attention_decode only, optional: the longest sequence's keys, which picks the block size of whole-sequence
+    // launches of one query row per KV head (decode_whole_in_4_warps). 0: unknown, 4-warp blocks once 8-warp ones
+    // would need a second wave. Only speed depends on it (a CUDA graph replays the size chosen at capture).
+    int max_kv_len = 0;
 };
 
 // One LoRA target inside a (possibly fused) projection output: the columns

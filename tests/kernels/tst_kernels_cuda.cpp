@@ -348,19 +348,25 @@ class TstKernelsCuda : public QObject {
         QTest::addColumn<bool>("qk_norm");
         QTest::addColumn<int>("splits");
         QTest::addColumn<bool>("fuses");
-        QTest::addColumn<int>("n_seqs");  // 0: four sequences of 1 to 4,100 keys; else n_seqs of 1 to 97
-        QTest::newRow("qwen3-8b group 4, 4 splits") << 4 << 2 << true << 4 << true << 0;
-        QTest::newRow("qwen3-8b group 4, whole sequences (8 warps)") << 4 << 2 << true << 1 << true << 0;
-        QTest::newRow("qwen3-0.6b group 2, 16 splits") << 2 << 2 << true << 16 << true << 0;
-        QTest::newRow("llama MHA, no q/k norm, 2 splits") << 1 << 3 << false << 2 << true << 0;
-        QTest::newRow("group 3 (padded rows), 4 splits") << 3 << 2 << true << 4 << true << 0;
-        QTest::newRow("256 blocks: fused, not staged") << 4 << 4 << true << 16 << true << 0;
-        QTest::newRow("512 blocks, lane-per-key kernel: two launches") << 4 << 8 << true << 16 << false << 0;
-        QTest::newRow("group 8: two launches") << 8 << 1 << true << 4 << false << 0;
+        QTest::addColumn<int>("n_seqs");      // 0: four sequences of 1 to 4,100 keys; else n_seqs of 1 to 97
+        QTest::addColumn<int>("max_kv_len");  // AttentionParams::max_kv_len, the planner's hint (only speed may differ)
+        QTest::newRow("qwen3-8b group 4, 4 splits") << 4 << 2 << true << 4 << true << 0 << 0;
+        QTest::newRow("qwen3-8b group 4, whole sequences (8 warps)") << 4 << 2 << true << 1 << true << 0 << 0;
+        QTest::newRow("qwen3-0.6b group 2, 16 splits") << 2 << 2 << true << 16 << true << 0 << 0;
+        QTest::newRow("llama MHA, no q/k norm, 2 splits") << 1 << 3 << false << 2 << true << 0 << 0;
+        QTest::newRow("group 3 (padded rows), 4 splits") << 3 << 2 << true << 4 << true << 0 << 0;
+        QTest::newRow("256 blocks: fused, not staged") << 4 << 4 << true << 16 << true << 0 << 0;
+        QTest::newRow("512 blocks, lane-per-key kernel: two launches") << 4 << 8 << true << 16 << false << 0 << 0;
+        QTest::newRow("group 8: two launches") << 8 << 1 << true << 4 << false << 0 << 0;
         // Whole-sequence blocks of one row: 128 x 32 = 4,096 take 4 warps on any GPU that holds 3 blocks of 8 per SM
         // (more than one wave of 8-warp blocks); 8 x 32 = 256 take 8 warps on any GPU of 86 SMs or more.
-        QTest::newRow("llama MHA, 128 whole sequences (4-warp blocks)") << 1 << 32 << false << 1 << true << 128;
-        QTest::newRow("llama MHA, 8 whole sequences (8-warp blocks)") << 1 << 32 << false << 1 << true << 8;
+        QTest::newRow("llama MHA, 128 whole sequences (4-warp blocks)") << 1 << 32 << false << 1 << true << 128 << 0;
+        QTest::newRow("llama MHA, 8 whole sequences (8-warp blocks)") << 1 << 32 << false << 1 << true << 8 << 0;
+        // With the hint: 4,096 blocks of 2,100 keys take 8-warp blocks (11 waves x 9 rounds against 6 x 17); 8
+        // sequences of at most 97 keys 8 warps as without it (one wave and one round either way).
+        QTest::newRow("llama MHA, 128 whole sequences, 2,100-key hint (8-warp dense blocks)")
+            << 1 << 32 << false << 1 << true << 128 << 2100;
+        QTest::newRow("llama MHA, 8 whole sequences, 97-key hint") << 1 << 32 << false << 1 << true << 8 << 97;
     }
     void attention_decode_rope() {
         QFETCH(int, group);
@@ -369,6 +375,7 @@ class TstKernelsCuda : public QObject {
         QFETCH(int, splits);
         QFETCH(bool, fuses);
         QFETCH(int, n_seqs);
+        QFETCH(int, max_kv_len);
         constexpr int hd = 128;
         const int n_heads = group * n_kv;
         std::mt19937 rng(group * 71 + n_kv * 7 + splits + n_seqs);
@@ -423,7 +430,7 @@ class TstKernelsCuda : public QObject {
             r.q_norm = qk_norm ? d_qn.get() : nullptr, r.k_norm = qk_norm ? d_kn.get() : nullptr;
             r.k_pages = dev.k.get(), r.v_pages = dev.v.get();
             AttentionParams d = dev.p;
-            d.merge_counters = counters.get();
+            d.merge_counters = counters.get(), d.max_kv_len = max_kv_len;
             if (run == 0) {
                 sync_check(rope_kv_write(r, nullptr));
                 sync_check(loradesk::kernels::attention_decode(d, d_items.get(), int(plan.items.size()), d_groups.get(),

@@ -186,6 +186,40 @@ class TstStepPlan : public QObject {
         QCOMPARE(decode_attention_splits({n_seqs, group, n_kv, max_kv, 132, max_items, whole}), want);
     }
 
+    // Whole-sequence one-row decode blocks (Llama-7B shapes: 32 KV heads, 132 SMs): the block size of fewer waves x
+    // sub-tile rounds, the cases measured on the H200 and the two edges of the rule.
+    void decode_block_warps_data() {
+        QTest::addColumn<int>("n_seqs");
+        QTest::addColumn<int>("max_kv");
+        QTest::addColumn<bool>("four");
+        QTest::newRow("batch 128 x 560 keys: 6 x 5 against 11 x 3") << 128 << 560 << true;
+        QTest::newRow("batch 128 x 1080 keys: 6 x 9 against 11 x 5") << 128 << 1080 << true;
+        QTest::newRow("batch 64 x 560 keys: 3 x 5 against 6 x 3") << 64 << 560 << true;
+        QTest::newRow("batch 32 x 560 keys: 2 x 5 against 3 x 3") << 32 << 560 << false;
+        QTest::newRow("batch 32 x 2100 keys: 2 x 17 against 3 x 9") << 32 << 2100 << false;
+        QTest::newRow("batch 16 x 2100 keys: 1 x 17 against 2 x 9") << 16 << 2100 << true;
+        QTest::newRow("batch 12 x 560 keys: one wave of 8 warps") << 12 << 560 << false;
+        QTest::newRow("batch 128 x 32 keys: one round, 6 waves against 11") << 128 << 32 << true;
+        QTest::newRow("batch 1 x 256 keys: one wave, 2 rounds against 1") << 1 << 256 << false;
+        QTest::newRow("batch 16 x 256 keys: 1 x 2 against 2 x 1, a tie keeps 8 warps") << 16 << 256 << false;
+    }
+    void decode_block_warps() {
+        QFETCH(int, n_seqs);
+        QFETCH(int, max_kv);
+        QFETCH(bool, four);
+        QCOMPARE(loradesk::kernels::decode_whole_in_4_warps(int64_t(n_seqs) * 32, max_kv, 132), four);
+        // The graph planner keys its graphs by the same choice, for MHA models only.
+        PlannerConfig mha = config();
+        mha.n_kv_heads = 32;
+        const ForwardBatch b = make_batch(QList<int>(n_seqs, 1), QList<int>(n_seqs, max_kv), QList<int>(n_seqs, 0));
+        LaunchPlan p;
+        if (!plan_graph_step(b, mha, limits(), p)) QSKIP("no graph bucket of exactly this batch");
+        if (p.bucket == n_seqs) QCOMPARE(p.decode_warps, p.splits == 1 ? (four ? 4 : 8) : 0);
+        QCOMPARE(p.max_kv, max_kv);
+        QVERIFY(plan_graph_step(b, config(), limits(), p));
+        QCOMPARE(p.decode_warps, 0);  // GQA: the block size does not depend on the context
+    }
+
     void graph_bucket_data() {
         QTest::addColumn<int>("n_seqs");
         QTest::addColumn<int>("tokens");
@@ -408,7 +442,7 @@ class TstStepPlan : public QObject {
     void graph_plans_of_one_key_share_their_layout() {
         std::mt19937 rng(3);
         LaunchPlan reused;
-        using Key = std::tuple<int, bool, int, int>;
+        using Key = std::tuple<int, bool, int, int, int>;
         std::map<Key, LaunchPlan> captured;
         int replays = 0;
         for (int step = 0; step < 3000; ++step) {
@@ -431,7 +465,7 @@ class TstStepPlan : public QObject {
             QVERIFY(reused.layout == fresh.layout);
             QVERIFY(reused.shape == fresh.shape);
             check_rows(reused, b);
-            const Key key{reused.bucket, reused.shape.any_lora, reused.splits, reused.seg_cap};
+            const Key key{reused.bucket, reused.shape.any_lora, reused.splits, reused.seg_cap, reused.decode_warps};
             auto [it, first] = captured.try_emplace(key, reused);
             if (first) continue;
             ++replays;

@@ -384,7 +384,7 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm) {
         ap.qo_indptr = sm.qo_indptr, ap.kv_indptr = sm.kv_indptr, ap.kv_indices = sm.kv_indices;
         ap.kv_last_page_len = sm.last_len, ap.n_seqs = sm.n_seqs, ap.page_size = page_size, ap.n_heads = cfg.n_heads;
         ap.n_kv_heads = cfg.n_kv_heads, ap.head_dim = cfg.head_dim, ap.scale = 1.0f / std::sqrt(float(cfg.head_dim));
-        ap.out = attn, ap.merge_counters = att_counters;
+        ap.out = attn, ap.merge_counters = att_counters, ap.max_kv_len = sm.max_kv;
         run_attention(sm, ap, rp);
 
         projection(sm, l, 1, w.wo, w.bo, attn, qd, qd, hid, proj, hid, int(LoraModule::o), 1, false);

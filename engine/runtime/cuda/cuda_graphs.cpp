@@ -134,10 +134,11 @@ void CudaRunner::Impl::ensure_workspace(int n_tokens, int n_logits, int n_items,
     }
 }
 
-// The plan (plan_graph_step) fixed the bucket, the splits and the segment cap, so the graph's grid and the meta
-// offsets it bakes depend on the key alone; the meta contents were uploaded just before.
+// The plan (plan_graph_step) fixed the bucket, the splits, the segment cap and the decode block size, so the graph's
+// grids and the meta offsets it bakes depend on the key alone; the meta contents were uploaded just before.
 void CudaRunner::Impl::replay_graph() {
-    const auto key = std::make_tuple(launch.bucket, launch.shape.any_lora, launch.splits, launch.seg_cap);
+    const auto key =
+        std::make_tuple(launch.bucket, launch.shape.any_lora, launch.splits, launch.seg_cap, launch.decode_warps);
     auto it = graphs.find(key);
     if (it == graphs.end()) {
         const StepMeta sm = bind_step_meta(launch, meta);

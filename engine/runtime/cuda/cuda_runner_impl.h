@@ -171,7 +171,7 @@ struct CudaRunner::Impl {
 
     // Decode graphs, keyed by (bucket size, with LoRA, attention splits, LoRA segment cap). They bake device
     // pointers only: weights, KV pages, LoRA slots and meta contents may change between replays.
-    std::map<std::tuple<int, bool, int, int>, cudaGraphExec_t> graphs;
+    std::map<std::tuple<int, bool, int, int, int>, cudaGraphExec_t> graphs;
     CudaRunner::GraphStats stats;
 
     std::pair<int, int> module_dims(int module) const;

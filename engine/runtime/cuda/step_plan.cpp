@@ -222,7 +222,11 @@ bool plan_graph_step(const ForwardBatch& b, const PlannerConfig& cfg, const Plan
     const MetaLayout layout = meta_layout(sh, b.kv_indices.size() + std::size_t(B - n));
     if (layout.total > std::size_t(limits.meta)) return false;  // page tables beyond the plan: eager grows it
 
+    plan.max_kv = max_kv;
     plan.graph = true, plan.bucket = B, plan.splits = splits;
+    plan.decode_warps = group == 1 && splits == 1 && cfg.decode_kernel
+                            ? (kernels::decode_whole_in_4_warps(int64_t(B) * cfg.n_kv_heads, max_kv, cfg.n_sms) ? 4 : 8)
+                            : 0;
     plan.seg_cap = graph_segment_cap(b, sh.any_lora);
     sh.max_seg_len = plan.seg_cap;
     plan.shape = sh, plan.layout = layout;
@@ -238,10 +242,12 @@ bool plan_graph_step(const ForwardBatch& b, const PlannerConfig& cfg, const Plan
 }
 
 void plan_eager_step(const ForwardBatch& b, const PlannerConfig& cfg, const PlannerLimits& limits, LaunchPlan& plan) {
-    plan.graph = false, plan.bucket = plan.splits = plan.seg_cap = 0;
+    plan.graph = false, plan.bucket = plan.splits = plan.seg_cap = plan.decode_warps = 0;
     StepShape& sh = plan.shape;
     sh = StepShape{};
     sh.n = b.n_tokens(), sh.n_seqs = b.n_seqs(), sh.n_logits = int(b.logits_indices.size());
+    plan.max_kv = 0;
+    for (int s = 0; s < sh.n_seqs; ++s) plan.max_kv = std::max(plan.max_kv, b.kv_len(s));
     sh.any_lora = uses_lora(b);
     plan_eager_attention(b, cfg, limits.att_items, plan);
     lora_segments(b, INT_MAX, plan.seg_indptr, plan.seg_slot);
@@ -256,6 +262,7 @@ void plan_eager_step(const ForwardBatch& b, const PlannerConfig& cfg, const Plan
 StepMeta bind_step_meta(const LaunchPlan& plan, const int32_t* meta) {
     StepMeta sm;
     static_cast<StepShape&>(sm) = plan.shape;
+    sm.max_kv = plan.max_kv;
     const MetaLayout& L = plan.layout;
     sm.token_ids = meta + L.token_ids, sm.positions = meta + L.positions, sm.kv_slots = meta + L.kv_slots;
     sm.qo_indptr = meta + L.qo, sm.kv_indptr = meta + L.kv_indptr, sm.kv_indices = meta + L.kv_indices;

@@ -55,6 +55,7 @@ struct StepShape {
 
 // A step's shape and pointers into the uploaded meta block.
 struct StepMeta : StepShape {
+    int max_kv = 0;  // LaunchPlan::max_kv (not part of the shape: a graph replays steps of other contexts)
     const int32_t *token_ids = nullptr, *positions = nullptr, *kv_slots = nullptr, *qo_indptr = nullptr,
                   *kv_indptr = nullptr, *kv_indices = nullptr, *last_len = nullptr, *seg_indptr = nullptr,
                   *seg_slot = nullptr, *logits_idx = nullptr;
@@ -67,9 +68,13 @@ struct StepMeta : StepShape {
 struct LaunchPlan {
     StepShape shape;
     // Graph steps only: a decode step padded to `bucket` sequences, replayed from the graph keyed by
-    // (bucket, shape.any_lora, splits, seg_cap).
+    // (bucket, shape.any_lora, splits, seg_cap, decode_warps).
     bool graph = false;
     int bucket = 0, splits = 0, seg_cap = 0;
+    // The block size attention_decode takes for this step's max_kv, where it depends on it (whole-sequence launches
+    // of one query row per KV head: 4 or 8 warps, decode_whole_in_4_warps); else 0.
+    int decode_warps = 0;
+    int max_kv = 0;  // the longest sequence's keys (AttentionParams::max_kv_len)
     MetaLayout layout;
     std::vector<int32_t> meta;  // [layout.total], what the device copy holds
     // Scratch of the planning itself.
