@@ -9,15 +9,18 @@
 // the C++ twin (small cases) or against the 1-split result first. The row the step planner would choose
 // (decode_attention_splits) is marked *.
 //
-//   decode_attention_bench [--quick | --mha]   (--mha: Llama-7B shapes at batch 32-128, with KV bandwidth)
+//   decode_attention_bench [--quick | --mha [BATCHES [CONTEXTS]]]
+//   (--mha: Llama-7B shapes, by default at batch 32,64,128 and contexts 512,1024; comma-separated lists override)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "attention_case.h"
 #include "attention_internal.h"
@@ -135,7 +138,7 @@ void sweep(const Shape& m, int batch, int ctx, int n_sms, bool quick) {
     p.q = c.q.get(), p.q_row_stride = m.n_heads * kHeadDim, p.qo_indptr = c.qo.get(), p.kv_indptr = c.kv_indptr.get();
     p.kv_indices = c.kv_indices.get(), p.kv_last_page_len = c.last.get(), p.n_seqs = batch;
     p.page_size = kPageSize, p.n_heads = m.n_heads, p.n_kv_heads = m.n_kv, p.head_dim = kHeadDim;
-    p.scale = 1.0f / std::sqrt(float(kHeadDim)), p.out = c.out.get();
+    p.scale = 1.0f / std::sqrt(float(kHeadDim)), p.out = c.out.get(), p.max_kv_len = ctx;
     p.k_pages = c.pool.get(), p.v_pages = p.k_pages + copy / 2;
 
     const int chosen = loradesk::runtime::cuda::decode_attention_splits(
@@ -185,6 +188,24 @@ void sweep(const Shape& m, int batch, int ctx, int n_sms, bool quick) {
     }
 }
 
+// "1,8,32" -> {1, 8, 32}; an empty or missing list gives the defaults.
+std::vector<int> int_list(int argc, char** argv, int i, std::vector<int> defaults) {
+    if (i >= argc || !*argv[i]) return defaults;
+    std::vector<int> out;
+    for (const char* s = argv[i]; *s;) {
+        char* end = nullptr;
+        const long v = std::strtol(s, &end, 10);
+        if (end == s || v <= 0) {
+            std::fprintf(stderr, "decode_attention_bench: '%s' is not a comma-separated list of positive numbers\n",
+                         argv[i]);
+            std::exit(2);
+        }
+        out.push_back(int(v));
+        s = *end == ',' ? end + 1 : end;
+    }
+    return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -196,9 +217,10 @@ int main(int argc, char** argv) {
         "%s, %d SMs. auto = attention_decode's own Q.K layout choice, co = coalesced Q.K, lk = lane per key; "
         "fused = merge counters, merge = merge kernel.\n",
         prop.name, prop.multiProcessorCount);
-    if (arg == "--mha") {  // Llama-7B shapes (32 KV heads, one query row each) at the batches where KV dominates
-        for (int batch : {32, 64, 128})
-            for (int ctx : {512, 1024}) sweep({"llama-7b", 32, 32}, batch, ctx, prop.multiProcessorCount, false);
+    if (arg == "--mha") {  // Llama-7B shapes (32 KV heads, one query row each), by default where KV dominates
+        for (int batch : int_list(argc, argv, 2, {32, 64, 128}))
+            for (int ctx : int_list(argc, argv, 3, {512, 1024}))
+                sweep({"llama-7b", 32, 32}, batch, ctx, prop.multiProcessorCount, false);
         return 0;
     }
     const Shape shapes[] = {{"qwen3-8b", 32, 8}, {"qwen3-0.6b", 16, 8}};
