@@ -169,8 +169,8 @@ struct CudaRunner::Impl {
     DeviceArena masks;                  // the same on the device; grows on need (never inside a graph)
     LaunchPlan launch;                  // this step's plan (step_plan.h); its meta block is what `meta` receives
 
-    // Decode graphs, keyed by (bucket size, with LoRA, attention splits, LoRA segment cap). They bake device
-    // pointers only: weights, KV pages, LoRA slots and meta contents may change between replays.
+    // Decode graphs, keyed by (bucket size, with LoRA, attention splits, LoRA segment cap, decode block size). They
+    // bake device pointers only: weights, KV pages, LoRA slots and meta contents may change between replays.
     std::map<std::tuple<int, bool, int, int, int>, cudaGraphExec_t> graphs;
     CudaRunner::GraphStats stats;
 
