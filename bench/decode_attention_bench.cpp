@@ -25,6 +25,7 @@
 #include "attention_case.h"
 #include "attention_internal.h"
 #include "attention_plan.h"
+#include "bench_args.h"
 #include "device_buffer.h"
 #include "kernel_test_util.h"
 #include "ref/ref_kernels.h"
@@ -188,24 +189,6 @@ void sweep(const Shape& m, int batch, int ctx, int n_sms, bool quick) {
     }
 }
 
-// "1,8,32" -> {1, 8, 32}; an empty or missing list gives the defaults.
-std::vector<int> int_list(int argc, char** argv, int i, std::vector<int> defaults) {
-    if (i >= argc || !*argv[i]) return defaults;
-    std::vector<int> out;
-    for (const char* s = argv[i]; *s;) {
-        char* end = nullptr;
-        const long v = std::strtol(s, &end, 10);
-        if (end == s || v <= 0) {
-            std::fprintf(stderr, "decode_attention_bench: '%s' is not a comma-separated list of positive numbers\n",
-                         argv[i]);
-            std::exit(2);
-        }
-        out.push_back(int(v));
-        s = *end == ',' ? end + 1 : end;
-    }
-    return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -218,8 +201,8 @@ int main(int argc, char** argv) {
         "fused = merge counters, merge = merge kernel.\n",
         prop.name, prop.multiProcessorCount);
     if (arg == "--mha") {  // Llama-7B shapes (32 KV heads, one query row each), by default where KV dominates
-        for (int batch : int_list(argc, argv, 2, {32, 64, 128}))
-            for (int ctx : int_list(argc, argv, 3, {512, 1024}))
+        for (int batch : int_list("decode_attention_bench", argc, argv, 2, {32, 64, 128}))
+            for (int ctx : int_list("decode_attention_bench", argc, argv, 3, {512, 1024}))
                 sweep({"llama-7b", 32, 32}, batch, ctx, prop.multiProcessorCount, false);
         return 0;
     }

@@ -11,16 +11,16 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "bench_timing.h"
 #include "device_buffer.h"
+#include "kernel_test_util.h"
 
 using namespace loradesk::kernels::test;
 
@@ -66,39 +66,15 @@ struct LtProblem {
     }
 };
 
-float max_rel_diff(const std::vector<uint16_t>& x, const std::vector<uint16_t>& y) {
-    auto f = [](uint16_t h) {
-        const uint32_t u = uint32_t(h) << 16;
-        float v;
-        std::memcpy(&v, &u, 4);
-        return v;
-    };
-    double num = 0, den = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        const double a = f(x[i]), b = f(y[i]);
-        num += (a - b) * (a - b), den += b * b;
-    }
-    return float(std::sqrt(num / std::max(den, 1e-30)));
-}
-
 void bench_site(cublasHandle_t h, cublasLtHandle_t lt, const Model& m, const Site& s, int n, double bw, void* ws) {
     const std::size_t w_elems = std::size_t(s.in) * s.out;
     const int copies = int(std::max<std::size_t>(2, kRotateBytes / (w_elems * 2)));
     DeviceBuffer<uint16_t> w(w_elems * copies), x(std::size_t(n) * s.in), y0(std::size_t(n) * s.out),
         y1(std::size_t(n) * s.out);
     {  // small bf16 values of both signs, so a wrong algorithm shows
-        std::vector<uint16_t> hx(std::size_t(n) * s.in), hw(w_elems);
-        uint32_t r = 12345;
-        auto next = [&] {
-            r = r * 1664525u + 1013904223u;
-            const float v = (float((r >> 9) & 0x3fff) / 16384.0f - 0.5f) * 0.25f;
-            uint32_t u;
-            std::memcpy(&u, &v, 4);
-            return uint16_t(u >> 16);
-        };
-        for (auto& v : hx) v = next();
-        for (auto& v : hw) v = next();
-        cuda_check(cudaMemcpy(x.get(), hx.data(), hx.size() * 2, cudaMemcpyHostToDevice), "upload");
+        std::mt19937 rng(uint32_t(s.in) * 31 + uint32_t(s.out) + uint32_t(n));
+        x.upload(random_bf16(rng, std::size_t(n) * s.in, -0.125f, 0.125f));
+        const std::vector<uint16_t> hw = random_bf16(rng, w_elems, -0.125f, 0.125f);
         for (int c = 0; c < copies; ++c)
             cuda_check(cudaMemcpy(w.get() + c * w_elems, hw.data(), w_elems * 2, cudaMemcpyHostToDevice), "upload");
     }
@@ -133,7 +109,7 @@ void bench_site(cublasHandle_t h, cublasLtHandle_t lt, const Model& m, const Sit
         };
         run();
         cuda_check(cudaDeviceSynchronize(), "algo");
-        if (max_rel_diff(y1.download(), want) > 1e-2f) {
+        if (rel_l2(to_f32(y1.download()), to_f32(want)) > 1e-2) {
             std::printf("  algo %d disagrees with the default: skipped\n", i);
             continue;
         }
@@ -147,20 +123,10 @@ void bench_site(cublasHandle_t h, cublasLtHandle_t lt, const Model& m, const Sit
                 100.0 * floor_us / (best * 1e3), best_i, n_res);
 }
 
-std::vector<int> parse_list(const char* s) {
-    std::vector<int> v;
-    for (const char* p = s; *p;) {
-        v.push_back(std::atoi(p));
-        while (*p && *p != ',') ++p;
-        if (*p == ',') ++p;
-    }
-    return v;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::vector<int> tokens = argc > 1 ? parse_list(argv[1]) : std::vector<int>{16, 32, 64, 128, 256};
+    const std::vector<int> tokens = int_list("gemm_algo_bench", argc, argv, 1, {16, 32, 64, 128, 256});
     cudaDeviceProp prop{};
     cuda_check(cudaGetDeviceProperties(&prop, 0), "device");
     const double bw = copy_bandwidth();
