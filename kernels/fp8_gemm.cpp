@@ -5,34 +5,11 @@
 // Per-channel weights: A's scales are a vector over n ("outer vector"), B's a vector over t.
 #include "fp8_gemm.h"
 
-#include <cublasLt.h>
+#include "lt_plan.h"
 
 namespace loradesk::kernels {
 
-struct Fp8Gemm::Plan {
-    cublasLtMatmulDesc_t desc = nullptr;
-    cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
-    cublasLtMatmulAlgo_t algo{};
-    bool ok = false;
-
-    ~Plan() {
-        if (d) cublasLtMatrixLayoutDestroy(d);
-        if (b) cublasLtMatrixLayoutDestroy(b);
-        if (a) cublasLtMatrixLayoutDestroy(a);
-        if (desc) cublasLtMatmulDescDestroy(desc);
-    }
-};
-
-namespace {
-
-template <class T>
-bool set_attr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const T& value) {
-    return cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(value)) == CUBLAS_STATUS_SUCCESS;
-}
-
-bool aligned(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
-
-}  // namespace
+struct Fp8Gemm::Plan : detail::LtPlan {};
 
 Fp8Gemm::Fp8Gemm() = default;  // here, where Plan is complete (members' cleanup names its deleter)
 
@@ -46,8 +23,8 @@ bool fp8_gemm_supported(const Fp8GemmParams& p) {
     if (p.w_scaling == Fp8Scaling::per_tensor) return false;
     const bool shape = block ? p.n % 128 == 0 && p.k % 512 == 0 : p.n % 16 == 0 && p.k % 16 == 0;
     return shape && p.n_tokens >= 1 && p.n > 0 && p.k > 0 && p.y_row_stride >= p.n && p.y_row_stride % 8 == 0 && p.w &&
-           p.w_scale && p.xq && p.x_scale && p.y && aligned(p.w) && aligned(p.xq) && aligned(p.y) &&
-           aligned(p.x_scale) && (!block || aligned(p.w_scale));
+           p.w_scale && p.xq && p.x_scale && p.y && detail::aligned16(p.w) && detail::aligned16(p.xq) &&
+           detail::aligned16(p.y) && detail::aligned16(p.x_scale) && (!block || detail::aligned16(p.w_scale));
 }
 
 const Fp8Gemm::Plan* Fp8Gemm::plan(const Fp8GemmParams& p) {
@@ -61,30 +38,23 @@ const Fp8Gemm::Plan* Fp8Gemm::plan(const Fp8GemmParams& p) {
                                                                : CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
     const int32_t b_mode = p.w_scaling == Fp8Scaling::block128 ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F
                                                                : CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-    if (!set_attr(pl->desc, CUBLASLT_MATMUL_DESC_TRANSA, op_t) ||
-        !set_attr(pl->desc, CUBLASLT_MATMUL_DESC_TRANSB, op_n) ||
-        !set_attr(pl->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, a_mode) ||
-        !set_attr(pl->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, b_mode) ||
+    if (!detail::set_attr(pl->desc, CUBLASLT_MATMUL_DESC_TRANSA, op_t) ||
+        !detail::set_attr(pl->desc, CUBLASLT_MATMUL_DESC_TRANSB, op_n) ||
+        !detail::set_attr(pl->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, a_mode) ||
+        !detail::set_attr(pl->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, b_mode) ||
         // Without scale pointers the heuristic finds no block-scaled algorithm (H100, cuBLASLt 13.1); run() sets the
         // real ones.
-        !set_attr(pl->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(p.w_scale)) ||
-        !set_attr(pl->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(p.x_scale)))
+        !detail::set_attr(pl->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(p.w_scale)) ||
+        !detail::set_attr(pl->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(p.x_scale)))
         return pl;
     if (cublasLtMatrixLayoutCreate(&pl->a, CUDA_R_8F_E4M3, uint64_t(k), uint64_t(n), k) != CUBLAS_STATUS_SUCCESS ||
         cublasLtMatrixLayoutCreate(&pl->b, CUDA_R_8F_E4M3, uint64_t(k), uint64_t(rows), k) != CUBLAS_STATUS_SUCCESS ||
         cublasLtMatrixLayoutCreate(&pl->d, CUDA_R_16BF, uint64_t(n), uint64_t(rows), p.y_row_stride) !=
             CUBLAS_STATUS_SUCCESS)
         return pl;
-    cublasLtMatmulPreference_t pref = nullptr;
-    if (cublasLtMatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS) return pl;
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &m_workspace_bytes,
-                                         sizeof(m_workspace_bytes));
     cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(m_handle), pl->desc, pl->a,
-                                                            pl->b, pl->d, pl->d, pref, 1, &result, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (s == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
+    if (detail::lt_offers(static_cast<cublasLtHandle_t>(m_handle), *pl, m_workspace_bytes, &result, 1) > 0 &&
+        result.state == CUBLAS_STATUS_SUCCESS) {
         pl->algo = result.algo;
         pl->ok = true;
     }
@@ -116,15 +86,11 @@ cudaError_t Fp8Gemm::run(const Fp8GemmParams& p, cudaStream_t stream) {
     const Plan* pl = plan(p);
     if (!pl->ok) return cudaErrorNotSupported;
     // The scale pointers live in the descriptor: set per call (host-side only; a captured launch keeps them).
-    if (!set_attr(pl->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(p.w_scale)) ||
-        !set_attr(pl->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(p.x_scale)))
+    if (!detail::set_attr(pl->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(p.w_scale)) ||
+        !detail::set_attr(pl->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(p.x_scale)))
         return cudaErrorInvalidValue;
-    const float one = 1.0f, zero = 0.0f;
-    const cublasStatus_t s =
-        cublasLtMatmul(static_cast<cublasLtHandle_t>(m_handle), pl->desc, &one, p.w, pl->a, p.xq, pl->b, &zero, p.y,
-                       pl->d, p.y, pl->d, &pl->algo, m_workspace, m_workspace_bytes, stream);
-    if (s == CUBLAS_STATUS_SUCCESS) return cudaSuccess;
-    return s == CUBLAS_STATUS_NOT_SUPPORTED ? cudaErrorNotSupported : cudaErrorLaunchFailure;
+    return detail::lt_matmul(static_cast<cublasLtHandle_t>(m_handle), *pl, pl->algo, p.w, p.xq, p.y, m_workspace,
+                             m_workspace_bytes, stream);
 }
 
 }  // namespace loradesk::kernels
