@@ -5,6 +5,7 @@
 #include <random>
 
 #include "attention_plan.h"
+#include "gemm_offer.h"
 #include "kernel_test_util.h"
 #include "ref/ref_kernels.h"
 
@@ -228,6 +229,19 @@ class TstKernelTwins : public QObject {
                     QVERIFY2(std::fabs(got - expect) <= 1e-2f * std::max(1.0f, std::fabs(expect)),
                              qPrintable(QString("t %1 c %2: %3 vs %4").arg(t).arg(c).arg(got).arg(expect)));
                 }
+    }
+
+    // bf16_gemm.h's tuning keeps the fastest offer, but not over cuBLASLt's first unless it beats it by the margin.
+    void gemm_offer_choice() {
+        const float faster[] = {10.0f, 9.0f, 9.5f};  // 10 % faster: taken
+        QCOMPARE(pick_gemm_offer(faster, 3), 1);
+        const float tied[] = {10.0f, 9.8f, 9.9f};  // 2 % faster: the first offer stays
+        QCOMPARE(pick_gemm_offer(tied, 3), 0);
+        const float first_failed[] = {0.0f, 12.0f, 11.0f};
+        QCOMPARE(pick_gemm_offer(first_failed, 3), 2);
+        const float none[] = {0.0f, -1.0f};
+        QCOMPARE(pick_gemm_offer(none, 2), -1);
+        QCOMPARE(pick_gemm_offer(faster, 1), 0);
     }
 
     void attention_plan_covers_causal_keys() {
