@@ -92,6 +92,7 @@ void CudaRunner::Impl::allocate_workspace(int n_tokens, int n_logits, int n_item
         log::info(
             "CUDA runner: no fp8 GEMM on this GPU (cuBLASLt has the scalings from sm_90); fp8 batches and "
             "prefill take the weight-only kernels");
+    if (bf16_gemm.init(cublas_ws, cublas_ws_bytes)) tune_bf16_gemms();
     h_out.reserve(std::size_t(ws_logits) * cfg.vocab_size * 4);
     h_ids.reserve(std::size_t(ws_logits) * 4);
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "attention_plan.h"
+#include "bf16_gemm.h"
 #include "fp8_gemm.h"
 #include "model/model_config.h"
 #include "quant_mma.h"
@@ -126,6 +127,9 @@ struct CudaRunner::Impl {
     // on the cuBLAS workspace. fp8_xq is null without fp8 sites; fp8_gemm is unavailable before sm_90.
     static constexpr int kFp8Rows = 1024;
     kernels::Fp8Gemm fp8_gemm;
+    // The bf16 projections from 3 tokens on and lm_head over 3+ rows, through cuBLASLt with algorithms timed at
+    // workspace allocation (tune_bf16_gemms), on the cuBLAS workspace; cublasGemmEx where it has no algorithm.
+    kernels::Bf16Gemm bf16_gemm;
     uint8_t* fp8_xq = nullptr;
     float* fp8_x_scale = nullptr;
     int64_t fp8_row_elems = 0;  // max_in
@@ -185,6 +189,7 @@ struct CudaRunner::Impl {
     void upload_meta();   // launch.meta -> meta, on the stream
     void replay_graph();  // launch is a graph plan: captures its graph on first use, then replays it
     void gemm(const uint16_t* w, const uint16_t* x, int n, int in, int out, void* y, int64_t ldy, bool f32_out);
+    void tune_bf16_gemms();
     void run_layers(const StepMeta& sm);
     void run_attention(const StepMeta& sm, const kernels::AttentionParams& ap, const kernels::RopeKvParams& rp);
     kernels::SgmvParams lora_params(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x,
