@@ -1,12 +1,12 @@
-// gemm_algo_bench: the runner's bf16 projections (Y[n, out] = X[n, in] W[out, in]^T, cublasGemmEx with
-// CUBLAS_GEMM_DEFAULT as cuda_forward.cpp calls it) against every algorithm cuBLASLt's heuristic offers for the same
-// problem, at Llama-7B and Qwen3-8B shapes and decode batch sizes. The weights rotate through copies that together
-// exceed the L2 (in a step every weight comes from DRAM once). Prints, per site and token count, the default's time,
-// the best offered algorithm's, its index in the heuristic's order, and both against the weight floor (bytes / the
-// device copy bandwidth). Each algorithm's output is checked against the default's first.
+// gemm_algo_bench: bf16 projections (Y[n, out] = X[n, in] W[out, in]^T) through cublasGemmEx with CUBLAS_GEMM_DEFAULT
+// (what cuda_forward.cpp called before the runner timed cuBLASLt's offers itself, kernels/bf16_gemm.h) against every
+// algorithm cuBLASLt's heuristic offers for the same problem, at Llama-7B and Qwen3-8B shapes and decode batch sizes.
+// The weights rotate through copies that together exceed the L2 (in a step every weight comes from DRAM once). Prints,
+// per site and token count, the default's time, the best offered algorithm's, its index in the heuristic's order, and
+// both against the weight floor (bytes / the device copy bandwidth). Each algorithm's output is checked against the
+// default's first.
 //
 //   gemm_algo_bench [TOKENS]   (comma-separated token counts; default 16,32,64,128,256)
-#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -21,6 +21,7 @@
 #include "bench_timing.h"
 #include "device_buffer.h"
 #include "kernel_test_util.h"
+#include "lt_plan.h"
 
 using namespace loradesk::kernels::test;
 
@@ -49,23 +50,6 @@ void ok(cublasStatus_t s, const char* what) {
     if (s != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + " failed: " + std::to_string(s));
 }
 
-struct LtProblem {
-    cublasLtMatmulDesc_t desc = nullptr;
-    cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
-    LtProblem(int n, int in, int out) {
-        ok(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
-        const cublasOperation_t t = CUBLAS_OP_T;
-        ok(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof(t)), "transa");
-        ok(cublasLtMatrixLayoutCreate(&a, CUDA_R_16BF, uint64_t(in), uint64_t(out), in), "layout a");
-        ok(cublasLtMatrixLayoutCreate(&b, CUDA_R_16BF, uint64_t(in), uint64_t(n), in), "layout b");
-        ok(cublasLtMatrixLayoutCreate(&d, CUDA_R_16BF, uint64_t(out), uint64_t(n), out), "layout d");
-    }
-    ~LtProblem() {
-        cublasLtMatrixLayoutDestroy(d), cublasLtMatrixLayoutDestroy(b), cublasLtMatrixLayoutDestroy(a);
-        cublasLtMatmulDescDestroy(desc);
-    }
-};
-
 void bench_site(cublasHandle_t h, cublasLtHandle_t lt, const Model& m, const Site& s, int n, double bw, void* ws) {
     const std::size_t w_elems = std::size_t(s.in) * s.out;
     const int copies = int(std::max<std::size_t>(2, kRotateBytes / (w_elems * 2)));
@@ -89,23 +73,18 @@ void bench_site(cublasHandle_t h, cublasLtHandle_t lt, const Model& m, const Sit
     const float t_default = median_ms([&] { run_default(y0.get()); }, copies);
     std::vector<uint16_t> want = y0.download();
 
-    LtProblem pr(n, s.in, s.out);
-    cublasLtMatmulPreference_t pref = nullptr;
-    ok(cublasLtMatmulPreferenceCreate(&pref), "pref");
-    ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kWorkspace,
-                                            sizeof(kWorkspace)),
-       "pref ws");
+    loradesk::kernels::detail::LtPlan pr;
+    if (!loradesk::kernels::detail::lt_describe_bf16(pr, s.out, s.in, n, s.in, s.out, false))
+        throw std::runtime_error("cuBLASLt refused the descriptors");
     cublasLtMatmulHeuristicResult_t res[kMaxAlgos];
-    int n_res = 0;
-    ok(cublasLtMatmulAlgoGetHeuristic(lt, pr.desc, pr.a, pr.b, pr.d, pr.d, pref, kMaxAlgos, res, &n_res), "heuristic");
-    cublasLtMatmulPreferenceDestroy(pref);
+    const int n_res = loradesk::kernels::detail::lt_offers(lt, pr, kWorkspace, res, kMaxAlgos);
     float best = 1e30f, first = 0.0f;
     int best_i = -1;
     for (int i = 0; i < n_res; ++i) {
         auto run = [&] {
-            ok(cublasLtMatmul(lt, pr.desc, &one, weights(), pr.a, x.get(), pr.b, &zero, y1.get(), pr.d, y1.get(), pr.d,
-                              &res[i].algo, ws, kWorkspace, nullptr),
-               "cublasLtMatmul");
+            cuda_check(loradesk::kernels::detail::lt_matmul(lt, pr, res[i].algo, weights(), x.get(), y1.get(), ws,
+                                                            kWorkspace, nullptr),
+                       "cublasLtMatmul");
         };
         run();
         cuda_check(cudaDeviceSynchronize(), "algo");

@@ -1,6 +1,5 @@
-// The bf16 GEMM through cuBLASLt (bf16_gemm.h). Row-major y [t, n] = x [t, k] w [n, k]^T is the column-major
-// D [n, t] = op_T(A) B with A = w viewed column-major [k, n] (lda k) and B = x viewed column-major [k, t]
-// (ldb x_row_stride), as cublasGemmEx was called before.
+// The bf16 GEMM through cuBLASLt (bf16_gemm.h); the descriptors are lt_describe_bf16's (lt_plan.h), the layout
+// cublasGemmEx was called with before.
 #include "bf16_gemm.h"
 
 #include <algorithm>
@@ -16,17 +15,9 @@ namespace {
 
 constexpr std::size_t kMaxPlans = 4096;  // prefill meets a new token count per prompt length: start over past this
 
-// The descriptors of p's shape, without an algorithm; false when cuBLASLt refuses one.
+// p's descriptors, without an algorithm.
 bool describe(const Bf16GemmParams& p, detail::LtPlan& pl) {
-    const cublasOperation_t op_t = CUBLAS_OP_T, op_n = CUBLAS_OP_N;
-    return cublasLtMatmulDescCreate(&pl.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
-           detail::set_attr(pl.desc, CUBLASLT_MATMUL_DESC_TRANSA, op_t) &&
-           detail::set_attr(pl.desc, CUBLASLT_MATMUL_DESC_TRANSB, op_n) &&
-           cublasLtMatrixLayoutCreate(&pl.a, CUDA_R_16BF, uint64_t(p.k), uint64_t(p.n), p.k) == CUBLAS_STATUS_SUCCESS &&
-           cublasLtMatrixLayoutCreate(&pl.b, CUDA_R_16BF, uint64_t(p.k), uint64_t(p.n_tokens), p.x_row_stride) ==
-               CUBLAS_STATUS_SUCCESS &&
-           cublasLtMatrixLayoutCreate(&pl.d, p.f32_out ? CUDA_R_32F : CUDA_R_16BF, uint64_t(p.n), uint64_t(p.n_tokens),
-                                      p.y_row_stride) == CUBLAS_STATUS_SUCCESS;
+    return detail::lt_describe_bf16(pl, p.n, p.k, p.n_tokens, p.x_row_stride, p.y_row_stride, p.f32_out);
 }
 
 }  // namespace

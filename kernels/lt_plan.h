@@ -1,5 +1,6 @@
 // What the cuBLASLt GEMMs (fp8_gemm.cpp, bf16_gemm.cpp) share: a shape's descriptors and chosen algorithm, and the
-// heuristic's offers for it. Private to kernels/; includes cublasLt.h, so only their .cpp files include it.
+// heuristic's offers for it, the bf16 shape and the launch. Private to kernels/ (and gemm_algo_bench); includes
+// cublasLt.h, so only .cpp files include it.
 #pragma once
 
 #include <cublasLt.h>
@@ -33,6 +34,21 @@ bool set_attr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, co
 }
 
 inline bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
+// pl's descriptors for the bf16 GEMM y [t, n] = x [t, k] w [n, k]^T (row-major; f32 accumulation, bf16 or f32 y):
+// the column-major D [n, t] = op_T(A) B, A = w viewed [k, n] (lda k), B = x viewed [k, t] (ldb x_ld), D ld y_ld.
+// False when cuBLASLt refuses one. Bf16Gemm's shapes, and gemm_algo_bench's.
+inline bool lt_describe_bf16(LtPlan& pl, int n, int k, int n_tokens, int64_t x_ld, int64_t y_ld, bool f32_out) {
+    const cublasOperation_t op_t = CUBLAS_OP_T, op_n = CUBLAS_OP_N;
+    return cublasLtMatmulDescCreate(&pl.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
+           set_attr(pl.desc, CUBLASLT_MATMUL_DESC_TRANSA, op_t) &&
+           set_attr(pl.desc, CUBLASLT_MATMUL_DESC_TRANSB, op_n) &&
+           cublasLtMatrixLayoutCreate(&pl.a, CUDA_R_16BF, uint64_t(k), uint64_t(n), k) == CUBLAS_STATUS_SUCCESS &&
+           cublasLtMatrixLayoutCreate(&pl.b, CUDA_R_16BF, uint64_t(k), uint64_t(n_tokens), x_ld) ==
+               CUBLAS_STATUS_SUCCESS &&
+           cublasLtMatrixLayoutCreate(&pl.d, f32_out ? CUDA_R_32F : CUDA_R_16BF, uint64_t(n), uint64_t(n_tokens),
+                                      y_ld) == CUBLAS_STATUS_SUCCESS;
+}
 
 // cuBLASLt's heuristic offers for pl's shape (C and D both pl.d) within the workspace, up to max of them, best
 // first: how many (0 when it has none).
