@@ -273,7 +273,7 @@ __device__ __forceinline__ void rope_into_block(const RopeKvParams& rope, float 
         const bool is_q = job < group, is_v = job == group + 1;
         const int head = is_q ? kvh * group + job : n_heads + (is_v ? n_kv_heads : 0) + kvh;
         float lo[detail::kRopeMaxPairsPerLane], hi[detail::kRopeMaxPairsPerLane];
-        detail::rope_head(row + int64_t(head) * HD, kHalf,
+        detail::rope_head(row + int64_t(head) * HD, nullptr, kHalf,  // never a LoRA delta: rope_fuses
                           is_v   ? nullptr
                           : is_q ? rope.q_norm
                                  : rope.k_norm,
@@ -603,9 +603,11 @@ bool decode_takes_coalesced(const DecodeLaunch& l) {
     return coalesced_pays_here<128, R>(l);
 }
 
-// RoPE fuses into a coalesced launch of one query token per sequence over the very pools rope_kv_write would fill.
+// RoPE fuses into a coalesced launch of one query token per sequence over the very pools rope_kv_write would fill,
+// and without a LoRA delta on q|k|v (the fused kernel's registers are spoken for).
 bool rope_fuses(const DecodeLaunch& l, const RopeKvParams& r) {
     const AttentionParams& p = *l.p;
+    if (r.qkv_delta) return false;
     if (p.head_dim != 128 || r.head_dim != 128 || r.n_heads != p.n_heads || r.n_kv_heads != p.n_kv_heads) return false;
     if (r.n_tokens != p.n_seqs || r.k_pages != p.k_pages || r.v_pages != p.v_pages || l.n_items == 0) return false;
     const int group = p.n_heads / p.n_kv_heads;
@@ -635,6 +637,24 @@ cudaError_t attention_decode(const AttentionParams& p, const AttentionWorkItem* 
                              const AttentionMergeGroup* groups, int n_groups, float* workspace, cudaStream_t stream) {
     return detail::attention_decode_with(p, items, n_items, groups, n_groups, workspace,
                                          detail::DecodeQkLayout::automatic, detail::DecodeStaging::automatic, stream);
+}
+
+bool attention_decode_rope_fuses(const AttentionParams& p, const RopeKvParams& rope, int n_items, int n_groups) {
+    if (!attention_decode_supported(p)) return false;
+    RopeKvParams r = rope;
+    r.qkv_delta = nullptr;
+    const DecodeLaunch l{&p,
+                         nullptr,
+                         n_items,
+                         nullptr,
+                         n_groups,
+                         nullptr,
+                         n_items == n_groups,
+                         detail::DecodeQkLayout::automatic,
+                         detail::DecodeStaging::automatic,
+                         &r,
+                         nullptr};
+    return rope_fuses(l, r);
 }
 
 cudaError_t attention_decode_rope(const AttentionParams& p, const RopeKvParams& rope, const AttentionWorkItem* items,

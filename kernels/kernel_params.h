@@ -27,6 +27,9 @@ struct RopeKvParams {
     float norm_eps = 1e-6f;
     uint16_t* k_pages = nullptr;
     uint16_t* v_pages = nullptr;
+    // Set: a LoRA delta still to be added to q|k|v (SgmvParams::delta, rows qkv_row_stride apart): every value is
+    // read as bf16(qkv + delta), exactly what the expand would have stored into qkv.
+    const float* qkv_delta = nullptr;
 };
 
 // Paged attention over the ForwardBatch layout (flashinfer conventions), causal within each sequence:
@@ -75,6 +78,10 @@ constexpr int kMaxLoraSlices = 3;
 // SGMV over adapter segments: tokens [seg_indptr[i], seg_indptr[i+1]) use slot seg_slot[i].
 // shrink: xa[t, j*max_rank + r] = x[t] . A_j[r]       (r < rank of slice j's slot)
 // expand: y[t, off_j + c] += scale_j * sum_r xa[t, j*max_rank + r] * Bt_j[r, c]
+// With delta set the expand leaves y alone and writes the f32 term instead, delta[t, off_j + c] = scale_j * sum_r
+// ..., rows y_row_stride apart, zero for tokens of slot 0 and slices the slot's adapter does not touch: a kernel
+// that reads y later adds it (bf16(y + delta), the value the plain expand would have stored), so the expand need not
+// wait for the base projection that writes y (the CUDA runner runs it beside that projection).
 struct SgmvParams {
     const uint16_t* x = nullptr;  // [n_tokens, x_row_stride]
     int64_t x_row_stride = 0;
@@ -82,6 +89,7 @@ struct SgmvParams {
     float* xa = nullptr;    // [n_tokens, n_slices * max_rank]
     uint16_t* y = nullptr;  // [n_tokens, y_row_stride]
     int64_t y_row_stride = 0;
+    float* delta = nullptr;               // [n_tokens, y_row_stride], or null: the expand adds into y
     const int32_t* seg_indptr = nullptr;  // [n_segs + 1]
     const int32_t* seg_slot = nullptr;    // [n_segs]
     int n_segs = 0;

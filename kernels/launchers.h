@@ -22,10 +22,13 @@ void set_programmatic_dependent_launch(bool on);
 
 cudaError_t embedding_gather(const uint16_t* table, const int32_t* ids, int n_tokens, int hidden, int vocab, float* out,
                              cudaStream_t stream);
-cudaError_t add_rmsnorm(const uint16_t* x, float* residual, const uint16_t* weight, const int32_t* rows, int n_rows,
-                        int hidden, float eps, uint16_t* out, cudaStream_t stream);
+// x_delta / delta (optional): a LoRA delta still to be added to x / gate_up (SgmvParams::delta, the same layout):
+// each value is read as bf16(x + delta).
+cudaError_t add_rmsnorm(const uint16_t* x, const float* x_delta, float* residual, const uint16_t* weight,
+                        const int32_t* rows, int n_rows, int hidden, float eps, uint16_t* out, cudaStream_t stream);
 cudaError_t rope_kv_write(const RopeKvParams& p, cudaStream_t stream);
-cudaError_t silu_mul(const uint16_t* gate_up, int n_tokens, int inter, uint16_t* out, cudaStream_t stream);
+cudaError_t silu_mul(const uint16_t* gate_up, const float* delta, int n_tokens, int inter, uint16_t* out,
+                     cudaStream_t stream);
 cudaError_t bias_add(uint16_t* y, int64_t y_row_stride, const uint16_t* bias, int n_tokens, int cols,
                      cudaStream_t stream);
 // out[t, i] = x[t, order[i]] for i < cols, out rows cols wide: x's columns in the order of an act-order GPTQ matrix
@@ -73,6 +76,9 @@ cudaError_t attention_decode(const AttentionParams& p, const AttentionWorkItem* 
 cudaError_t attention_decode_rope(const AttentionParams& p, const RopeKvParams& rope, const AttentionWorkItem* items,
                                   int n_items, const AttentionMergeGroup* groups, int n_groups, float* workspace,
                                   cudaStream_t stream);
+// Whether attention_decode_rope fuses the RoPE + KV write for these shapes when rope.qkv_delta is null (with a delta it
+// never does, and runs rope_kv_write first).
+bool attention_decode_rope_fuses(const AttentionParams& p, const RopeKvParams& rope, int n_items, int n_groups);
 bool attention_decode_supported(const AttentionParams& p);
 // Tensor-core causal attention for prefill-shaped sequences over the same paged layout: tiles (device
 // copy, from plan_attention_mixed) name 64-row blocks of sequences; each is computed against all keys up

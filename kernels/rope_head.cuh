@@ -35,18 +35,23 @@ __device__ __forceinline__ float rope_warp_sum(float v) {
     return v;
 }
 
-// One warp, one head of head_dim = 2 half values at src: lo[k] = src[i], hi[k] = src[i + half]; with rotate
-// (q and k, not v) the optional RMSNorm over the head (norm: its weights, or null) and then the rotation. The
-// values stay f32: the caller rounds each once where it stores it.
-__device__ __forceinline__ void rope_head(const uint16_t* src, int half, const uint16_t* norm, float eps, bool rotate,
-                                          const RopeAngles& a, int lane, float (&lo)[kRopeMaxPairsPerLane],
-                                          float (&hi)[kRopeMaxPairsPerLane]) {
+// src[i], plus a pending LoRA delta (RopeKvParams::qkv_delta) rounded in as the expand would have stored it.
+__device__ __forceinline__ float rope_ld(const uint16_t* src, const float* delta, int i) {
+    return delta ? __bfloat162float(__float2bfloat16_rn(rope_ld(src + i) + delta[i])) : rope_ld(src + i);
+}
+
+// One warp, one head of head_dim = 2 half values at src (+ delta, when set): lo[k] = src[i], hi[k] = src[i + half];
+// with rotate (q and k, not v) the optional RMSNorm over the head (norm: its weights, or null) and then the
+// rotation. The values stay f32: the caller rounds each once where it stores it.
+__device__ __forceinline__ void rope_head(const uint16_t* src, const float* delta, int half, const uint16_t* norm,
+                                          float eps, bool rotate, const RopeAngles& a, int lane,
+                                          float (&lo)[kRopeMaxPairsPerLane], float (&hi)[kRopeMaxPairsPerLane]) {
     float ss = 0.0f;
 #pragma unroll
     for (int k = 0; k < kRopeMaxPairsPerLane; ++k) {
         const int i = lane + 32 * k;
-        lo[k] = i < half ? rope_ld(src + i) : 0.0f;
-        hi[k] = i < half ? rope_ld(src + i + half) : 0.0f;
+        lo[k] = i < half ? rope_ld(src, delta, i) : 0.0f;
+        hi[k] = i < half ? rope_ld(src, delta, i + half) : 0.0f;
         ss += lo[k] * lo[k] + hi[k] * hi[k];
     }
     if (!rotate) return;

@@ -178,19 +178,44 @@ struct ExpandMap {
     unsigned vec8 = 0;
 };
 
-// One thread, W adjacent columns of slice j: y[t, off + col..] += scale * sum_r xa_s[t][r] * Bt[r, col..].
+// W f32 values of a delta row (SgmvParams::delta), as 16-byte stores where W = 8.
+template <int W>
+__device__ __forceinline__ void store_delta(float* dst, const float (&f)[W]) {
+    if constexpr (W == 8) {
+        reinterpret_cast<float4*>(dst)[0] = make_float4(f[0], f[1], f[2], f[3]);
+        reinterpret_cast<float4*>(dst)[1] = make_float4(f[4], f[5], f[6], f[7]);
+    } else {
+        dst[0] = f[0];
+    }
+}
+
+// The delta expand's thread for a token range or slice without an adapter: its columns of delta are zero.
 template <int kTok, int W>
+__device__ __forceinline__ void zero_delta_columns(const SgmvParams& p, const LoraSlice& sl, int cb, int t0,
+                                                   int n_tok) {
+    const int col = (cb * kThreads + int(threadIdx.x)) * W;
+    if (col >= sl.out_features) return;
+    const float zero[W] = {};
+    for (int tt = 0; tt < n_tok; ++tt)
+        store_delta<W>(p.delta + int64_t(t0 + tt) * p.y_row_stride + sl.out_offset + col, zero);
+}
+
+// One thread, W adjacent columns of slice j: y[t, off + col..] += scale * sum_r xa_s[t][r] * Bt[r, col..], or with
+// kDelta that term into delta (y untouched). The product and the sum are rounded apart (no FMA), so that a reader
+// adding the delta later gets the same bits as this sum.
+template <int kTok, int W, bool kDelta>
 __device__ __forceinline__ void expand_columns(const SgmvParams& p, const LoraSlice& sl, int slot, int rank, int cb,
                                                int t0, int n_tok, const float* xa_s, int xa_pitch) {
     const int col = (cb * kThreads + int(threadIdx.x)) * W;
     if (col >= sl.out_features) return;
     const int out = sl.out_features;
     const uint16_t* bt = sl.bt + int64_t(slot - 1) * p.slot_stride + col;
-    uint16_t* y = p.y + int64_t(t0) * p.y_row_stride + sl.out_offset + col;
+    uint16_t* y = kDelta ? nullptr : p.y + int64_t(t0) * p.y_row_stride + sl.out_offset + col;
     Pack<W> yv[kTok];  // y read up front (tokens past the end re-read the last) to overlap the B^T loads
+    if constexpr (!kDelta)
 #pragma unroll
-    for (int tt = 0; tt < kTok; ++tt)
-        yv[tt] = *reinterpret_cast<const Pack<W>*>(y + int64_t(min(tt, n_tok - 1)) * p.y_row_stride);
+        for (int tt = 0; tt < kTok; ++tt)
+            yv[tt] = *reinterpret_cast<const Pack<W>*>(y + int64_t(min(tt, n_tok - 1)) * p.y_row_stride);
     float d[kTok][W] = {};
     for (int r0 = 0; r0 < rank; r0 += kExpandRChunk) {
         Pack<W> b[kExpandRChunk];
@@ -215,28 +240,43 @@ __device__ __forceinline__ void expand_columns(const SgmvParams& p, const LoraSl
     for (int tt = 0; tt < kTok; ++tt) {
         if (tt >= n_tok) break;
         float f[W];
+        if constexpr (kDelta) {
 #pragma unroll
-        for (int e = 0; e < W; ++e) f[e] = elem(yv[tt], e) + scale * d[tt][e];
-        *reinterpret_cast<Pack<W>*>(y + int64_t(tt) * p.y_row_stride) = to_pack(f);
+            for (int e = 0; e < W; ++e) f[e] = __fmul_rn(scale, d[tt][e]);
+            store_delta<W>(p.delta + int64_t(t0 + tt) * p.y_row_stride + sl.out_offset + col, f);
+        } else {
+#pragma unroll
+            for (int e = 0; e < W; ++e) f[e] = __fadd_rn(elem(yv[tt], e), __fmul_rn(scale, d[tt][e]));
+            *reinterpret_cast<Pack<W>*>(y + int64_t(tt) * p.y_row_stride) = to_pack(f);
+        }
     }
 }
 
-template <int kTok>
+template <int kTok, bool kDelta>
 __global__ void __launch_bounds__(kThreads)
     sgmv_expand_kernel(const __grid_constant__ SgmvParams p, int n_chunks, const ExpandMap m) {
     detail::pdl_wait();
     extern __shared__ float xa_s[];  // [kTok][xa_pitch]: this chunk's xa of slice j, zero past the rank
     const int seg = blockIdx.x / n_chunks, chunk = blockIdx.x - seg * n_chunks;
     const int slot = p.seg_slot[seg];
-    if (slot <= 0) return;
     int j = 0;
     while (j + 1 < p.n_slices && int(blockIdx.y) >= m.begin[j + 1]) ++j;
     const LoraSlice& sl = p.slices[j];
-    const int rank = min(sl.ranks[slot], p.max_rank);
-    if (rank <= 0) return;  // the adapter does not touch this slice: y stays bit-identical
     const int t0 = p.seg_indptr[seg] + chunk * kTok;
     const int n_tok = min(kTok, p.seg_indptr[seg + 1] - t0);
     if (n_tok <= 0) return;
+    const int cb = int(blockIdx.y) - m.begin[j];
+    // Without an adapter on this slice y stays bit-identical, and a delta is zero.
+    const int rank = slot <= 0 ? 0 : min(sl.ranks[slot], p.max_rank);
+    if (rank <= 0) {
+        if constexpr (kDelta) {
+            if (m.vec8 & (1u << j))
+                zero_delta_columns<kTok, 8>(p, sl, cb, t0, n_tok);
+            else
+                zero_delta_columns<kTok, 1>(p, sl, cb, t0, n_tok);
+        }
+        return;
+    }
     const int xa_pitch = (rank + kExpandRChunk - 1) / kExpandRChunk * kExpandRChunk;
     const int64_t xa_row = int64_t(p.n_slices) * p.max_rank;
     for (int i = threadIdx.x; i < kTok * xa_pitch; i += kThreads) {
@@ -245,11 +285,10 @@ __global__ void __launch_bounds__(kThreads)
         xa_s[i] = tt < n_tok && r < rank ? p.xa[int64_t(t0 + tt) * xa_row + j * p.max_rank + r] : 0.0f;
     }
     __syncthreads();
-    const int cb = int(blockIdx.y) - m.begin[j];
     if (m.vec8 & (1u << j))
-        expand_columns<kTok, 8>(p, sl, slot, rank, cb, t0, n_tok, xa_s, xa_pitch);
+        expand_columns<kTok, 8, kDelta>(p, sl, slot, rank, cb, t0, n_tok, xa_s, xa_pitch);
     else
-        expand_columns<kTok, 1>(p, sl, slot, rank, cb, t0, n_tok, xa_s, xa_pitch);
+        expand_columns<kTok, 1, kDelta>(p, sl, slot, rank, cb, t0, n_tok, xa_s, xa_pitch);
 }
 
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
@@ -281,8 +320,9 @@ cudaError_t launch_expand(const SgmvParams& p, const ExpandMap& m, cudaStream_t 
     if (gy == 0) return cudaSuccess;
     const size_t smem = sizeof(float) * kTok * ((p.max_rank + kExpandRChunk - 1) / kExpandRChunk * kExpandRChunk);
     if (gx > INT_MAX || gy > 65535 || smem > 48 * 1024) return cudaErrorInvalidValue;  // max_rank > 3072
-    return detail::launch(sgmv_expand_kernel<kTok>, dim3(unsigned(gx), unsigned(gy)), kThreads, smem, stream, p,
-                          n_chunks, m);
+    const dim3 grid{unsigned(gx), unsigned(gy)};
+    return p.delta ? detail::launch(sgmv_expand_kernel<kTok, true>, grid, kThreads, smem, stream, p, n_chunks, m)
+                   : detail::launch(sgmv_expand_kernel<kTok, false>, grid, kThreads, smem, stream, p, n_chunks, m);
 }
 
 }  // namespace
@@ -302,8 +342,9 @@ cudaError_t sgmv_expand(const SgmvParams& p, cudaStream_t stream) {
     for (int j = 0; j < p.n_slices; ++j) {
         const LoraSlice& sl = p.slices[j];
         if (sl.out_features < 0) return cudaErrorInvalidValue;
+        const void* out = p.delta ? static_cast<const void*>(p.delta) : p.y;
         const bool vec8 = sl.out_features % 8 == 0 && sl.out_offset % 8 == 0 && p.y_row_stride % 8 == 0 &&
-                          p.slot_stride % 8 == 0 && aligned16(p.y) && aligned16(sl.bt);
+                          p.slot_stride % 8 == 0 && aligned16(out) && aligned16(sl.bt);
         const int cols = kThreads * (vec8 ? 8 : 1);
         m.vec8 |= vec8 ? 1u << j : 0u;
         m.begin[j + 1] = m.begin[j] + (sl.out_features + cols - 1) / cols;

@@ -56,13 +56,22 @@ void embedding_gather(const uint16_t* table, const int32_t* ids, int n_tokens, i
     }
 }
 
-void add_rmsnorm(const uint16_t* x, float* residual, const uint16_t* weight, const int32_t* rows, int n_rows,
-                 int hidden, float eps, uint16_t* out) {
+namespace {
+
+// x[i] with a pending LoRA delta rounded in, as the expand would have stored it.
+float with_delta(const uint16_t* x, const float* delta, int64_t i) {
+    return delta ? bf16_to_f32(f32_to_bf16(bf16_to_f32(x[i]) + delta[i])) : bf16_to_f32(x[i]);
+}
+
+}  // namespace
+
+void add_rmsnorm(const uint16_t* x, const float* x_delta, float* residual, const uint16_t* weight, const int32_t* rows,
+                 int n_rows, int hidden, float eps, uint16_t* out) {
     for (int i = 0; i < n_rows; ++i) {
         int64_t r = rows ? rows[i] : i;
         float* h = residual + r * hidden;
         if (x)
-            for (int c = 0; c < hidden; ++c) h[c] += bf16_to_f32(x[r * hidden + c]);
+            for (int c = 0; c < hidden; ++c) h[c] += with_delta(x, x_delta, r * hidden + c);
         double ss = 0;
         for (int c = 0; c < hidden; ++c) ss += double(h[c]) * h[c];
         float inv = float(1.0 / std::sqrt(ss / hidden + eps));
@@ -100,7 +109,8 @@ void rope_kv_write(const RopeKvParams& p) {
         uint16_t* row = p.qkv + int64_t(t) * p.qkv_row_stride;
         for (int h = 0; h < p.n_heads + 2 * p.n_kv_heads; ++h) {
             uint16_t* src = row + int64_t(h) * hd;
-            for (int d = 0; d < hd; ++d) head[d] = bf16_to_f32(src[d]);
+            const float* delta = p.qkv_delta ? p.qkv_delta + t * p.qkv_row_stride + int64_t(h) * hd : nullptr;
+            for (int d = 0; d < hd; ++d) head[d] = with_delta(src, delta, d);
             bool is_q = h < p.n_heads, is_k = !is_q && h < p.n_heads + p.n_kv_heads;
             if (is_q || is_k)
                 norm_rotate_head(head.data(), hd, is_q ? p.q_norm : p.k_norm, p.norm_eps, p.inv_freq, p.positions[t]);
@@ -115,11 +125,11 @@ void rope_kv_write(const RopeKvParams& p) {
     }
 }
 
-void silu_mul(const uint16_t* gate_up, int n_tokens, int inter, uint16_t* out) {
+void silu_mul(const uint16_t* gate_up, const float* delta, int n_tokens, int inter, uint16_t* out) {
     for (int t = 0; t < n_tokens; ++t)
         for (int c = 0; c < inter; ++c) {
-            float g = bf16_to_f32(gate_up[int64_t(t) * 2 * inter + c]);
-            float u = bf16_to_f32(gate_up[int64_t(t) * 2 * inter + inter + c]);
+            float g = with_delta(gate_up, delta, int64_t(t) * 2 * inter + c);
+            float u = with_delta(gate_up, delta, int64_t(t) * 2 * inter + inter + c);
             out[int64_t(t) * inter + c] = f32_to_bf16(g / (1.0f + std::exp(-g)) * u);
         }
 }

@@ -26,16 +26,17 @@ std::vector<float> rope_inv_freq(int head_dim, float theta, const RopeScalingSpe
 // out[t] = table[ids[t]] in f32 (the residual stream); ids outside [0, vocab) give a zero row.
 void embedding_gather(const uint16_t* table, const int32_t* ids, int n_tokens, int hidden, int vocab, float* out);
 
-// For i < n_rows, r = rows ? rows[i] : i: residual[r] += x[r] (when x), then
+// For i < n_rows, r = rows ? rows[i] : i: residual[r] += x[r] (when x; bf16(x[r] + x_delta[r]) with x_delta), then
 // out[i] = bf16(residual[r] / rms(residual[r]) * weight). rows must be distinct.
-void add_rmsnorm(const uint16_t* x, float* residual, const uint16_t* weight, const int32_t* rows, int n_rows,
-                 int hidden, float eps, uint16_t* out);
+void add_rmsnorm(const uint16_t* x, const float* x_delta, float* residual, const uint16_t* weight, const int32_t* rows,
+                 int n_rows, int hidden, float eps, uint16_t* out);
 
 void rope_kv_write(const RopeKvParams& p);
 void attention(const AttentionParams& p);
 
-// out[t, c] = bf16(silu(gate_up[t, c]) * gate_up[t, inter + c]); gate_up rows are 2*inter wide.
-void silu_mul(const uint16_t* gate_up, int n_tokens, int inter, uint16_t* out);
+// out[t, c] = bf16(silu(gate_up[t, c]) * gate_up[t, inter + c]); gate_up rows are 2*inter wide. With delta, each
+// gate_up value is read as bf16(gate_up + delta).
+void silu_mul(const uint16_t* gate_up, const float* delta, int n_tokens, int inter, uint16_t* out);
 // y[t, c] = bf16(y[t, c] + bias[c]) for c < cols.
 void bias_add(uint16_t* y, int64_t y_row_stride, const uint16_t* bias, int n_tokens, int cols);
 // out[t, i] = x[t, order[i]] for i < cols (out rows cols wide).

@@ -1,5 +1,5 @@
 // Reference twins of the SGMV LoRA kernels: per segment, per token, the shrink x.A^T into f32 and the
-// expand y += scale * xa.B^T, touching only each slot's real rank.
+// expand y += scale * xa.B^T (or that term into delta), touching only each slot's real rank.
 #include "ref/ref_kernels.h"
 
 namespace loradesk::kernels::ref {
@@ -28,11 +28,16 @@ void sgmv_shrink(const SgmvParams& p) {
 void sgmv_expand(const SgmvParams& p) {
     for (int seg = 0; seg < p.n_segs; ++seg) {
         int slot = p.seg_slot[seg];
-        if (slot <= 0) continue;
         for (int j = 0; j < p.n_slices; ++j) {
             const LoraSlice& sl = p.slices[j];
-            int rank = sl.ranks[slot];
-            if (rank == 0) continue;
+            int rank = slot <= 0 ? 0 : sl.ranks[slot];
+            if (rank == 0) {
+                if (p.delta)  // no adapter here: a zero delta
+                    for (int t = p.seg_indptr[seg]; t < p.seg_indptr[seg + 1]; ++t)
+                        for (int c = 0; c < sl.out_features; ++c)
+                            p.delta[t * p.y_row_stride + sl.out_offset + c] = 0.0f;
+                continue;
+            }
             float scale = sl.scales[slot];
             const uint16_t* bt = sl.bt + int64_t(slot - 1) * p.slot_stride;
             for (int t = p.seg_indptr[seg]; t < p.seg_indptr[seg + 1]; ++t) {
@@ -41,8 +46,11 @@ void sgmv_expand(const SgmvParams& p) {
                     double delta = 0;
                     for (int r = 0; r < rank; ++r)
                         delta += double(xa[r]) * bf16_to_f32(bt[int64_t(r) * sl.out_features + c]);
-                    uint16_t& y = p.y[t * p.y_row_stride + sl.out_offset + c];
-                    y = f32_to_bf16(bf16_to_f32(y) + scale * float(delta));
+                    const int64_t at = t * p.y_row_stride + sl.out_offset + c;
+                    if (p.delta)
+                        p.delta[at] = scale * float(delta);
+                    else
+                        p.y[at] = f32_to_bf16(bf16_to_f32(p.y[at]) + scale * float(delta));
                 }
             }
         }

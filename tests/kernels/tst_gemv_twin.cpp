@@ -57,7 +57,7 @@ class TstGemvTwin : public QObject {
         }
         std::vector<uint16_t> want(std::size_t(n) * c.out_cols());
         if (swiglu)
-            ref::silu_mul(y.data(), n, c.out / 2, want.data());
+            ref::silu_mul(y.data(), nullptr, n, c.out / 2, want.data());
         else
             want = y;
         std::vector<float> got_f, want_f;

@@ -43,14 +43,15 @@ class TstKernelTwins : public QObject {
                 expect[r * hidden + c] = float(expect_res[r * hidden + c] * inv * ref::bf16_to_f32(w[c]));
         }
         std::vector<uint16_t> out(std::size_t(rows) * hidden);
-        ref::add_rmsnorm(x.data(), residual.data(), w.data(), nullptr, rows, hidden, 1e-5f, out.data());
+        ref::add_rmsnorm(x.data(), nullptr, residual.data(), w.data(), nullptr, rows, hidden, 1e-5f, out.data());
         QCOMPARE(max_abs_diff(residual, expect_res), 0.0);
         QVERIFY(rel_l2(to_f32(out), expect) < 4e-3);  // bf16 output rounding only
         // Gathered rows normalise only the rows asked for, in the order asked for.
         std::vector<int32_t> pick{rows - 1, 0};
         std::vector<uint16_t> picked(2 * std::size_t(hidden));
         auto res2 = expect_res;
-        ref::add_rmsnorm(nullptr, res2.data(), w.data(), pick.data(), rows > 1 ? 2 : 1, hidden, 1e-5f, picked.data());
+        ref::add_rmsnorm(nullptr, nullptr, res2.data(), w.data(), pick.data(), rows > 1 ? 2 : 1, hidden, 1e-5f,
+                         picked.data());
         for (int c = 0; c < hidden; ++c) QCOMPARE(picked[c], out[std::size_t(rows - 1) * hidden + c]);
     }
 
@@ -229,6 +230,81 @@ class TstKernelTwins : public QObject {
                     QVERIFY2(std::fabs(got - expect) <= 1e-2f * std::max(1.0f, std::fabs(expect)),
                              qPrintable(QString("t %1 c %2: %3 vs %4").arg(t).arg(c).arg(got).arg(expect)));
                 }
+    }
+
+    // A pending LoRA delta (SgmvParams::delta) read by the kernel after the projection gives what the expand into y
+    // gives, bit for bit: the expand writing delta leaves y alone, and add_rmsnorm, silu_mul and rope_kv_write read
+    // bf16(y + delta). Slot 0, an adapter without the second slice, and adapters of several ranks are all there.
+    void pending_delta_equals_the_expand() {
+        std::mt19937 rng(23);
+        const int in = 19, n_slots = 3, max_rank = 8, n = 7, half = 4, width = 2 * half;
+        const int ranks[2][n_slots + 1] = {{0, 3, 8, 1}, {0, 5, 0, 2}};
+        const float scales[n_slots + 1] = {0.0f, 0.5f, 2.0f, 1.0f};
+        std::vector<int32_t> seg_indptr{0, 2, 3, 6, 7}, seg_slot{1, 0, 3, 2};
+        const int64_t slot_stride = int64_t(max_rank) * in;
+        std::vector<std::vector<uint16_t>> a, bt;
+        std::vector<std::vector<int32_t>> rank_v;
+        for (int j = 0; j < 2; ++j)
+            a.push_back(random_bf16(rng, n_slots * slot_stride)), bt.push_back(random_bf16(rng, n_slots * slot_stride)),
+                rank_v.emplace_back(ranks[j], ranks[j] + n_slots + 1);
+        std::vector<float> scale_v(scales, scales + n_slots + 1);
+        auto x = random_bf16(rng, std::size_t(n) * in);
+        const auto y0 = random_bf16(rng, std::size_t(n) * width, -3.0f, 3.0f);
+        std::vector<float> xa(std::size_t(n) * 2 * max_rank, NAN), delta(y0.size(), NAN);
+        auto y = y0, untouched = y0;
+        SgmvParams p;
+        p.x = x.data(), p.x_row_stride = in, p.in_features = in, p.xa = xa.data(), p.y = y.data();
+        p.y_row_stride = width;
+        p.seg_indptr = seg_indptr.data(), p.seg_slot = seg_slot.data(), p.n_segs = 4, p.max_seg_len = 3;
+        p.max_rank = max_rank, p.slot_stride = slot_stride, p.n_slices = 2;
+        for (int j = 0; j < 2; ++j)
+            p.slices[j] = {a[j].data(), bt[j].data(), rank_v[j].data(), scale_v.data(), j * half, half};
+        ref::sgmv_shrink(p);
+        ref::sgmv_expand(p);  // into y
+        SgmvParams pd = p;
+        pd.y = untouched.data(), pd.delta = delta.data();
+        ref::sgmv_expand(pd);
+        QVERIFY(untouched == y0);
+        for (float d : delta) QVERIFY(!std::isnan(d));         // every column of every token written
+        QCOMPARE(delta[std::size_t(2) * width + 1], 0.0f);     // token 2: slot 0
+        QCOMPARE(delta[std::size_t(6) * width + half], 0.0f);  // token 6: slot 2, rank 0 on the second slice
+
+        // gate | up
+        std::vector<uint16_t> act_y(std::size_t(n) * half), act_d(act_y.size());
+        ref::silu_mul(y.data(), nullptr, n, half, act_y.data());
+        ref::silu_mul(y0.data(), delta.data(), n, half, act_d.data());
+        QVERIFY(act_y == act_d);
+
+        // the residual add before a norm
+        auto w = random_bf16(rng, width, 0.5f, 1.5f);
+        auto res_y = random_f32(rng, y0.size(), -4.0f, 4.0f), res_d = res_y;
+        std::vector<uint16_t> norm_y(y0.size()), norm_d(y0.size());
+        ref::add_rmsnorm(y.data(), nullptr, res_y.data(), w.data(), nullptr, n, width, 1e-6f, norm_y.data());
+        ref::add_rmsnorm(y0.data(), delta.data(), res_d.data(), w.data(), nullptr, n, width, 1e-6f, norm_d.data());
+        QVERIFY(res_y == res_d);
+        QVERIFY(norm_y == norm_d);
+
+        // q | k | v (2 q heads, 1 KV head of head_dim 2): rotated q in place, K and V into their pages
+        auto batch = make_paged_batch(rng, {{3, 5}, {4, 9}}, 4);
+        QCOMPARE(batch.n_tokens(), n);
+        auto inv_freq = ref::rope_inv_freq(2, 10000.0f, {});
+        auto qn = random_bf16(rng, 2, 0.5f, 1.5f), kn = random_bf16(rng, 2, 0.5f, 1.5f);
+        std::vector<uint16_t> pages(std::size_t(batch.n_pages) * 4 * 2, 0xffff);
+        auto qkv_y = y, qkv_d = y0;
+        auto k_y = pages, v_y = pages, k_d = pages, v_d = pages;
+        RopeKvParams r;
+        r.qkv_row_stride = width, r.n_tokens = n, r.n_heads = 2, r.n_kv_heads = 1, r.head_dim = 2;
+        r.positions = batch.positions.data(), r.kv_slots = batch.kv_slots.data(), r.inv_freq = inv_freq.data();
+        r.q_norm = qn.data(), r.k_norm = kn.data();
+        RopeKvParams rd = r;
+        r.qkv = qkv_y.data(), r.k_pages = k_y.data(), r.v_pages = v_y.data();
+        rd.qkv = qkv_d.data(), rd.k_pages = k_d.data(), rd.v_pages = v_d.data(), rd.qkv_delta = delta.data();
+        ref::rope_kv_write(r);
+        ref::rope_kv_write(rd);
+        for (int t = 0; t < n; ++t)
+            for (int c = 0; c < 4; ++c) QCOMPARE(qkv_d[std::size_t(t) * width + c], qkv_y[std::size_t(t) * width + c]);
+        QVERIFY(k_d == k_y);
+        QVERIFY(v_d == v_y);
     }
 
     // bf16_gemm.h's tuning keeps the fastest offer, but not over cuBLASLt's first unless it beats it by the margin.

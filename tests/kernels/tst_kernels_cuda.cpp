@@ -95,18 +95,22 @@ class TstKernelsCuda : public QObject {
         std::vector<uint16_t> out(emb.size());
         std::vector<int32_t> rows{n - 1};
         if (n > 2) rows.push_back(1);
-        for (bool gather : {false, true}) {
+        const auto delta = random_f32(rng, emb.size(), -0.5f, 0.5f);  // a pending LoRA delta on x
+        for (int run = 0; run < 4; ++run) {
+            const bool gather = run & 1, with_delta = run & 2;
             auto res = emb;
             int n_rows = gather ? int(rows.size()) : n;
             const int32_t* r = gather ? rows.data() : nullptr;
-            ref::add_rmsnorm(x.data(), res.data(), w.data(), r, n_rows, hidden, 1e-6f, out.data());
+            out.resize(std::size_t(n_rows) * hidden);
+            ref::add_rmsnorm(x.data(), with_delta ? delta.data() : nullptr, res.data(), w.data(), r, n_rows, hidden,
+                             1e-6f, out.data());
             d_res.upload(emb);
             DeviceBuffer<uint16_t> d_x(x), d_w(w), d_out(std::vector<uint16_t>(std::size_t(n_rows) * hidden, kNanBf16));
             DeviceBuffer<int32_t> d_rows(rows);
-            sync_check(add_rmsnorm(d_x.get(), d_res.get(), d_w.get(), gather ? d_rows.get() : nullptr, n_rows, hidden,
-                                   1e-6f, d_out.get(), nullptr));
+            DeviceBuffer<float> d_delta(delta);
+            sync_check(add_rmsnorm(d_x.get(), with_delta ? d_delta.get() : nullptr, d_res.get(), d_w.get(),
+                                   gather ? d_rows.get() : nullptr, n_rows, hidden, 1e-6f, d_out.get(), nullptr));
             QVERIFY(rel_l2(d_res.download(), res) < 1e-6);
-            out.resize(std::size_t(n_rows) * hidden);
             double err = rel_l2(to_f32(d_out.download()), to_f32(out));
             QVERIFY2(err < kBf16Tol, qPrintable(QString("rmsnorm rel err %1").arg(err)));
         }
@@ -117,21 +121,27 @@ class TstKernelsCuda : public QObject {
         QTest::addColumn<int>("n_kv");
         QTest::addColumn<int>("hd");
         QTest::addColumn<bool>("qk_norm");
-        QTest::newRow("llama hd128") << 8 << 2 << 128 << false;
-        QTest::newRow("qwen3 hd128 norm") << 16 << 8 << 128 << true;
-        QTest::newRow("hd64") << 7 << 1 << 64 << false;
-        QTest::newRow("hd256 norm") << 3 << 3 << 256 << true;
-        QTest::newRow("hd6 odd") << 3 << 1 << 6 << true;
+        QTest::addColumn<bool>("lora_delta");
+        QTest::newRow("llama hd128") << 8 << 2 << 128 << false << false;
+        QTest::newRow("qwen3 hd128 norm") << 16 << 8 << 128 << true << false;
+        QTest::newRow("qwen3 hd128 norm, LoRA delta") << 16 << 8 << 128 << true << true;
+        QTest::newRow("hd64") << 7 << 1 << 64 << false << false;
+        QTest::newRow("hd256 norm") << 3 << 3 << 256 << true << false;
+        QTest::newRow("hd6 odd") << 3 << 1 << 6 << true << false;
+        QTest::newRow("hd6 odd, LoRA delta") << 3 << 1 << 6 << true << true;
     }
     void rope_kv() {
         QFETCH(int, n_heads);
         QFETCH(int, n_kv);
         QFETCH(int, hd);
         QFETCH(bool, qk_norm);
+        QFETCH(bool, lora_delta);
         std::mt19937 rng(n_heads * 13 + hd);
         auto batch = make_paged_batch(rng, {{7, 7}, {1, 733}, {19, 40}, {3, 3000}}, 16);
         const int n = batch.n_tokens(), stride = (n_heads + 2 * n_kv) * hd + 8;
         auto qkv = random_bf16(rng, std::size_t(n) * stride, -3.0f, 3.0f);
+        const auto delta = random_f32(rng, qkv.size(), -0.5f, 0.5f);
+        DeviceBuffer<float> d_delta(delta);
         auto qn = random_bf16(rng, hd, 0.5f, 1.5f), kn = random_bf16(rng, hd, 0.5f, 1.5f);
         ref::RopeScalingSpec l3{RopeKind::llama3, 8.0f, 1.0f, 4.0f, 8192};
         auto inv_freq = ref::rope_inv_freq(hd, 500000.0f, l3);
@@ -150,6 +160,7 @@ class TstKernelsCuda : public QObject {
         d.qkv = d_qkv.get(), d.positions = d_pos.get(), d.kv_slots = d_slots.get(), d.inv_freq = d_freq.get();
         d.q_norm = qk_norm ? d_qn.get() : nullptr, d.k_norm = qk_norm ? d_kn.get() : nullptr;
         d.k_pages = d_k.get(), d.v_pages = d_v.get();
+        if (lora_delta) p.qkv_delta = delta.data(), d.qkv_delta = d_delta.get();
         ref::rope_kv_write(p);
         sync_check(rope_kv_write(d, nullptr));
         // Compare only the q part of qkv (k, v stay as they were in qkv) and the written page slots.
@@ -584,9 +595,14 @@ class TstKernelsCuda : public QObject {
         std::mt19937 rng(n + cols);
         auto gu = random_bf16(rng, std::size_t(n) * 2 * cols, -6.0f, 6.0f);
         std::vector<uint16_t> out(std::size_t(n) * cols);
-        ref::silu_mul(gu.data(), n, cols, out.data());
+        ref::silu_mul(gu.data(), nullptr, n, cols, out.data());
         DeviceBuffer<uint16_t> d_gu(gu), d_out(std::vector<uint16_t>(out.size(), kNanBf16));
-        sync_check(silu_mul(d_gu.get(), n, cols, d_out.get(), nullptr));
+        sync_check(silu_mul(d_gu.get(), nullptr, n, cols, d_out.get(), nullptr));
+        QVERIFY(rel_l2(to_f32(d_out.download()), to_f32(out)) < kBf16Tol);
+        const auto delta = random_f32(rng, gu.size(), -1.0f, 1.0f);  // a pending LoRA delta on gate | up
+        ref::silu_mul(gu.data(), delta.data(), n, cols, out.data());
+        DeviceBuffer<float> d_delta(delta);
+        sync_check(silu_mul(d_gu.get(), d_delta.get(), n, cols, d_out.get(), nullptr));
         QVERIFY(rel_l2(to_f32(d_out.download()), to_f32(out)) < kBf16Tol);
 
         auto bias = random_bf16(rng, cols);
@@ -767,6 +783,28 @@ class TstKernelsCuda : public QObject {
                         got_y[i] == y[i],
                         qPrintable(QString("gap column %1 of token %2 changed").arg(offsets[j] + outs[j] + g).arg(t)));
                 }
+
+        // The expand into a pending delta (xa as the shrink left it): every slice column of every token written, zero
+        // without an adapter, y untouched.
+        std::vector<float> delta(std::size_t(n) * y_cols, 0.0f);
+        p.delta = delta.data();
+        ref::sgmv_expand(p);
+        DeviceBuffer<float> d_delta(std::vector<float>(delta.size(), NAN));
+        d.delta = d_delta.get();
+        sync_check(sgmv_expand(d, nullptr));
+        QVERIFY(d_y.download() == got_y);
+        auto got_d = d_delta.download();
+        std::vector<float> gd, ed;
+        for (int t = 0; t < n; ++t)
+            for (int j = 0; j < n_slices; ++j)
+                for (int c = 0; c < outs[j]; ++c) {
+                    const std::size_t i = std::size_t(t) * y_cols + offsets[j] + c;
+                    QVERIFY2(!std::isnan(got_d[i]),
+                             qPrintable(QString("delta of token %1 column %2 not written").arg(t).arg(offsets[j] + c)));
+                    gd.push_back(got_d[i]), ed.push_back(delta[i]);
+                }
+        const double d_err = rel_l2(gd, ed);
+        QVERIFY2(d_err < 1e-4, qPrintable(QString("delta rel L2 %1").arg(d_err)));
     }
 };
 

@@ -3,7 +3,8 @@
 // add+RMSNorm, fused QKV GEMM (+bias, +SGMV LoRA over q|k|v), q/k norm+RoPE+KV write, paged attention (those two
 // in one launch in decode steps up to batch 16 at Qwen3-8B shapes), o GEMM (+LoRA), add+RMSNorm, fused gate|up
 // GEMM (+LoRA), SiLU*mul, down GEMM (+LoRA); finally the norm of the logits rows only and the lm_head GEMM in f32.
-// A LoRA shrink that no kernel fuses runs on side_stream beside its site's base GEMM. Decode steps replay graphs
+// A LoRA shrink that no kernel fuses runs on a side stream beside its site's base GEMM, and from 16 tokens its expand
+// too, into a delta that the kernel reading the site's output adds (cuda_runner_impl.h). Decode steps replay graphs
 // (cuda_graphs.cpp) when their plan says so; the workspace they all use is planned there too.
 #include <fmt/format.h>
 
@@ -172,7 +173,8 @@ kernels::SgmvParams CudaRunner::Impl::lora_params(const StepMeta& sm, int layer,
 }
 
 kernels::SgmvParams CudaRunner::Impl::begin_lora(const StepMeta& sm, int layer, int first_module, int n_modules,
-                                                 const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride) {
+                                                 const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride,
+                                                 bool allow_delta) {
     kernels::SgmvParams p = lora_params(sm, layer, first_module, n_modules, x, x_stride);
     p.y = y, p.y_row_stride = y_stride;
     if (!opts.lora_beside_base) {
@@ -184,22 +186,27 @@ kernels::SgmvParams CudaRunner::Impl::begin_lora(const StepMeta& sm, int layer, 
     cuda_check(cudaEventRecord(fork_mark, stream), "cudaEventRecord");
     shrink_after_base = sm.n >= kShrinkAfterBaseTokens;
     if (!shrink_after_base) launch_side_shrink(p, side_stream);
+    if (allow_delta && shrink_after_base && sm.n <= lora_delta_tokens) p.delta = lora_delta;
     return p;
 }
 
-// The shrink on `side` once x is ready (fork_mark), and join_mark once it is done.
+// The shrink on `side` once x is ready (fork_mark), with p.delta the expand into it after the shrink, and join_mark
+// once they are done.
 void CudaRunner::Impl::launch_side_shrink(const kernels::SgmvParams& p, cudaStream_t side) {
     cuda_check(cudaStreamWaitEvent(side, fork_mark, 0), "cudaStreamWaitEvent");
     launch_check(kernels::sgmv_shrink(p, side), "sgmv_shrink");
+    if (p.delta) launch_check(kernels::sgmv_expand(p, side), "sgmv_expand");
     cuda_check(cudaEventRecord(join_mark, side), "cudaEventRecord");
 }
 
-void CudaRunner::Impl::end_lora(const kernels::SgmvParams& p) {
+const float* CudaRunner::Impl::end_lora(const kernels::SgmvParams& p) {
     if (opts.lora_beside_base) {
         if (shrink_after_base) launch_side_shrink(p, side_stream_base);  // fork_mark: still x, not the base output
         cuda_check(cudaStreamWaitEvent(stream, join_mark, 0), "cudaStreamWaitEvent");
     }
+    if (p.delta) return p.delta;
     launch_check(kernels::sgmv_expand(p, stream), "sgmv_expand");
+    return nullptr;
 }
 
 void CudaRunner::Impl::quant_matmul(const DeviceQuantSite& site, const uint16_t* x, int64_t x_stride, int n,
@@ -328,9 +335,10 @@ void CudaRunner::Impl::launch_quant_site(const QuantLaunches& q) {
                      q.gemv ? "quant_gemv" : "quant_mma");
 }
 
-void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const uint16_t* w, const uint16_t* bias,
-                                  const uint16_t* x, int64_t x_stride, int in, int out, uint16_t* y, int64_t y_stride,
-                                  int first_module, int n_modules, bool swiglu) {
+const float* CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const uint16_t* w,
+                                          const uint16_t* bias, const uint16_t* x, int64_t x_stride, int in, int out,
+                                          uint16_t* y, int64_t y_stride, int first_module, int n_modules, bool swiglu,
+                                          bool allow_delta) {
     const int n = sm.n;
     const DeviceQuantSite& quant = layers[std::size_t(layer)].quant[site];
     const bool lora = step_has_lora(sm);
@@ -348,7 +356,7 @@ void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const
                     break;
         const bool lora_around = lora && !(planned && q.fuses_lora);
         kernels::SgmvParams lp;
-        if (lora_around) lp = begin_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride);
+        if (lora_around) lp = begin_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride, allow_delta);
         if (planned) {
             launch_quant_site(q);  // bias in the kernels' epilogue
         } else {
@@ -358,9 +366,10 @@ void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const
                 quant_matmul(quant, x, x_stride, n, y, y_stride);
             if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");
         }
-        if (lora_around) end_lora(lp);
-        if (swiglu) launch_check(kernels::silu_mul(y, n, out / 2, act, stream), "silu_mul");
-        return;
+        const float* delta = lora_around ? end_lora(lp) : nullptr;
+        if (!swiglu) return delta;
+        launch_check(kernels::silu_mul(y, delta, n, out / 2, act, stream), "silu_mul");
+        return nullptr;
     }
     if (use_gemv(n)) {
         kernels::GemvParams g;
@@ -372,25 +381,31 @@ void CudaRunner::Impl::projection(const StepMeta& sm, int layer, int site, const
         g.sync = site_sync(layer, site);
         if (kernels::gemv_supported(g)) {
             launch_check(kernels::gemv(g, stream), "gemv");
-            return;
+            return nullptr;
         }
     }
     kernels::SgmvParams lp;
-    if (lora) lp = begin_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride);
+    if (lora) lp = begin_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride, allow_delta);
     gemm(w, x, n, in, out, y, y_stride, false);
     if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");
-    if (lora) end_lora(lp);
-    if (swiglu) launch_check(kernels::silu_mul(y, n, out / 2, act, stream), "silu_mul");
+    const float* delta = lora ? end_lora(lp) : nullptr;
+    if (!swiglu) return delta;
+    launch_check(kernels::silu_mul(y, delta, n, out / 2, act, stream), "silu_mul");
+    return nullptr;
 }
 
 // q/k norm + RoPE + KV write, then prefill tiles on the tensor-core kernel, the rest on the split-K kernels (the
 // decode-specialised one when every split sequence has a single query token); they write disjoint rows of the
 // output. A pure decode step hands the RoPE to attention_decode_rope, which fuses it where it can (one launch fewer
 // per layer up to batch 16 at Qwen3-8B shapes).
+bool CudaRunner::Impl::attention_takes_rope(const StepMeta& sm, const kernels::AttentionParams& ap) const {
+    return sm.split_decode_only && sm.n_tiles == 0 && sm.n_items > 0 && kernels::attention_decode_supported(ap);
+}
+
 void CudaRunner::Impl::run_attention(const StepMeta& sm, const kernels::AttentionParams& ap,
                                      const kernels::RopeKvParams& rp) {
     const bool decode = sm.split_decode_only && kernels::attention_decode_supported(ap);
-    if (decode && sm.n_tiles == 0 && sm.n_items > 0) {
+    if (attention_takes_rope(sm, ap)) {
         launch_check(
             kernels::attention_decode_rope(ap, rp, sm.items, sm.n_items, sm.groups, sm.n_groups, att_ws, stream),
             "attention_decode_rope");
@@ -419,13 +434,12 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm) {
         cuda_check(cudaMemsetAsync(gemv_sync, 0, std::size_t(cfg.n_layers) * 4 * 2 * sizeof(int32_t), stream),
                    "gemv counters");
     launch_check(kernels::embedding_gather(embed, sm.token_ids, n, hid, cfg.vocab_size, residual, stream), "embedding");
+    const float* down_delta = nullptr;  // the previous layer's down projection's LoRA delta, when pending
     for (int l = 0; l < cfg.n_layers; ++l) {
         const DeviceLayer& w = layers[std::size_t(l)];
-        launch_check(
-            kernels::add_rmsnorm(l == 0 ? nullptr : proj, residual, w.in_norm, nullptr, n, hid, eps, xn, stream),
-            "add_rmsnorm");
-        projection(sm, l, 0, w.wqkv, w.bqkv, xn, hid, hid, qkv_dim, qkv, qkv_dim, int(LoraModule::q), 3, false);
-
+        launch_check(kernels::add_rmsnorm(l == 0 ? nullptr : proj, down_delta, residual, w.in_norm, nullptr, n, hid,
+                                          eps, xn, stream),
+                     "add_rmsnorm");
         auto* k_pages = reinterpret_cast<uint16_t*>(kv.data()) + std::size_t(l) * 2 * kv_layer_elems;
         kernels::RopeKvParams rp;
         rp.qkv = qkv, rp.qkv_row_stride = qkv_dim, rp.n_tokens = n, rp.n_heads = cfg.n_heads,
@@ -440,18 +454,28 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm) {
         ap.kv_last_page_len = sm.last_len, ap.n_seqs = sm.n_seqs, ap.page_size = page_size, ap.n_heads = cfg.n_heads;
         ap.n_kv_heads = cfg.n_kv_heads, ap.head_dim = cfg.head_dim, ap.scale = 1.0f / std::sqrt(float(cfg.head_dim));
         ap.out = attn, ap.merge_counters = att_counters, ap.max_kv_len = sm.max_kv;
+
+        // A q|k|v LoRA delta would cost the decode attention its fused RoPE (one launch more): where it fuses, the
+        // expand stays after the projection.
+        const bool rope_fused = step_has_lora(sm) && attention_takes_rope(sm, ap) &&
+                                kernels::attention_decode_rope_fuses(ap, rp, sm.n_items, sm.n_groups);
+        rp.qkv_delta = projection(sm, l, 0, w.wqkv, w.bqkv, xn, hid, hid, qkv_dim, qkv, qkv_dim, int(LoraModule::q), 3,
+                                  false, !rope_fused);
         run_attention(sm, ap, rp);
 
-        projection(sm, l, 1, w.wo, w.bo, attn, qd, qd, hid, proj, hid, int(LoraModule::o), 1, false);
+        const float* o_delta =
+            projection(sm, l, 1, w.wo, w.bo, attn, qd, qd, hid, proj, hid, int(LoraModule::o), 1, false, true);
 
-        launch_check(kernels::add_rmsnorm(proj, residual, w.post_norm, nullptr, n, hid, eps, xn, stream),
+        launch_check(kernels::add_rmsnorm(proj, o_delta, residual, w.post_norm, nullptr, n, hid, eps, xn, stream),
                      "add_rmsnorm");
-        projection(sm, l, 2, w.wgu, w.bgu, xn, hid, hid, 2 * inter, gate_up, 2 * inter, int(LoraModule::gate), 2, true);
-        projection(sm, l, 3, w.wd, w.bd, act, inter, inter, hid, proj, hid, int(LoraModule::down), 1, false);
+        projection(sm, l, 2, w.wgu, w.bgu, xn, hid, hid, 2 * inter, gate_up, 2 * inter, int(LoraModule::gate), 2, true,
+                   true);
+        down_delta =
+            projection(sm, l, 3, w.wd, w.bd, act, inter, inter, hid, proj, hid, int(LoraModule::down), 1, false, true);
     }
     // Only the rows that need logits get the last residual add, the final norm and lm_head.
-    launch_check(kernels::add_rmsnorm(cfg.n_layers > 0 ? proj : nullptr, residual, final_norm, sm.logits_idx,
-                                      sm.n_logits, hid, eps, logit_rows, stream),
+    launch_check(kernels::add_rmsnorm(cfg.n_layers > 0 ? proj : nullptr, down_delta, residual, final_norm,
+                                      sm.logits_idx, sm.n_logits, hid, eps, logit_rows, stream),
                  "final norm");
     if (use_gemv(sm.n_logits)) {
         kernels::GemvParams g;

@@ -37,17 +37,20 @@ void CudaRunner::Impl::allocate_workspace(int n_tokens, int n_logits, int n_item
     // Self-resetting device counters: zeroed once here, left zero by the kernels that use them.
     const std::size_t counter_bytes = kernels::attention_decode_counters(std::size_t(ws_att_items), cfg.n_kv_heads) * 4;
     const std::size_t argmax_bytes = kernels::argmax_workspace_bytes(ws_logits);
+    lora_delta_tokens = std::min(ws_tokens, kLoraDeltaMaxTokens);
+    const std::size_t delta_width = std::max({qkv_dim, H, 2 * inter});
     const std::size_t sizes[] = {
-        T * H * 4,                                        // residual (f32)
-        T * H * 2,                                        // xn
-        T * qkv_dim * 2,                                  // qkv
-        T * std::size_t(cfg.q_dim()) * 2,                 // attn
-        T * H * 2,                                        // proj
-        T * inter * 4,                                    // gate_up (2 x inter bf16)
-        T * inter * 2,                                    // act
-        T * 3 * std::size_t(std::max(max_rank, 64)) * 4,  // xa: slots configured later up to rank 64 fit
-        std::size_t(ws_logits) * H * 2,                   // logit rows
-        std::size_t(ws_logits) * cfg.vocab_size * 4,      // logits
+        T * H * 4,                                         // residual (f32)
+        T * H * 2,                                         // xn
+        T * qkv_dim * 2,                                   // qkv
+        T * std::size_t(cfg.q_dim()) * 2,                  // attn
+        T * H * 2,                                         // proj
+        T * inter * 4,                                     // gate_up (2 x inter bf16)
+        T * inter * 2,                                     // act
+        T * 3 * std::size_t(std::max(max_rank, 64)) * 4,   // xa: slots configured later up to rank 64 fit
+        std::size_t(lora_delta_tokens) * delta_width * 4,  // lora_delta
+        std::size_t(ws_logits) * H * 2,                    // logit rows
+        std::size_t(ws_logits) * cfg.vocab_size * 4,       // logits
         kernels::attention_workspace_bytes(std::size_t(ws_att_items), cfg.n_kv_heads, cfg.head_dim),
         counter_bytes,                          // attention merge counters: groups <= items
         std::size_t(ws_logits) * 4,             // greedy ids
@@ -73,6 +76,7 @@ void CudaRunner::Impl::allocate_workspace(int n_tokens, int n_logits, int n_item
     gate_up = reinterpret_cast<uint16_t*>(take());
     act = reinterpret_cast<uint16_t*>(take());
     xa = reinterpret_cast<float*>(take());
+    lora_delta = reinterpret_cast<float*>(take());
     logit_rows = reinterpret_cast<uint16_t*>(take());
     logits = reinterpret_cast<float*>(take());
     att_ws = reinterpret_cast<float*>(take());

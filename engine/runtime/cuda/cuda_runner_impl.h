@@ -164,6 +164,11 @@ struct CudaRunner::Impl {
     uint16_t *xn = nullptr, *qkv = nullptr, *attn = nullptr, *proj = nullptr, *gate_up = nullptr, *act = nullptr;
     uint16_t* logit_rows = nullptr;
     float *xa = nullptr, *logits = nullptr, *att_ws = nullptr;
+    // A site's LoRA delta (SgmvParams::delta) for steps of kShrinkAfterBaseTokens to lora_delta_tokens tokens, f32,
+    // [lora_delta_tokens][widest site output]; one site's at a time (its reader runs before the next site forks).
+    float* lora_delta = nullptr;
+    int lora_delta_tokens = 0;
+    static constexpr int kLoraDeltaMaxTokens = 256;
     int32_t* att_counters = nullptr;  // attention_decode's fused merge (AttentionParams::merge_counters)
     void* argmax_ws = nullptr;        // greedy ids' cross-block reduction (kernels::argmax_workspace_bytes)
     int32_t *meta = nullptr, *greedy = nullptr;
@@ -192,6 +197,8 @@ struct CudaRunner::Impl {
     void tune_bf16_gemms();
     void run_layers(const StepMeta& sm);
     void run_attention(const StepMeta& sm, const kernels::AttentionParams& ap, const kernels::RopeKvParams& rp);
+    // Whether run_attention hands the RoPE + KV write to attention_decode_rope (which may fuse it).
+    bool attention_takes_rope(const StepMeta& sm, const kernels::AttentionParams& ap) const;
     kernels::SgmvParams lora_params(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x,
                                     int64_t x_stride) const;
     // LoRA of a site that no kernel fused, in two halves around the site's base projection: begin_lora launches the
@@ -203,19 +210,27 @@ struct CudaRunner::Impl {
     // blocks, which need a whole SM's registers, waited for them to drain (CUPTI trace of batch 32 on 32 adapters:
     // the q|k|v GEMM began 6 us after its shrink, 1 us before the shrink ended). H200, Qwen3-8B 32 requests on 32
     // rank-16 adapters: 7.922 -> 7.661 ms per step, 79.3 -> 82.0 % of base (6.28). 16: not measured below 32.
+    // From kShrinkAfterBaseTokens to lora_delta_tokens tokens (allow_delta: the reader of y can take a delta) the
+    // expand follows the shrink on side_stream_base too, into lora_delta instead of y, and end_lora returns it for the
+    // kernel that reads y next to add (RoPE + KV write, the residual norms, SiLU): the expand then runs beside the
+    // base projection instead of after it, and its launch floor (~5 us, CUPTI) leaves the compute stream. H200,
+    // Qwen3-8B 32 on 32 rank-16 adapters: 7.41-7.45 against 7.58-7.67 ms per step (84.1-84.8 % of base, from
+    // 81.2-82.1 %); 64 on 64 -0.1 to -2 %, 16 on 16 -1 %. Otherwise end_lora returns null.
     static constexpr int kShrinkAfterBaseTokens = 16;
     bool step_has_lora(const StepMeta& sm) const { return sm.any_lora && n_slots > 0; }
     kernels::SgmvParams begin_lora(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x,
-                                   int64_t x_stride, uint16_t* y, int64_t y_stride);
-    void end_lora(const kernels::SgmvParams& p);
+                                   int64_t x_stride, uint16_t* y, int64_t y_stride, bool allow_delta);
+    const float* end_lora(const kernels::SgmvParams& p);
     void launch_side_shrink(const kernels::SgmvParams& p, cudaStream_t side);
     bool shrink_after_base = false;  // begin_lora deferred the shrink to end_lora
     // One projection y = x W^T (+ bias) (+ LoRA of modules [first_module, +n_modules)) (SwiGLU when swiglu: y is
     // then the activation, inter wide): the skinny GEMM with everything fused for small batches, else cuBLAS
     // followed by bias_add, SGMV and silu_mul. site: the layer's LoRA call site (0 qkv, 1 o, 2 gate/up, 3 down).
-    void projection(const StepMeta& sm, int layer, int site, const uint16_t* w, const uint16_t* bias, const uint16_t* x,
-                    int64_t x_stride, int in, int out, uint16_t* y, int64_t y_stride, int first_module, int n_modules,
-                    bool swiglu);
+    // Returns the LoRA delta that the reader of y must still add (end_lora), or null; never with swiglu, nor without
+    // allow_delta (the reader cannot take one).
+    const float* projection(const StepMeta& sm, int layer, int site, const uint16_t* w, const uint16_t* bias,
+                            const uint16_t* x, int64_t x_stride, int in, int out, uint16_t* y, int64_t y_stride,
+                            int first_module, int n_modules, bool swiglu, bool allow_delta);
     // A quantized site through the kernel of attempt a (quant_route.h), per part and per pass of its most tokens
     // (quant_gemv 4, quant_mma 32), bias in the epilogue. quant_gemv takes 1-4 tokens and always adds the LoRA expand;
     // quant_mma up to kQuantMmaMaxRows (fp8: 32): each launch streams the packed weights once (at 64 tokens the two
