@@ -639,39 +639,39 @@ cudaError_t attention_decode(const AttentionParams& p, const AttentionWorkItem* 
                                          detail::DecodeQkLayout::automatic, detail::DecodeStaging::automatic, stream);
 }
 
+namespace {
+
+// A launch of the decode kernels with the layout and staging their shapes pick.
+DecodeLaunch automatic_launch(const AttentionParams& p, const RopeKvParams* rope, const AttentionWorkItem* items,
+                              int n_items, const AttentionMergeGroup* groups, int n_groups, float* workspace,
+                              cudaStream_t stream) {
+    return {&p,
+            items,
+            n_items,
+            groups,
+            n_groups,
+            workspace,
+            n_items == n_groups,
+            detail::DecodeQkLayout::automatic,
+            detail::DecodeStaging::automatic,
+            rope,
+            stream};
+}
+
+}  // namespace
+
 bool attention_decode_rope_fuses(const AttentionParams& p, const RopeKvParams& rope, int n_items, int n_groups) {
     if (!attention_decode_supported(p)) return false;
     RopeKvParams r = rope;
     r.qkv_delta = nullptr;
-    const DecodeLaunch l{&p,
-                         nullptr,
-                         n_items,
-                         nullptr,
-                         n_groups,
-                         nullptr,
-                         n_items == n_groups,
-                         detail::DecodeQkLayout::automatic,
-                         detail::DecodeStaging::automatic,
-                         &r,
-                         nullptr};
-    return rope_fuses(l, r);
+    return rope_fuses(automatic_launch(p, &r, nullptr, n_items, nullptr, n_groups, nullptr, nullptr), r);
 }
 
 cudaError_t attention_decode_rope(const AttentionParams& p, const RopeKvParams& rope, const AttentionWorkItem* items,
                                   int n_items, const AttentionMergeGroup* groups, int n_groups, float* workspace,
                                   cudaStream_t stream) {
     if (!attention_decode_supported(p)) return cudaErrorInvalidValue;
-    DecodeLaunch l{&p,
-                   items,
-                   n_items,
-                   groups,
-                   n_groups,
-                   workspace,
-                   n_items == n_groups,
-                   detail::DecodeQkLayout::automatic,
-                   detail::DecodeStaging::automatic,
-                   &rope,
-                   stream};
+    DecodeLaunch l = automatic_launch(p, &rope, items, n_items, groups, n_groups, workspace, stream);
     if (rope_fuses(l, rope)) return run_decode(l);
     if (cudaError_t e = rope_kv_write(rope, stream); e != cudaSuccess) return e;
     l.rope = nullptr;
