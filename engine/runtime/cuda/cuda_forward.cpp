@@ -435,6 +435,7 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm) {
                    "gemv counters");
     launch_check(kernels::embedding_gather(embed, sm.token_ids, n, hid, cfg.vocab_size, residual, stream), "embedding");
     const float* down_delta = nullptr;  // the previous layer's down projection's LoRA delta, when pending
+    bool rope_fused = false;            // the decode attention fuses q|k|v's RoPE + KV write (layer 0 asks)
     for (int l = 0; l < cfg.n_layers; ++l) {
         const DeviceLayer& w = layers[std::size_t(l)];
         launch_check(kernels::add_rmsnorm(l == 0 ? nullptr : proj, down_delta, residual, w.in_norm, nullptr, n, hid,
@@ -456,9 +457,10 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm) {
         ap.out = attn, ap.merge_counters = att_counters, ap.max_kv_len = sm.max_kv;
 
         // A q|k|v LoRA delta would cost the decode attention its fused RoPE (one launch more): where it fuses, the
-        // expand stays after the projection.
-        const bool rope_fused = step_has_lora(sm) && attention_takes_rope(sm, ap) &&
-                                kernels::attention_decode_rope_fuses(ap, rp, sm.n_items, sm.n_groups);
+        // expand stays after the projection. Every layer has the same shapes: asked once per step.
+        if (l == 0)
+            rope_fused = step_has_lora(sm) && attention_takes_rope(sm, ap) &&
+                         kernels::attention_decode_rope_fuses(ap, rp, sm.n_items, sm.n_groups);
         rp.qkv_delta = projection(sm, l, 0, w.wqkv, w.bqkv, xn, hid, hid, qkv_dim, qkv, qkv_dim, int(LoraModule::q), 3,
                                   false, !rope_fused);
         run_attention(sm, ap, rp);
