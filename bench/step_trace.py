@@ -92,7 +92,7 @@ def analyse(graph_id, replays, skip):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("trace")
-    ap.add_argument("--min-replays", type=int, default=16)
+    ap.add_argument("--min-replays", type=int, default=16, help="replays a graph needs, after the skipped ones")
     ap.add_argument("--skip", type=int, default=2, help="replays to skip at the start of each graph")
     a = ap.parse_args()
     graphs = defaultdict(list)
@@ -104,11 +104,17 @@ def main():
                 row[k] = int(row[k])
             row["start"], row["end"] = row["start_ns"], row["end_ns"]
             graphs[int(row["graph_id"])].append(row)
+    counts = {}
     for gid, rows in sorted(graphs.items()):
         rows.sort(key=lambda r: r["start"])
         replays = split_replays(rows)
+        counts[gid] = len(replays)
         if len(replays) >= a.min_replays + a.skip:
             analyse(gid, replays, a.skip)
+    if not any(n >= a.min_replays + a.skip for n in counts.values()):
+        # A bench of N timed steps replays its graph N + 1 times (the untimed first step too).
+        seen = ", ".join(f"graph {g}: {n}" for g, n in counts.items()) or "no graph launches in the trace"
+        print(f"no graph replayed {a.min_replays} times after skipping {a.skip} ({seen}): lower --min-replays")
 
 
 if __name__ == "__main__":
