@@ -252,14 +252,14 @@ class TstStepPlan : public QObject {
         QTest::addColumn<QList<int>>("want_indptr");
         QTest::addColumn<QList<int>>("want_slot");
         QTest::newRow("base rows, 3 -> 4") << QList<int>{0, 0, 0} << QList<int>{5, 17, 40} << 4 << 1 << 1
-                                           << QList<int>{0, 1, 2, 3, 3} << QList<int>{0, 0, 0, 0};
+                                           << QList<int>{0, 1, 2, 3, 4} << QList<int>{0, 0, 0, 0};
         QTest::newRow("neighbours share an adapter") << QList<int>{1, 1, 2} << QList<int>{5, 17, 40} << 4 << 4 << 1
-                                                     << QList<int>{0, 2, 3, 3, 3} << QList<int>{1, 2, 0, 0};
+                                                     << QList<int>{0, 2, 3, 4, 4} << QList<int>{1, 2, 0, 0};
         QTest::newRow("all adapters differ, bucket edge") << QList<int>{1, 2, 3, 0} << QList<int>{1, 2, 3, 4} << 4 << 1
                                                           << 1 << QList<int>{0, 1, 2, 3, 4} << QList<int>{1, 2, 3, 0};
         QTest::newRow("5 -> 8, segments cut at 4")
             << QList<int>{2, 2, 2, 2, 2} << QList<int>{9, 9, 9, 9, 9} << 8 << 4 << 1
-            << QList<int>{0, 4, 5, 5, 5, 5, 5, 5, 5} << QList<int>{2, 2, 0, 0, 0, 0, 0, 0};
+            << QList<int>{0, 4, 5, 6, 7, 8, 8, 8, 8} << QList<int>{2, 2, 0, 0, 0, 0, 0, 0};
         QTest::newRow("long context splits")
             << QList<int>{0} << QList<int>{4096} << 1 << 1 << 16 << QList<int>{0, 1} << QList<int>{0};
     }

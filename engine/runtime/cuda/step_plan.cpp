@@ -96,9 +96,11 @@ void pack_rows(const ForwardBatch& b, const PlannerConfig& cfg, int n_pad, Launc
         h[L.logits + std::size_t(n_logits + p)] = n + p;
         h[L.kv_indices + b.kv_indices.size() + std::size_t(p)] = cfg.scratch_page;
     }
-    // Pad segments (graph steps) are empty and use slot 0: their SGMV blocks return at once.
+    // Pad segments (graph steps) use slot 0: one pad row each, then empty (a graph has a segment per row, so every pad
+    // row gets one). Their SGMV blocks leave y as it is and write a zero delta, and the gate|up expand that applies the
+    // SwiGLU (sgmv_expand_swiglu) writes those rows' activation too.
     for (std::size_t g = plan.seg_slot.size(); g < std::size_t(plan.shape.n_segs); ++g)
-        h[L.seg_indptr + g + 1] = n, h[L.seg_slot + g] = 0;
+        h[L.seg_indptr + g + 1] = std::min(h[L.seg_indptr + g] + 1, plan.shape.n), h[L.seg_slot + g] = 0;
 }
 
 // memcpy of an empty vector would pass its null data() pointer, which memcpy forbids even for 0 bytes.
