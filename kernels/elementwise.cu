@@ -12,6 +12,7 @@
 #include "launch_pdl.cuh"
 #include "launchers.h"
 #include "rope_head.cuh"
+#include "swiglu.cuh"
 
 namespace loradesk::kernels {
 namespace {
@@ -151,7 +152,7 @@ __global__ void silu_mul_kernel(const uint16_t* gate_up, const float* delta, int
         int64_t t = i / inter, c = i % inter, gi = t * 2 * inter + c, ui = gi + inter;
         float g = ld_plus(gate_up + gi, kDelta ? delta + gi : nullptr);
         float u = ld_plus(gate_up + ui, kDelta ? delta + ui : nullptr);
-        st(out + i, g / (1.0f + expf(-g)) * u);
+        st(out + i, detail::swiglu(g, u));
     }
 }
 

@@ -89,5 +89,9 @@ cudaError_t attention_prefill(const AttentionParams& p, const PrefillTile* tiles
 
 cudaError_t sgmv_shrink(const SgmvParams& p, cudaStream_t stream);
 cudaError_t sgmv_expand(const SgmvParams& p, cudaStream_t stream);
+// gate|up's expand with the SwiGLU as its epilogue: p's two slices are gate and up, each inter wide, adjacent in y
+// (y_row_stride 2 inter, no delta); act[t, c] = bf16(silu(g) * u) for the tokens the segments cover, with g and u
+// the values sgmv_expand would leave in y, bit for bit what sgmv_expand then silu_mul write. y is not written.
+cudaError_t sgmv_expand_swiglu(const SgmvParams& p, uint16_t* act, cudaStream_t stream);
 
 }  // namespace loradesk::kernels

@@ -50,6 +50,8 @@ void masked_argmax(const float* logits, int n_rows, int vocab, const uint32_t* m
 
 void sgmv_shrink(const SgmvParams& p);
 void sgmv_expand(const SgmvParams& p);
+// act rows of the tokens the segments cover: sgmv_expand on a copy of y, then silu_mul (kernels::sgmv_expand_swiglu).
+void sgmv_expand_swiglu(const SgmvParams& p, uint16_t* act);
 // The skinny GEMM with its fused epilogues (GemvParams); also writes the LoRA xa rows it uses.
 void gemv(const GemvParams& p);
 

@@ -1,5 +1,7 @@
 // Reference twins of the SGMV LoRA kernels: per segment, per token, the shrink x.A^T into f32 and the
 // expand y += scale * xa.B^T (or that term into delta), touching only each slot's real rank.
+#include <vector>
+
 #include "ref/ref_kernels.h"
 
 namespace loradesk::kernels::ref {
@@ -55,6 +57,18 @@ void sgmv_expand(const SgmvParams& p) {
             }
         }
     }
+}
+
+void sgmv_expand_swiglu(const SgmvParams& p, uint16_t* act) {
+    const int inter = p.slices[0].out_features;
+    const int64_t n = p.n_segs > 0 ? p.seg_indptr[p.n_segs] : 0;
+    std::vector<uint16_t> y(p.y, p.y + n * p.y_row_stride);  // the expand's y, on a copy: y itself is not written
+    SgmvParams q = p;
+    q.y = y.data();
+    sgmv_expand(q);
+    for (int seg = 0; seg < p.n_segs; ++seg)
+        for (int t = p.seg_indptr[seg]; t < p.seg_indptr[seg + 1]; ++t)
+            silu_mul(y.data() + int64_t(t) * p.y_row_stride, nullptr, 1, inter, act + int64_t(t) * inter);
 }
 
 }  // namespace loradesk::kernels::ref

@@ -57,6 +57,25 @@ QString attention_mismatch(const std::vector<uint16_t>& got, const std::vector<u
     }
     return report;
 }
+// The SGMV tests' segment layouts over slots 1-9 (0: no adapter): "mixed" (segments of 1..733 tokens: the 4-token
+// chunked path), "decode4" (the graph path: segments of <= 4 tokens, an empty segment on a real slot, empty slot-0
+// tail), anything else one token per adapter (the 1-token path).
+struct SgmvSegments {
+    std::vector<int32_t> indptr{0}, slot;
+    int max_len = 0;
+    explicit SgmvSegments(const QString& layout) {
+        std::vector<int32_t> len;
+        if (layout == "mixed")
+            len = {3, 1, 733, 7, 1, 19, 1, 2, 40, 1, 5}, slot = {1, 0, 2, 3, 4, 5, 6, 0, 7, 8, 9};
+        else if (layout == "decode4")
+            len = {4, 4, 1, 3, 2, 0, 4, 1, 4, 2, 0, 0}, slot = {1, 2, 3, 4, 5, 9, 6, 0, 7, 8, 0, 0};
+        else
+            len = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, slot = {1, 2, 3, 0, 4, 5, 6, 7, 8, 9};
+        for (int l : len) indptr.push_back(indptr.back() + l), max_len = std::max(max_len, l);
+    }
+    int n_tokens() const { return indptr.back(); }
+};
+
 }  // namespace
 
 class TstKernelsCuda : public QObject {
@@ -696,16 +715,9 @@ class TstKernelsCuda : public QObject {
         const int outs[3] = {1024, 256, last_out};
         std::vector<int32_t> ranks{0, 1, 3, 7, 16, 64, 8, 5, 2, 33};
         std::vector<float> scales{0, 2.0f, 0.5f, 1.0f, 0.125f, 0.25f, 4.0f, 1.5f, 3.0f, 0.75f};
-        std::vector<int32_t> seg_len, seg_slot;
-        if (layout == "mixed")
-            seg_len = {3, 1, 733, 7, 1, 19, 1, 2, 40, 1, 5}, seg_slot = {1, 0, 2, 3, 4, 5, 6, 0, 7, 8, 9};
-        else if (layout == "decode4")
-            seg_len = {4, 4, 1, 3, 2, 0, 4, 1, 4, 2, 0, 0}, seg_slot = {1, 2, 3, 4, 5, 9, 6, 0, 7, 8, 0, 0};
-        else
-            seg_len = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, seg_slot = {1, 2, 3, 0, 4, 5, 6, 7, 8, 9};
-        std::vector<int32_t> seg_indptr{0};
-        for (int l : seg_len) seg_indptr.push_back(seg_indptr.back() + l);
-        const int n = seg_indptr.back(), max_seg_len = *std::max_element(seg_len.begin(), seg_len.end());
+        const SgmvSegments segs(layout);
+        const std::vector<int32_t>&seg_indptr = segs.indptr, &seg_slot = segs.slot;
+        const int n = segs.n_tokens(), max_seg_len = segs.max_len;
         int y_cols = 0, offsets[3];
         for (int j = 0; j < n_slices; ++j) offsets[j] = y_cols, y_cols += outs[j] + gap;  // untouched gap columns
         const int64_t slot_stride = int64_t(max_rank) * std::max(in, 1024);
@@ -805,6 +817,78 @@ class TstKernelsCuda : public QObject {
                 }
         const double d_err = rel_l2(gd, ed);
         QVERIFY2(d_err < 1e-4, qPrintable(QString("delta rel L2 %1").arg(d_err)));
+    }
+
+    // gate|up's expand with the SwiGLU as its epilogue against sgmv_expand then silu_mul on the device, bit for bit
+    // (the runner takes it for granted: tst_cuda_runner compares logits bitwise), and against the reference twin.
+    // Gate and up ranks differ per slot (slot 3 has no gate, slot 4 no up); layouts as in sgmv; inter 19: the scalar
+    // path. y is never written, and act rows past the segments stay untouched.
+    void sgmv_swiglu_data() {
+        QTest::addColumn<int>("inter");
+        QTest::addColumn<QString>("layout");
+        QTest::newRow("1024 decode1") << 1024 << "decode1";
+        QTest::newRow("1024 decode4") << 1024 << "decode4";
+        QTest::newRow("1024 mixed") << 1024 << "mixed";
+        QTest::newRow("19 mixed") << 19 << "mixed";
+    }
+    void sgmv_swiglu() {
+        QFETCH(int, inter);
+        QFETCH(QString, layout);
+        std::mt19937 rng(uint32_t(inter * 7 + layout.size()));
+        const int n_slots = 9, max_rank = 64;
+        std::vector<int32_t> ranks_g{0, 1, 3, 0, 16, 64, 8, 5, 2, 33}, ranks_u{0, 2, 16, 7, 0, 64, 8, 1, 20, 33};
+        std::vector<float> scales{0, 2.0f, 0.5f, 1.0f, 0.125f, 0.25f, 4.0f, 1.5f, 3.0f, 0.75f};
+        const SgmvSegments segs(layout);
+        const std::vector<int32_t>&seg_indptr = segs.indptr, &seg_slot = segs.slot;
+        const int n = segs.n_tokens(), max_seg_len = segs.max_len;
+        const int64_t slot_stride = int64_t(max_rank) * std::max(inter, 1024);
+        const auto bt_g = random_bf16(rng, n_slots * slot_stride), bt_u = random_bf16(rng, n_slots * slot_stride);
+        auto y = random_bf16(rng, std::size_t(n) * 2 * inter, -4.0f, 4.0f);
+        auto xa = random_f32(rng, std::size_t(n) * 2 * max_rank);
+        const uint16_t kSentinel = 0x7fc1;  // a bf16 NaN: act rows the kernel must not write
+        std::vector<uint16_t> act_want(std::size_t(n + 1) * inter, kSentinel);
+        SgmvParams p;
+        p.xa = xa.data(), p.y = y.data(), p.y_row_stride = 2 * inter;
+        p.seg_indptr = seg_indptr.data(), p.seg_slot = seg_slot.data(), p.n_segs = int(seg_slot.size());
+        p.max_seg_len = max_seg_len, p.max_rank = max_rank, p.slot_stride = slot_stride, p.n_slices = 2;
+        p.slices[0] = {nullptr, bt_g.data(), ranks_g.data(), scales.data(), 0, inter};
+        p.slices[1] = {nullptr, bt_u.data(), ranks_u.data(), scales.data(), inter, inter};
+        ref::sgmv_expand_swiglu(p, act_want.data());
+
+        DeviceBuffer<uint16_t> d_y(y), d_y2(y), d_bt_g(bt_g), d_bt_u(bt_u);
+        DeviceBuffer<uint16_t> d_act(std::vector<uint16_t>(act_want.size(), kSentinel)), d_act2(act_want);
+        DeviceBuffer<float> d_xa(xa), d_scales(scales);
+        DeviceBuffer<int32_t> d_ranks_g(ranks_g), d_ranks_u(ranks_u), d_segp(seg_indptr), d_segs(seg_slot);
+        SgmvParams d = p;
+        d.xa = d_xa.get(), d.y = d_y.get(), d.seg_indptr = d_segp.get(), d.seg_slot = d_segs.get();
+        d.slices[0] = {nullptr, d_bt_g.get(), d_ranks_g.get(), d_scales.get(), 0, inter};
+        d.slices[1] = {nullptr, d_bt_u.get(), d_ranks_u.get(), d_scales.get(), inter, inter};
+        sync_check(sgmv_expand_swiglu(d, d_act.get(), nullptr));
+        SgmvParams d2 = d;  // the unfused order, on its own copy of y
+        d2.y = d_y2.get();
+        sync_check(sgmv_expand(d2, nullptr));
+        sync_check(silu_mul(d_y2.get(), nullptr, n, inter, d_act2.get(), nullptr));
+
+        const auto got = d_act.download(), unfused = d_act2.download();
+        QVERIFY(d_y.download() == y);
+        for (int c = 0; c < inter; ++c)
+            QVERIFY2(got[std::size_t(n) * inter + c] == kSentinel, "an act row past the segments was written");
+        int differ = 0;
+        for (std::size_t i = 0; i < std::size_t(n) * inter; ++i) differ += got[i] != unfused[i];
+        QVERIFY2(differ == 0, qPrintable(QString("%1 of %2 act values differ from sgmv_expand + silu_mul")
+                                             .arg(differ)
+                                             .arg(std::size_t(n) * inter)));
+        const std::vector<uint16_t> got_rows(got.begin(), got.begin() + std::ptrdiff_t(n) * inter),
+            want_rows(act_want.begin(), act_want.begin() + std::ptrdiff_t(n) * inter);
+        const double err = rel_l2(to_f32(got_rows), to_f32(want_rows));
+        QVERIFY2(err < kBf16Tol, qPrintable(QString("act rel L2 %1 against the reference twin").arg(err)));
+        // Shapes it does not take: a third slice, a delta.
+        SgmvParams bad = d;
+        bad.n_slices = 3;
+        QCOMPARE(sgmv_expand_swiglu(bad, d_act.get(), nullptr), cudaErrorInvalidValue);
+        bad = d;
+        bad.delta = d_xa.get();
+        QCOMPARE(sgmv_expand_swiglu(bad, d_act.get(), nullptr), cudaErrorInvalidValue);
     }
 };
 

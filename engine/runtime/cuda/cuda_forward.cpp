@@ -199,13 +199,16 @@ void CudaRunner::Impl::launch_side_shrink(const kernels::SgmvParams& p, cudaStre
     cuda_check(cudaEventRecord(join_mark, side), "cudaEventRecord");
 }
 
-const float* CudaRunner::Impl::end_lora(const kernels::SgmvParams& p) {
+const float* CudaRunner::Impl::end_lora(const kernels::SgmvParams& p, uint16_t* swiglu_act) {
     if (opts.lora_beside_base) {
         if (shrink_after_base) launch_side_shrink(p, side_stream_base);  // fork_mark: still x, not the base output
         cuda_check(cudaStreamWaitEvent(stream, join_mark, 0), "cudaStreamWaitEvent");
     }
     if (p.delta) return p.delta;
-    launch_check(kernels::sgmv_expand(p, stream), "sgmv_expand");
+    if (swiglu_act)
+        launch_check(kernels::sgmv_expand_swiglu(p, swiglu_act, stream), "sgmv_expand_swiglu");
+    else
+        launch_check(kernels::sgmv_expand(p, stream), "sgmv_expand");
     return nullptr;
 }
 
@@ -356,7 +359,8 @@ const float* CudaRunner::Impl::projection(const StepMeta& sm, int layer, int sit
                     break;
         const bool lora_around = lora && !(planned && q.fuses_lora);
         kernels::SgmvParams lp;
-        if (lora_around) lp = begin_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride, allow_delta);
+        if (lora_around)
+            lp = begin_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride, allow_delta && !swiglu);
         if (planned) {
             launch_quant_site(q);  // bias in the kernels' epilogue
         } else {
@@ -366,9 +370,9 @@ const float* CudaRunner::Impl::projection(const StepMeta& sm, int layer, int sit
                 quant_matmul(quant, x, x_stride, n, y, y_stride);
             if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");
         }
-        const float* delta = lora_around ? end_lora(lp) : nullptr;
+        const float* delta = lora_around ? end_lora(lp, swiglu ? act : nullptr) : nullptr;
         if (!swiglu) return delta;
-        launch_check(kernels::silu_mul(y, delta, n, out / 2, act, stream), "silu_mul");
+        if (!lora_around) launch_check(kernels::silu_mul(y, nullptr, n, out / 2, act, stream), "silu_mul");
         return nullptr;
     }
     if (use_gemv(n)) {
@@ -385,12 +389,12 @@ const float* CudaRunner::Impl::projection(const StepMeta& sm, int layer, int sit
         }
     }
     kernels::SgmvParams lp;
-    if (lora) lp = begin_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride, allow_delta);
+    if (lora) lp = begin_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride, allow_delta && !swiglu);
     gemm(w, x, n, in, out, y, y_stride, false);
     if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");
-    const float* delta = lora ? end_lora(lp) : nullptr;
+    const float* delta = lora ? end_lora(lp, swiglu ? act : nullptr) : nullptr;
     if (!swiglu) return delta;
-    launch_check(kernels::silu_mul(y, delta, n, out / 2, act, stream), "silu_mul");
+    if (!lora) launch_check(kernels::silu_mul(y, nullptr, n, out / 2, act, stream), "silu_mul");
     return nullptr;
 }
 

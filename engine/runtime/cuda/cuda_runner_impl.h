@@ -212,15 +212,19 @@ struct CudaRunner::Impl {
     // rank-16 adapters: 7.922 -> 7.661 ms per step, 79.3 -> 82.0 % of base (6.28). 16: not measured below 32.
     // From kShrinkAfterBaseTokens to lora_delta_tokens tokens (allow_delta: the reader of y can take a delta) the
     // expand follows the shrink on side_stream_base too, into lora_delta instead of y, and end_lora returns it for the
-    // kernel that reads y next to add (RoPE + KV write, the residual norms, SiLU): the expand then runs beside the
+    // kernel that reads y next to add (RoPE + KV write, the residual norms): the expand then runs beside the
     // base projection instead of after it, and its launch floor (~5 us, CUPTI) leaves the compute stream. H200,
     // Qwen3-8B 32 on 32 rank-16 adapters: 7.41-7.45 against 7.58-7.67 ms per step (84.1-84.8 % of base, from
-    // 81.2-82.1 %); 64 on 64 -0.1 to -2 %, 16 on 16 -1 %. Otherwise end_lora returns null.
+    // 81.2-82.1 %); 64 on 64 -0.1 to -2 %, 16 on 16 -1 %. Otherwise end_lora returns null. gate|up takes no delta:
+    // its GEMM holds 128 of the 132 SMs, so the expand ran after it anyway, and silu_mul after that; end_lora runs
+    // sgmv_expand_swiglu instead, which writes the activation in one launch (32 on 32 7.121 -> 6.917 ms per step,
+    // 64 on 64 9.422 -> 9.198, H200).
     static constexpr int kShrinkAfterBaseTokens = 16;
     bool step_has_lora(const StepMeta& sm) const { return sm.any_lora && n_slots > 0; }
     kernels::SgmvParams begin_lora(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x,
                                    int64_t x_stride, uint16_t* y, int64_t y_stride, bool allow_delta);
-    const float* end_lora(const kernels::SgmvParams& p);
+    // swiglu_act (a gate|up site, no delta): the expand applies the SwiGLU into it (sgmv_expand_swiglu), y unwritten.
+    const float* end_lora(const kernels::SgmvParams& p, uint16_t* swiglu_act = nullptr);
     void launch_side_shrink(const kernels::SgmvParams& p, cudaStream_t side);
     bool shrink_after_base = false;  // begin_lora deferred the shrink to end_lora
     // One projection y = x W^T (+ bias) (+ LoRA of modules [first_module, +n_modules)) (SwiGLU when swiglu: y is
