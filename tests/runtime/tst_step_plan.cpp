@@ -229,7 +229,13 @@ class TstStepPlan : public QObject {
         QTest::newRow("3 -> 4") << 3 << 256 << 256 << 4;
         QTest::newRow("4 (edge)") << 4 << 256 << 256 << 4;
         QTest::newRow("5 -> 8") << 5 << 256 << 256 << 8;
+        QTest::newRow("33 -> 48") << 33 << 256 << 256 << 48;
+        QTest::newRow("65 -> 96") << 65 << 256 << 256 << 96;
+        QTest::newRow("129 -> 160") << 129 << 256 << 256 << 160;
+        QTest::newRow("200 -> 224") << 200 << 256 << 256 << 224;
+        QTest::newRow("225 -> 256") << 225 << 256 << 256 << 256;
         QTest::newRow("256 (last)") << 256 << 256 << 256 << 256;
+        QTest::newRow("129 beyond a 150-token workspace") << 129 << 150 << 256 << 0;
         QTest::newRow("257: none") << 257 << 512 << 512 << 0;
         QTest::newRow("beyond the token workspace") << 9 << 8 << 256 << 0;
         QTest::newRow("beyond the logits rows") << 5 << 64 << 4 << 0;

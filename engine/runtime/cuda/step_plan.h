@@ -14,8 +14,12 @@
 
 namespace loradesk::runtime::cuda {
 
-// Decode graphs pad a batch of sequences to the smallest of these that the workspace holds.
-inline constexpr int kGraphBuckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+// Decode graphs pad a batch of sequences to the smallest of these that the workspace holds. Beyond about 128 rows
+// the projections are no longer bound by their weight bytes, so every pad row costs GEMM time (hence buckets 32
+// apart there), and below, each pad row still costs a block per KV head in the attention (hence 48 and 96).
+// H200, Llama-7B, ms per step with powers of two only against these: batch 129 17.13 / 14.54, 160 18.71 / 16.54,
+// 192 20.33 / 19.16, 65 10.00 / 9.56 (docs/cuda-benchmarks.md, nineteenth session).
+inline constexpr int kGraphBuckets[] = {1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 160, 192, 224, 256};
 // Split-K partials the workspace is planned for (about 66 KB each at 8 KV heads x 128).
 inline constexpr int kPlannedAttentionItems = 4096;
 // int32 words of one kernels::AttentionWorkItem in the step metadata.
