@@ -9,8 +9,11 @@
 // the C++ twin (small cases) or against the 1-split result first. The row the step planner would choose
 // (decode_attention_splits) is marked *.
 //
-//   decode_attention_bench [--quick | --mha [BATCHES [CONTEXTS]]]
-//   (--mha: Llama-7B shapes, by default at batch 32,64,128 and contexts 512,1024; comma-separated lists override)
+//   decode_attention_bench [--quick | --mha [BATCHES [CONTEXTS]] | --hnd [BATCHES [CONTEXTS]]]
+//   (--mha: Llama-7B shapes, by default at batch 32,64,128 and contexts 512,1024; comma-separated lists override.
+//   --hnd: Llama-7B, then the same blocks with each (sequence, KV head) a one-head sequence of 32 x batch, whose keys
+//   lie 256 bytes apart in 4 KB pages as in a head-major (HND) pool, instead of 8 KB apart; the same for Qwen3-8B
+//   (8 x batch sequences of one KV head and 4 query heads, keys 2 KB apart otherwise); default 128 x 544,1024.)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -204,6 +207,16 @@ int main(int argc, char** argv) {
         for (int batch : int_list("decode_attention_bench", argc, argv, 2, {32, 64, 128}))
             for (int ctx : int_list("decode_attention_bench", argc, argv, 3, {512, 1024}))
                 sweep({"llama-7b", 32, 32}, batch, ctx, prop.multiProcessorCount, false);
+        return 0;
+    }
+    if (arg == "--hnd") {  // the same per batch, then each (sequence, KV head) as a one-head sequence of its own
+        for (int batch : int_list("decode_attention_bench", argc, argv, 2, {128}))
+            for (int ctx : int_list("decode_attention_bench", argc, argv, 3, {544, 1024})) {
+                sweep({"llama-7b", 32, 32}, batch, ctx, prop.multiProcessorCount, false);
+                sweep({"llama-7b as HND", 1, 1}, 32 * batch, ctx, prop.multiProcessorCount, false);
+                sweep({"qwen3-8b", 32, 8}, batch, ctx, prop.multiProcessorCount, false);
+                sweep({"qwen3-8b as HND", 4, 1}, 8 * batch, ctx, prop.multiProcessorCount, false);
+            }
         return 0;
     }
     const Shape shapes[] = {{"qwen3-8b", 32, 8}, {"qwen3-0.6b", 16, 8}};

@@ -4,9 +4,10 @@
 // The weights rotate through copies that together exceed the L2 (in a step every weight comes from DRAM once). Prints,
 // per site and token count, the default's time, the best offered algorithm's, its index in the heuristic's order, and
 // both against the weight floor (bytes / the device copy bandwidth). Each algorithm's output is checked against the
-// default's first.
+// default's first. With --search, also the fastest of every configuration cuBLASLt accepts (gemm_algo_search.h),
+// with the configuration named.
 //
-//   gemm_algo_bench [TOKENS]   (comma-separated token counts; default 16,32,64,128,256)
+//   gemm_algo_bench [--search] [TOKENS]   (comma-separated token counts; default 16,32,64,128,256)
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -20,6 +21,7 @@
 #include "bench_args.h"
 #include "bench_timing.h"
 #include "device_buffer.h"
+#include "gemm_algo_search.h"
 #include "kernel_test_util.h"
 #include "lt_plan.h"
 
@@ -50,7 +52,8 @@ void ok(cublasStatus_t s, const char* what) {
     if (s != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + " failed: " + std::to_string(s));
 }
 
-void bench_site(cublasHandle_t h, cublasLtHandle_t lt, const Model& m, const Site& s, int n, double bw, void* ws) {
+void bench_site(cublasHandle_t h, cublasLtHandle_t lt, const Model& m, const Site& s, int n, double bw, void* ws,
+                bool search) {
     const std::size_t w_elems = std::size_t(s.in) * s.out;
     const int copies = int(std::max<std::size_t>(2, kRotateBytes / (w_elems * 2)));
     DeviceBuffer<uint16_t> w(w_elems * copies), x(std::size_t(n) * s.in), y0(std::size_t(n) * s.out),
@@ -97,15 +100,56 @@ void bench_site(cublasHandle_t h, cublasLtHandle_t lt, const Model& m, const Sit
         if (t < best) best = t, best_i = i;
     }
     const double floor_us = double(w_elems) * 2 / bw * 1e6;
-    std::printf("| %s | %s %d->%d | %d | %.1f (%.0f%%) | %.1f | %.1f (%.0f%%, #%d of %d) |\n", m.name, s.name, s.in,
+    std::printf("| %s | %s %d->%d | %d | %.1f (%.0f%%) | %.1f | %.1f (%.0f%%, #%d of %d) |", m.name, s.name, s.in,
                 s.out, n, t_default * 1e3, 100.0 * floor_us / (t_default * 1e3), first * 1e3, best * 1e3,
                 100.0 * floor_us / (best * 1e3), best_i, n_res);
+    if (!search) {
+        std::printf("\n");
+        return;
+    }
+    const std::vector<gemm_search::Candidate> cands = gemm_search::enumerate(lt, pr, kWorkspace);
+    auto launch = [&](const cublasLtMatmulAlgo_t& a) {
+        return loradesk::kernels::detail::lt_matmul(lt, pr, a, weights(), x.get(), y1.get(), ws, kWorkspace, nullptr);
+    };
+    auto quick = [&](const cublasLtMatmulAlgo_t& a) -> float {  // the least of 3 rounds through the copies
+        if (launch(a) != cudaSuccess) return cudaGetLastError(), -1.0f;
+        cudaEvent_t e0, e1;
+        cudaEventCreate(&e0), cudaEventCreate(&e1);
+        float least = 1e30f;
+        for (int r = 0; r < 3; ++r) {
+            cudaEventRecord(e0);
+            for (int c = 0; c < copies; ++c) launch(a);
+            cudaEventRecord(e1);
+            cudaEventSynchronize(e1);
+            float ms = 0;
+            cudaEventElapsedTime(&ms, e0, e1);
+            least = std::min(least, ms / float(copies));
+        }
+        cudaEventDestroy(e0), cudaEventDestroy(e1);
+        return cudaGetLastError() == cudaSuccess ? least : -1.0f;
+    };
+    auto full = [&](const cublasLtMatmulAlgo_t& a) -> float {
+        if (launch(a) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) return cudaGetLastError(), -1.0f;
+        if (rel_l2(to_f32(y1.download()), to_f32(want)) > 1e-2) return -1.0f;
+        return median_ms([&] { cuda_check(launch(a), "cublasLtMatmul"); }, copies);
+    };
+    const std::vector<gemm_search::Candidate> top = gemm_search::rank(cands, quick, full);
+    if (top.empty()) {
+        std::printf(" none of %zu |\n", cands.size());
+        return;
+    }
+    std::printf(" %.1f (%.0f%%) of %zu: %s |\n", top[0].ms * 1e3, 100.0 * floor_us / (top[0].ms * 1e3), cands.size(),
+                top[0].what.c_str());
+    for (std::size_t i = 1; i < top.size() && i < 4; ++i)
+        std::printf("|  |  |  |  |  |  | %.1f: %s |\n", top[i].ms * 1e3, top[i].what.c_str());
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    const std::vector<int> tokens = int_list("gemm_algo_bench", argc, argv, 1, {16, 32, 64, 128, 256});
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows as they finish: a search can take minutes
+    const bool search = argc > 1 && std::string(argv[1]) == "--search";
+    const std::vector<int> tokens = int_list("gemm_algo_bench", argc, argv, search ? 2 : 1, {16, 32, 64, 128, 256});
     cudaDeviceProp prop{};
     cuda_check(cudaGetDeviceProperties(&prop, 0), "device");
     const double bw = copy_bandwidth();
@@ -118,10 +162,11 @@ int main(int argc, char** argv) {
     ok(cublasSetWorkspace(h, ws.get(), kWorkspace), "workspace");
     std::printf(
         "| model | site | tokens | cublasGemmEx default us (of floor) | Lt heuristic #0 us | best Lt algo us (of "
-        "floor, index) |\n|---|---|---|---|---|---|\n");
+        "floor, index) |%s\n|---|---|---|---|---|---|%s\n",
+        search ? " best configuration searched us (of floor, of candidates) |" : "", search ? "---|" : "");
     for (const Model& m : kModels)
         for (int n : tokens)
-            for (const Site& s : m.sites) bench_site(h, lt, m, s, n, bw, ws.get());
+            for (const Site& s : m.sites) bench_site(h, lt, m, s, n, bw, ws.get(), search);
     cublasLtDestroy(lt);
     cublasDestroy(h);
     return 0;
