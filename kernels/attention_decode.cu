@@ -11,7 +11,8 @@
 // output, so the result does not depend on which block finishes last.
 // Where the grid holds at most one block per SM (batch 1-4 at Qwen3 shapes), each warp's first 32 keys are staged in
 // shared memory before the PDL wait and walked on tensor cores (staged_subtile_mma); the planner keeps such splits
-// within those sub-tiles (step_plan.cpp), so the walk after the wait reads only shared memory.
+// within those sub-tiles (step_plan.cpp), so the walk after the wait reads only shared memory. Where the grid is
+// larger, 2-4 query rows per KV head walk every sub-tile that way, copied in by cp.async after the wait (kMmaWalk).
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -44,9 +45,12 @@ constexpr int kWholeWarps = 8;
 // The bound pays even where the grid fits one wave of the unbounded kernels (the same blocks per SM either way):
 // batch 8 x 4,000 keys (256 blocks of 8 warps) 8.36 against 8.94 ms per step unbounded, batch 16 x 2,048 (512 of 4)
 // 8.63 against 9.21; only batch 1 x 4,000 (16 splits, 512 blocks of 4) went the other way, 4.77 against 4.72.
-// Staged kernels run one block per SM by design; several query rows hold too many accumulators to bound.
-template <int HD, int R, int W, bool St>
-constexpr int kMinBlocks = St                    ? 1
+// Staged kernels run one block per SM by design; several query rows hold too many accumulators to bound. The walk
+// on tensor cores (Mw) is bound to kMmaWalkBlocks: its K and V arrive by cp.async, 16 KB per warp in flight.
+constexpr int kMmaWalkBlocks = 3;
+template <int HD, int R, int W, bool St, bool Mw = false>
+constexpr int kMinBlocks = Mw                    ? kMmaWalkBlocks
+                           : St                  ? 1
                            : R == 1 && HD <= 128 ? (W == kWholeWarps ? kDecodeDenseBlocks8 : kDecodeDenseBlocks4)
                                                  : 0;
 constexpr float kLog2e = 1.4426950408889634f;
@@ -79,9 +83,11 @@ __host__ __device__ constexpr int decode_kernel_smem() {
 // through L2. With one query row only the sub-tile that holds that key is; every other sub-tile takes the read-only
 // path, as in the kernels without RoPE (with 3 blocks per SM: Llama-7B batch 128, 15.78 against 16.45 ms per step when
 // every load goes through L2). Several rows, or staging, keep every load on L2: their registers grew with the choice.
-// St: the first sub-tile is staged and runs on tensor cores (mm); the walk goes on from the second.
-template <int HD, int R, int W, bool Co, bool St, bool Own>
-__device__ __forceinline__ void warp_walk(const ItemView& v, int32_t page, const uint16_t* k_st, const uint16_t* v_st,
+// St: the first sub-tile is staged and runs on tensor cores (mm); the walk goes on from the second, in registers,
+// or with Mw staged and on tensor cores too: each further sub-tile copied into the same buffers (cp.async, after the
+// PDL wait) and joined to the walk state.
+template <int HD, int R, int W, bool Co, bool St, bool Own, bool Mw = false>
+__device__ __forceinline__ void warp_walk(const ItemView& v, int32_t page, uint16_t* k_st, uint16_t* v_st,
                                           const StagedMma& mm, const int (&q_pos)[R], const float* q_s, float* p_w,
                                           int own, WarpState<HD, R>& st) {
     static_assert(!St || (Co && HD == 128), "staging is written for the coalesced layout");
@@ -95,6 +101,23 @@ __device__ __forceinline__ void warp_walk(const ItemView& v, int32_t page, const
             staged_subtile_mma<R>(k_st, v_st, mm, min(kKeys, v.kv_end - first), first, q_pos, st);
             base += W * kKeys, key += W * kKeys;
         }
+    }
+    if constexpr (Mw) {
+        static_assert(St, "the tensor-core walk goes on from the staged first sub-tile");
+        for (; base < v.kv_end; base += W * kKeys, key += W * kKeys) {
+            __syncwarp();  // every lane is done with the buffers (ldmatrix) of the sub-tile before
+            stage_subtile(v, base, page, k_st, v_st);
+            const int next = key + W * kKeys;
+            page = next < v.kv_end ? __ldg(v.pages + next / v.page_size) : 0;
+            cp_async_wait_all();
+            __syncwarp();
+            WarpState<HD, R> t;
+            staged_subtile_mma<R>(k_st, v_st, mm, min(kKeys, v.kv_end - base), base, q_pos, t);
+            join_walk_state(st, t);
+        }
+#pragma unroll
+        for (int r = 0; r < R; ++r) st.l[r] = warp_sum(st.l[r]);
+        return;
     }
     float qr[Co ? R : 1][8];  // coalesced Q·K: this lane's 8 columns of every row of q
     if constexpr (Co) {
@@ -302,8 +325,9 @@ __device__ __forceinline__ void rope_into_block(const RopeKvParams& rope, float 
 // Rp: RoPE fused (coalesced launches of one query token per sequence, attention_decode_rope): the block computes its
 // group's q rows itself (q/k norm + rotation, as rope_kv_write would) from the un-rotated q|k|v row, and the block
 // whose keys hold the fresh one also writes that key's K and V into the pools and into its staging buffer.
-template <int HD, int R, int W, bool Co, bool St, bool Rp>
-__global__ void __launch_bounds__(32 * W, kMinBlocks<HD, R, W, St>)
+// Mw: the whole walk staged and on tensor cores (warp_walk).
+template <int HD, int R, int W, bool Co, bool St, bool Rp, bool Mw = false>
+__global__ void __launch_bounds__(32 * W, kMinBlocks<HD, R, W, St, Mw>)
     attention_decode_kernel(AttentionParams p, const AttentionWorkItem* items, const AttentionMergeGroup* groups,
                             float* ws, bool direct, RopeKvParams rope) {
     static_assert(!Rp || Co, "RoPE is fused into the coalesced kernel only");
@@ -404,7 +428,7 @@ __global__ void __launch_bounds__(32 * W, kMinBlocks<HD, R, W, St>)
         }
         if constexpr (St) cp_async_wait_all();  // the barrier below then shows every lane's copies to the warp
         __syncthreads();
-        warp_walk<HD, R, W, Co, St, Rp>(v, page0, k_st, v_st, mm, q_pos, q_s, p_w, fresh_begin, st);
+        warp_walk<HD, R, W, Co, St, Rp, Mw>(v, page0, k_st, v_st, mm, q_pos, q_s, p_w, fresh_begin, st);
         block_merge_write<HD, R, W>(st, smem, sink, r0);
     }
     // Only split launches merge (4 warps); the 8-warp kernels never carry the merge code, and 4-warp whole-sequence
@@ -431,14 +455,14 @@ struct DecodeLaunch {
 
 // Lets an instantiation take its dynamic shared memory beyond the default 48 KB, once (cached); fails where the GPU
 // gives a block less than the staged kernels need.
-template <int HD, int R, int W, bool Co, bool St, bool Rp>
+template <int HD, int R, int W, bool Co, bool St, bool Rp, bool Mw = false>
 cudaError_t allow_smem() {
     constexpr int smem = decode_kernel_smem<HD, R, W, St>();
     if constexpr (smem <= 48 * 1024) {
         return cudaSuccess;
     } else {
         static const cudaError_t e = [] {
-            const cudaError_t r = cudaFuncSetAttribute(attention_decode_kernel<HD, R, W, Co, St, Rp>,
+            const cudaError_t r = cudaFuncSetAttribute(attention_decode_kernel<HD, R, W, Co, St, Rp, Mw>,
                                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
             if (r != cudaSuccess) cudaGetLastError();  // not sticky: the caller decides
             return r;
@@ -447,24 +471,24 @@ cudaError_t allow_smem() {
     }
 }
 
-template <int HD, int R, int W, bool Co, bool St, bool Rp = false>
+template <int HD, int R, int W, bool Co, bool St, bool Rp = false, bool Mw = false>
 cudaError_t launch_decode_warps(const DecodeLaunch& l) {
     constexpr int smem = decode_kernel_smem<HD, R, W, St>();
-    if (const cudaError_t e = allow_smem<HD, R, W, Co, St, Rp>(); e != cudaSuccess) return e;
-    return detail::launch(attention_decode_kernel<HD, R, W, Co, St, Rp>, dim3(l.n_items, l.p->n_kv_heads), 32 * W, smem,
-                          l.stream, *l.p, l.items, l.groups, l.ws, l.direct, l.rope ? *l.rope : RopeKvParams{});
+    if (const cudaError_t e = allow_smem<HD, R, W, Co, St, Rp, Mw>(); e != cudaSuccess) return e;
+    return detail::launch(attention_decode_kernel<HD, R, W, Co, St, Rp, Mw>, dim3(l.n_items, l.p->n_kv_heads), 32 * W,
+                          smem, l.stream, *l.p, l.items, l.groups, l.ws, l.direct, l.rope ? *l.rope : RopeKvParams{});
 }
 
 // Blocks of one instantiation that an SM holds at once (registers and shared memory decide; cached). 0 where it
 // cannot run at all (a staged kernel's shared memory beyond what the GPU gives a block).
-template <int HD, int R, int W, bool Co, bool St = false>
+template <int HD, int R, int W, bool Co, bool St = false, bool Mw = false>
 int resident_blocks() {
     static const int n = [] {
         constexpr int smem = decode_kernel_smem<HD, R, W, St>();
         int b = 0;
-        if (allow_smem<HD, R, W, Co, St, false>() != cudaSuccess ||
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, attention_decode_kernel<HD, R, W, Co, St, false>, 32 * W,
-                                                          smem) != cudaSuccess)
+        if (allow_smem<HD, R, W, Co, St, false, Mw>() != cudaSuccess ||
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, attention_decode_kernel<HD, R, W, Co, St, false, Mw>,
+                                                          32 * W, smem) != cudaSuccess)
             cudaGetLastError(), b = St ? 0 : 1;
         return St || b > 0 ? b : 1;
     }();
@@ -550,8 +574,36 @@ bool coalesced_pays_here(const DecodeLaunch& l) {
     return eight_warps<HD, R>(l) ? coalesced_pays<HD, R, kWholeWarps>(l) : coalesced_pays<HD, R, kSplitWarps>(l);
 }
 
+// Shapes whose walk can go on past the staged first sub-tile on tensor cores (warp_walk's Mw): the staged kernel's
+// (coalesced Q·K layout, head_dim 128) with 2-4 query rows per KV head, where the register walk's FMA chains for
+// several rows, not DRAM, bound it. Taken where staging alone does not (a grid beyond one block per SM), with
+// 4-warp blocks; for 2 rows (half the register walk's work per key) only from a full wave of them on. H200,
+// decode_attention_bench µs per layer, Qwen3-8B x 544 keys, register walk against this: batch 32 38.4 / 28.7,
+// batch 128 149.2 / 108.9, batch 8 in 4 splits 21.5 / 13.2; Qwen3-0.6B ms per step: batch 32 (256 blocks) 1.962 /
+// 1.996, batch 64 2.840 / 2.778, batch 128 4.440 / 4.203 (docs/cuda-benchmarks.md, nineteenth session).
+template <int HD, int R>
+constexpr bool kMmaWalk = R >= 2 && kCoalescedQk<HD, R>;
+
+template <int HD, int R>
+bool mma_walk_pays(const DecodeLaunch& l) {
+    if constexpr (!kMmaWalk<HD, R>) {
+        return false;
+    } else {
+        if (l.staging != detail::DecodeStaging::automatic || l.layout != detail::DecodeQkLayout::automatic)
+            return false;
+        const int64_t blocks = int64_t(l.n_items) * l.p->n_kv_heads, sms = device_sms();
+        const int per_sm = resident_blocks<HD, R, kSplitWarps, true, true, true>();
+        return per_sm > 0 && blocks > sms && (R > 2 || blocks >= per_sm * sms);
+    }
+}
+
 template <int HD, int R>
 cudaError_t launch_decode(const DecodeLaunch& l) {
+    if constexpr (kMmaWalk<HD, R>) {
+        if (mma_walk_pays<HD, R>(l))
+            return l.rope ? launch_decode_warps<HD, R, kSplitWarps, true, true, true, true>(l)
+                          : launch_decode_warps<HD, R, kSplitWarps, true, true, false, true>(l);
+    }
     if constexpr (kCoalescedQk<HD, R>) {
         using detail::DecodeQkLayout;
         if (l.layout == DecodeQkLayout::coalesced ||
@@ -600,7 +652,7 @@ cudaError_t run_decode(const DecodeLaunch& l) {
 // Whether launch_decode will take the coalesced kernel for this launch (the same decision, cached per shape).
 template <int R>
 bool decode_takes_coalesced(const DecodeLaunch& l) {
-    return coalesced_pays_here<128, R>(l);
+    return mma_walk_pays<128, R>(l) || coalesced_pays_here<128, R>(l);
 }
 
 // RoPE fuses into a coalesced launch of one query token per sequence over the very pools rope_kv_write would fill,

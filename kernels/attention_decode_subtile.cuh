@@ -266,6 +266,29 @@ __device__ __forceinline__ void stage_first_subtile(const ItemView& v, int32_t p
     }
 }
 
+// Copies every row of the warp's sub-tile of keys base .. base + 31 (lane L's key base + L lies in page `page`) into
+// the staging buffers and zeroes the rows past kv_end, for the walk on tensor cores past the first sub-tile (Mw).
+// Issued after the PDL wait: fresh keys included. The caller waits (cp_async_wait_all, __syncwarp) before reading.
+__device__ __forceinline__ void stage_subtile(const ItemView& v, int base, int32_t page, uint16_t* k_st,
+                                              uint16_t* v_st) {
+    const int lane = threadIdx.x & 31;
+    const int32_t slot = page * v.page_size + (base + lane) % v.page_size;
+    const int chunk = (lane & 15) * 8;
+#pragma unroll
+    for (int i = 0; i < kKeys / 2; ++i) {
+        const int j = 2 * i + (lane >> 4);
+        const int32_t sj = __shfl_sync(kFull, slot, j);
+        if (base + j < v.kv_end) {
+            const int64_t off = int64_t(sj) * v.slot_stride + chunk;
+            cp_async16(k_st + staged_off(j, chunk), v.k_head + off);
+            cp_async16(v_st + staged_off(j, chunk), v.v_head + off);
+        } else {
+            *reinterpret_cast<uint4*>(k_st + staged_off(j, chunk)) = make_uint4(0, 0, 0, 0);
+            *reinterpret_cast<uint4*>(v_st + staged_off(j, chunk)) = make_uint4(0, 0, 0, 0);
+        }
+    }
+}
+
 // The staged sub-tile's operands beyond K and V: q rows 0..7 unscaled in bf16 (rows past the group zero), this
 // warp's P buffer, and the scale of the scores (scale * log2 e, applied to q's f32 copy elsewhere).
 struct StagedMma {
@@ -364,6 +387,22 @@ __device__ __forceinline__ void staged_subtile_mma(const uint16_t* k_st, const u
         st.acc[r][0] = a4.x, st.acc[r][1] = a4.y, st.acc[r][2] = a4.z, st.acc[r][3] = a4.w;
         st.m[r] = __shfl_sync(kFull, (r & 1) ? mx[1] : mx[0], r >> 1);
         st.l[r] = c == r >> 1 ? ((r & 1) ? l[1] : l[0]) : 0.0f;
+    }
+}
+
+// st, the walk so far, joined by t, one more sub-tile's (staged_subtile_mma): the online softmax's rescale of both
+// to their common max. m is the same in every lane; l and acc stay per lane, as the walk keeps them.
+template <int HD, int R>
+__device__ __forceinline__ void join_walk_state(WarpState<HD, R>& st, const WarpState<HD, R>& t) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const float m = fmaxf(st.m[r], t.m[r]);
+        const float a = st.m[r] == -INFINITY ? 0.0f : exp2f(st.m[r] - m);  // -inf both: nothing seen, both 0
+        const float b = t.m[r] == -INFINITY ? 0.0f : exp2f(t.m[r] - m);
+        st.l[r] = st.l[r] * a + t.l[r] * b;
+#pragma unroll
+        for (int c = 0; c < HD / 32; ++c) st.acc[r][c] = st.acc[r][c] * a + t.acc[r][c] * b;
+        st.m[r] = m;
     }
 }
 

@@ -385,8 +385,13 @@ class TstKernelsCuda : public QObject {
         QTest::newRow("qwen3-0.6b group 2, 16 splits") << 2 << 2 << true << 16 << true << 0 << 0;
         QTest::newRow("llama MHA, no q/k norm, 2 splits") << 1 << 3 << false << 2 << true << 0 << 0;
         QTest::newRow("group 3 (padded rows), 4 splits") << 3 << 2 << true << 4 << true << 0 << 0;
-        QTest::newRow("256 blocks: fused, not staged") << 4 << 4 << true << 16 << true << 0 << 0;
-        QTest::newRow("512 blocks, lane-per-key kernel: two launches") << 4 << 8 << true << 16 << false << 0 << 0;
+        // Grids beyond one block per SM of 2-4 rows walk on tensor cores (kMmaWalk), RoPE fused.
+        QTest::newRow("256 blocks: fused, tensor-core walk") << 4 << 4 << true << 16 << true << 0 << 0;
+        QTest::newRow("512 blocks: fused, tensor-core walk") << 4 << 8 << true << 16 << true << 0 << 0;
+        QTest::newRow("qwen3-8b group 4, 40 whole sequences: tensor-core walk")
+            << 4 << 8 << true << 1 << true << 40 << 0;
+        QTest::newRow("qwen3-0.6b group 2, 80 whole sequences: tensor-core walk")
+            << 2 << 8 << true << 1 << true << 80 << 0;
         QTest::newRow("group 8: two launches") << 8 << 1 << true << 4 << false << 0 << 0;
         // Whole-sequence blocks of one row: 128 x 32 = 4,096 take 4 warps on any GPU that holds 3 blocks of 8 per SM
         // (more than one wave of 8-warp blocks); 8 x 32 = 256 take 8 warps on any GPU of 86 SMs or more.
