@@ -9,8 +9,9 @@
 // the C++ twin (small cases) or against the 1-split result first. The row the step planner would choose
 // (decode_attention_splits) is marked *.
 //
-//   decode_attention_bench [--quick | --mha [BATCHES [CONTEXTS]] | --hnd [BATCHES [CONTEXTS]]]
+//   decode_attention_bench [--quick | --mha | --qwen2 | --hnd [BATCHES [CONTEXTS]]]
 //   (--mha: Llama-7B shapes, by default at batch 32,64,128 and contexts 512,1024; comma-separated lists override.
+//   --qwen2: Qwen2.5-7B shapes (28 / 4 heads), batch 8,32,128 at 544,1024 keys.
 //   --hnd: Llama-7B, then the same blocks with each (sequence, KV head) a one-head sequence of 32 x batch, whose keys
 //   lie 256 bytes apart in 4 KB pages as in a head-major (HND) pool, instead of 8 KB apart; the same for Qwen3-8B
 //   (8 x batch sequences of one KV head and 4 query heads, keys 2 KB apart otherwise); default 128 x 544,1024.)
@@ -207,6 +208,12 @@ int main(int argc, char** argv) {
         for (int batch : int_list("decode_attention_bench", argc, argv, 2, {32, 64, 128}))
             for (int ctx : int_list("decode_attention_bench", argc, argv, 3, {512, 1024}))
                 sweep({"llama-7b", 32, 32}, batch, ctx, prop.multiProcessorCount, false);
+        return 0;
+    }
+    if (arg == "--qwen2") {  // Qwen2.5-7B shapes: 7 query heads per KV head (the kernels' 8-row case)
+        for (int batch : int_list("decode_attention_bench", argc, argv, 2, {8, 32, 128}))
+            for (int ctx : int_list("decode_attention_bench", argc, argv, 3, {544, 1024}))
+                sweep({"qwen2.5-7b", 28, 4}, batch, ctx, prop.multiProcessorCount, false);
         return 0;
     }
     if (arg == "--hnd") {  // the same per batch, then each (sequence, KV head) as a one-head sequence of its own

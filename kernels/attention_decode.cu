@@ -12,7 +12,7 @@
 // Where the grid holds at most one block per SM (batch 1-4 at Qwen3 shapes), each warp's first 32 keys are staged in
 // shared memory before the PDL wait and walked on tensor cores (staged_subtile_mma); the planner keeps such splits
 // within those sub-tiles (step_plan.cpp), so the walk after the wait reads only shared memory. Where the grid is
-// larger, 2-4 query rows per KV head walk every sub-tile that way, copied in by cp.async after the wait (kMmaWalk).
+// larger, 2-8 query rows per KV head walk every sub-tile that way, copied in by cp.async after the wait (kMmaWalk).
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -46,10 +46,10 @@ constexpr int kWholeWarps = 8;
 // batch 8 x 4,000 keys (256 blocks of 8 warps) 8.36 against 8.94 ms per step unbounded, batch 16 x 2,048 (512 of 4)
 // 8.63 against 9.21; only batch 1 x 4,000 (16 splits, 512 blocks of 4) went the other way, 4.77 against 4.72.
 // Staged kernels run one block per SM by design; several query rows hold too many accumulators to bound. The walk
-// on tensor cores (Mw) is bound to kMmaWalkBlocks: its K and V arrive by cp.async, 16 KB per warp in flight.
-constexpr int kMmaWalkBlocks = 3;
+// on tensor cores (Mw) is bound to 3 blocks per SM up to 4 rows (its K and V arrive by cp.async, 16 KB per warp in
+// flight), 2 beyond (8 rows of accumulators, twice: the walk's and a sub-tile's).
 template <int HD, int R, int W, bool St, bool Mw = false>
-constexpr int kMinBlocks = Mw                    ? kMmaWalkBlocks
+constexpr int kMinBlocks = Mw                    ? (R <= 4 ? 3 : 2)
                            : St                  ? 1
                            : R == 1 && HD <= 128 ? (W == kWholeWarps ? kDecodeDenseBlocks8 : kDecodeDenseBlocks4)
                                                  : 0;
@@ -90,7 +90,7 @@ template <int HD, int R, int W, bool Co, bool St, bool Own, bool Mw = false>
 __device__ __forceinline__ void warp_walk(const ItemView& v, int32_t page, uint16_t* k_st, uint16_t* v_st,
                                           const StagedMma& mm, const int (&q_pos)[R], const float* q_s, float* p_w,
                                           int own, WarpState<HD, R>& st) {
-    static_assert(!St || (Co && HD == 128), "staging is written for the coalesced layout");
+    static_assert(!St || ((Co || Mw) && HD == 128), "staging is written for the coalesced layout (or the mma walk)");
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int first = v.kv_begin + warp * kKeys;
     int key = first + lane, base = first;
@@ -574,15 +574,16 @@ bool coalesced_pays_here(const DecodeLaunch& l) {
     return eight_warps<HD, R>(l) ? coalesced_pays<HD, R, kWholeWarps>(l) : coalesced_pays<HD, R, kSplitWarps>(l);
 }
 
-// Shapes whose walk can go on past the staged first sub-tile on tensor cores (warp_walk's Mw): the staged kernel's
-// (coalesced Q·K layout, head_dim 128) with 2-4 query rows per KV head, where the register walk's FMA chains for
-// several rows, not DRAM, bound it. Taken where staging alone does not (a grid beyond one block per SM), with
-// 4-warp blocks; for 2 rows (half the register walk's work per key) only from a full wave of them on. H200,
-// decode_attention_bench µs per layer, Qwen3-8B x 544 keys, register walk against this: batch 32 38.4 / 28.7,
-// batch 128 149.2 / 108.9, batch 8 in 4 splits 21.5 / 13.2; Qwen3-0.6B ms per step: batch 32 (256 blocks) 1.962 /
-// 1.996, batch 64 2.840 / 2.778, batch 128 4.440 / 4.203 (docs/cuda-benchmarks.md, nineteenth session).
+// Shapes whose walk can go on past the staged first sub-tile on tensor cores (warp_walk's Mw): head_dim 128 with 2-8
+// query rows per KV head, where the register walk's FMA chains for several rows, not DRAM, bound it. 2-4 rows take
+// it where staging alone does not (a grid beyond one block per SM), 2 rows (half the register walk's work per key)
+// only from a full wave of its blocks on; 5-8 rows, which have no staged kernel, at every grid size. 4-warp blocks.
+// H200, decode_attention_bench µs per layer, register walk against this: Qwen3-8B x 544 keys batch 32 38.4 / 28.7,
+// batch 128 149.2 / 108.9, batch 8 in 4 splits 21.5 / 13.2; Qwen2.5-7B (7 rows) x 544 keys batch 1 15.7 / 11.4,
+// batch 32 36.6 / 24.2, batch 128 142.8 / 64.2; Qwen3-0.6B ms per step: batch 32 (256 blocks) 1.962 / 1.996, batch
+// 64 2.840 / 2.778, batch 128 4.440 / 4.203 (docs/cuda-benchmarks.md, nineteenth session).
 template <int HD, int R>
-constexpr bool kMmaWalk = R >= 2 && kCoalescedQk<HD, R>;
+constexpr bool kMmaWalk = HD == 128 && R >= 2 && R <= 8;
 
 template <int HD, int R>
 bool mma_walk_pays(const DecodeLaunch& l) {
@@ -592,17 +593,23 @@ bool mma_walk_pays(const DecodeLaunch& l) {
         if (l.staging != detail::DecodeStaging::automatic || l.layout != detail::DecodeQkLayout::automatic)
             return false;
         const int64_t blocks = int64_t(l.n_items) * l.p->n_kv_heads, sms = device_sms();
-        const int per_sm = resident_blocks<HD, R, kSplitWarps, true, true, true>();
-        return per_sm > 0 && blocks > sms && (R > 2 || blocks >= per_sm * sms);
+        const int per_sm = resident_blocks<HD, R, kSplitWarps, kCoalescedQk<HD, R>, true, true>();
+        // 5-8 rows have no staged kernel to leave the small grids to.
+        return per_sm > 0 && (blocks > sms || !kCoalescedQk<HD, R>)&&(R > 2 || blocks >= per_sm * sms);
     }
 }
 
 template <int HD, int R>
 cudaError_t launch_decode(const DecodeLaunch& l) {
     if constexpr (kMmaWalk<HD, R>) {
-        if (mma_walk_pays<HD, R>(l))
-            return l.rope ? launch_decode_warps<HD, R, kSplitWarps, true, true, true, true>(l)
-                          : launch_decode_warps<HD, R, kSplitWarps, true, true, false, true>(l);
+        if (mma_walk_pays<HD, R>(l)) {
+            if constexpr (kCoalescedQk<HD, R>)
+                return l.rope ? launch_decode_warps<HD, R, kSplitWarps, true, true, true, true>(l)
+                              : launch_decode_warps<HD, R, kSplitWarps, true, true, false, true>(l);
+            else  // 5-8 rows: RoPE never fuses (rope_fuses), the register walk's layout is lane per key
+                return l.rope ? cudaErrorInvalidValue
+                              : launch_decode_warps<HD, R, kSplitWarps, false, true, false, true>(l);
+        }
     }
     if constexpr (kCoalescedQk<HD, R>) {
         using detail::DecodeQkLayout;

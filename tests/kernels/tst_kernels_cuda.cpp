@@ -269,6 +269,9 @@ class TstKernelsCuda : public QObject {
                 << 4 << 8 << 128 << 16 << planner << false;
         QTest::newRow("group 3 (padded rows) page5 splits8") << 3 << 2 << 128 << 5 << -8 << false;
         QTest::newRow("group 7 hd64 chunk64") << 7 << 1 << 64 << 16 << 64 << false;
+        // 5-8 rows past one wave: the tensor-core walk with the lane-per-key kernel's layout (Qwen2-7B: 28 / 4 heads).
+        QTest::newRow("group 7 hd128 page5 chunk64 (tensor-core walk)") << 7 << 4 << 128 << 5 << 64 << false;
+        QTest::newRow("group 8 hd128 splits8 (tensor-core walk)") << 8 << 3 << 128 << 16 << -8 << false;
         QTest::newRow("group 12 hd256 (two passes)") << 12 << 1 << 256 << 16 << -3 << false;
         QTest::newRow("not decode: prefill mix still right") << 4 << 2 << 128 << 16 << 64 << true;
     }
