@@ -54,6 +54,8 @@ const Preset kPresets[] = {
     {"llama-3.1-8b", Architecture::llama, 4096, 14336, 32, 32, 8, 128, 128256, 131072, 5e5f, 1e-5f, false,
      llama3_rope(8.0f, 8192)},
     {"qwen2.5-0.5b", Architecture::qwen2, 896, 4864, 24, 14, 2, 64, 151936, 32768, 1e6f, 1e-6f, true, kNoScaling},
+    // 7 query heads per KV head: the decode attention's 8-row kernels.
+    {"qwen2.5-7b", Architecture::qwen2, 3584, 18944, 28, 28, 4, 128, 152064, 32768, 1e6f, 1e-6f, false, kNoScaling},
     // Llama-2-7B shapes (MHA), the S-LoRA paper's S1/S2 base.
     {"llama-7b", Architecture::llama, 4096, 11008, 32, 32, 32, 128, 32000, 4096, 1e4f, 1e-5f, false, kNoScaling},
     {"mistral-7b", Architecture::mistral, 4096, 14336, 32, 32, 8, 128, 32768, 32768, 1e6f, 1e-5f, false, kNoScaling},
