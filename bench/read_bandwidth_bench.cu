@@ -25,7 +25,8 @@ __device__ __forceinline__ uint4 load_stream(const uint4* p) {
     return v;
 }
 
-// Block b reads chunks b, b + grid, ...; a chunk is blockDim.x * DEPTH uint4, each thread's DEPTH loads issued together.
+// Block b reads chunks b, b + grid, ...; a chunk is blockDim.x * DEPTH uint4, each thread's DEPTH loads issued
+// together.
 template <int DEPTH>
 __global__ void read_kernel(const uint4* __restrict__ src, std::size_t n_chunks, unsigned* sink) {
     unsigned acc = 0;
@@ -44,9 +45,8 @@ __global__ void read_kernel(const uint4* __restrict__ src, std::size_t n_chunks,
 template <int DEPTH>
 double read_gbps(const DeviceBuffer<uint8_t>& buf, int grid, int threads, unsigned* sink) {
     const std::size_t n_chunks = buf.size() / (std::size_t(threads) * DEPTH * 16);
-    const float ms = median_ms([&] {
-        read_kernel<DEPTH><<<grid, threads>>>(reinterpret_cast<const uint4*>(buf.get()), n_chunks, sink);
-    });
+    const float ms = median_ms(
+        [&] { read_kernel<DEPTH><<<grid, threads>>>(reinterpret_cast<const uint4*>(buf.get()), n_chunks, sink); });
     return double(n_chunks) * threads * DEPTH * 16 / (ms * 1e-3) / 1e9;
 }
 
