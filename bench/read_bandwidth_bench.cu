@@ -7,8 +7,8 @@
 //   read_bandwidth_bench
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
-#include <vector>
 
 #include "bench_timing.h"
 #include "device_buffer.h"
