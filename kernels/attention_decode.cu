@@ -274,13 +274,15 @@ __device__ __forceinline__ void merge_if_last(const AttentionParams& p, const At
     }
 }
 
-// The RoPE-fused kernel's q rows and fresh key, one warp per head (the math is rope_kv_write's, rope_head.cuh):
-// q rows 0 .. group - 1 into q_s (rounded to bf16 as rope_kv_write stores them, then scaled), zeros for rows up
-// to R; and where the block's keys [0, n_keys) hold the fresh one (at offset fresh), its K and V rows into the pools
-// and, when the launch stages (st_base set) and that key lies in a warp's first sub-tile, into that warp's staging
-// buffer. Otherwise the walk reads it back from the pool through L2 (warp_walk's Own). Staged launches also get the q
-// rows unscaled in bf16 (q_bf), for the tensor cores.
-template <int HD, int R, int W>
+// The RoPE-fused kernel's q rows and fresh key, one warp per head (the math is rope_kv_write's, rope_head.cuh, a
+// pending q|k|v LoRA delta included): q rows 0 .. group - 1 into q_s (rounded to bf16 as rope_kv_write stores them,
+// then scaled), zeros for rows up to R; and where the block's keys [0, n_keys) hold the fresh one (at offset fresh),
+// its K and V rows into the pools and, when the launch stages (st_base set) and that key lies in a warp's first
+// sub-tile, into that warp's staging buffer. Otherwise the walk reads it back from the pool through L2 (warp_walk's
+// Own). Staged launches also get the q rows unscaled in bf16 (q_bf), for the tensor cores. Dl: rope.qkv_delta is set
+// (the q|k|v LoRA expand ran beside the projection); its own instantiation, so that the kernels without a delta keep
+// their machine code (a runtime pointer took Qwen3-0.6B's 8-warp whole-sequence kernel from 128 to 171 registers).
+template <int HD, int R, int W, bool Dl>
 __device__ __forceinline__ void rope_into_block(const RopeKvParams& rope, float q_scale, int tok, int kvh, int group,
                                                 int n_heads, int n_kv_heads, int fresh, int n_keys, int32_t fresh_slot,
                                                 const detail::RopeAngles& angles, float* q_s, uint16_t* st_base,
@@ -296,7 +298,8 @@ __device__ __forceinline__ void rope_into_block(const RopeKvParams& rope, float 
         const bool is_q = job < group, is_v = job == group + 1;
         const int head = is_q ? kvh * group + job : n_heads + (is_v ? n_kv_heads : 0) + kvh;
         float lo[detail::kRopeMaxPairsPerLane], hi[detail::kRopeMaxPairsPerLane];
-        detail::rope_head(row + int64_t(head) * HD, nullptr, kHalf,  // never a LoRA delta: rope_fuses
+        const float* delta = Dl ? rope.qkv_delta + int64_t(tok) * rope.qkv_row_stride + int64_t(head) * HD : nullptr;
+        detail::rope_head(row + int64_t(head) * HD, delta, kHalf,
                           is_v   ? nullptr
                           : is_q ? rope.q_norm
                                  : rope.k_norm,
@@ -326,7 +329,7 @@ __device__ __forceinline__ void rope_into_block(const RopeKvParams& rope, float 
 // group's q rows itself (q/k norm + rotation, as rope_kv_write would) from the un-rotated q|k|v row, and the block
 // whose keys hold the fresh one also writes that key's K and V into the pools and into its staging buffer.
 // Mw: the whole walk staged and on tensor cores (warp_walk).
-template <int HD, int R, int W, bool Co, bool St, bool Rp, bool Mw = false>
+template <int HD, int R, int W, bool Co, bool St, bool Rp, bool Mw = false, bool Dl = false>
 __global__ void __launch_bounds__(32 * W, kMinBlocks<HD, R, W, St, Mw>)
     attention_decode_kernel(AttentionParams p, const AttentionWorkItem* items, const AttentionMergeGroup* groups,
                             float* ws, bool direct, RopeKvParams rope) {
@@ -396,9 +399,9 @@ __global__ void __launch_bounds__(32 * W, kMinBlocks<HD, R, W, St, Mw>)
     for (int r0 = 0; r0 < tile_rows; r0 += R) {
         __syncthreads();   // the previous pass's merge is done with the buffers q_s overlays
         if constexpr (Rp)  // one pass: one token, group <= R rows
-            rope_into_block<HD, R, W>(rope, p.scale * kLog2e, q_begin, kvh, group, p.n_heads, p.n_kv_heads,
-                                      fresh_begin - v.kv_begin, v.kv_end - v.kv_begin, fresh_slot, angles, q_s,
-                                      St ? st_base : nullptr, St ? q_bf : nullptr);
+            rope_into_block<HD, R, W, Dl>(rope, p.scale * kLog2e, q_begin, kvh, group, p.n_heads, p.n_kv_heads,
+                                          fresh_begin - v.kv_begin, v.kv_end - v.kv_begin, fresh_slot, angles, q_s,
+                                          St ? st_base : nullptr, St ? q_bf : nullptr);
         for (int idx = threadIdx.x; !Rp && idx < R * HD; idx += 32 * W) {
             const int r = idx / HD, d = idx - r * HD, row = it.row_begin + r0 + r;
             float x = 0.0f;
@@ -455,14 +458,14 @@ struct DecodeLaunch {
 
 // Lets an instantiation take its dynamic shared memory beyond the default 48 KB, once (cached); fails where the GPU
 // gives a block less than the staged kernels need.
-template <int HD, int R, int W, bool Co, bool St, bool Rp, bool Mw = false>
+template <int HD, int R, int W, bool Co, bool St, bool Rp, bool Mw = false, bool Dl = false>
 cudaError_t allow_smem() {
     constexpr int smem = decode_kernel_smem<HD, R, W, St>();
     if constexpr (smem <= 48 * 1024) {
         return cudaSuccess;
     } else {
         static const cudaError_t e = [] {
-            const cudaError_t r = cudaFuncSetAttribute(attention_decode_kernel<HD, R, W, Co, St, Rp, Mw>,
+            const cudaError_t r = cudaFuncSetAttribute(attention_decode_kernel<HD, R, W, Co, St, Rp, Mw, Dl>,
                                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
             if (r != cudaSuccess) cudaGetLastError();  // not sticky: the caller decides
             return r;
@@ -471,12 +474,16 @@ cudaError_t allow_smem() {
     }
 }
 
-template <int HD, int R, int W, bool Co, bool St, bool Rp = false, bool Mw = false>
+template <int HD, int R, int W, bool Co, bool St, bool Rp = false, bool Mw = false, bool Dl = false>
 cudaError_t launch_decode_warps(const DecodeLaunch& l) {
+    if constexpr (Rp && !Dl) {  // a pending q|k|v LoRA delta takes the instantiation that adds it
+        if (l.rope->qkv_delta) return launch_decode_warps<HD, R, W, Co, St, true, Mw, true>(l);
+    }
     constexpr int smem = decode_kernel_smem<HD, R, W, St>();
-    if (const cudaError_t e = allow_smem<HD, R, W, Co, St, Rp, Mw>(); e != cudaSuccess) return e;
-    return detail::launch(attention_decode_kernel<HD, R, W, Co, St, Rp, Mw>, dim3(l.n_items, l.p->n_kv_heads), 32 * W,
-                          smem, l.stream, *l.p, l.items, l.groups, l.ws, l.direct, l.rope ? *l.rope : RopeKvParams{});
+    if (const cudaError_t e = allow_smem<HD, R, W, Co, St, Rp, Mw, Dl>(); e != cudaSuccess) return e;
+    return detail::launch(attention_decode_kernel<HD, R, W, Co, St, Rp, Mw, Dl>, dim3(l.n_items, l.p->n_kv_heads),
+                          32 * W, smem, l.stream, *l.p, l.items, l.groups, l.ws, l.direct,
+                          l.rope ? *l.rope : RopeKvParams{});
 }
 
 // Blocks of one instantiation that an SM holds at once (registers and shared memory decide; cached). 0 where it
@@ -662,11 +669,10 @@ bool decode_takes_coalesced(const DecodeLaunch& l) {
     return mma_walk_pays<128, R>(l) || coalesced_pays_here<128, R>(l);
 }
 
-// RoPE fuses into a coalesced launch of one query token per sequence over the very pools rope_kv_write would fill,
-// and without a LoRA delta on q|k|v (the fused kernel's registers are spoken for).
+// RoPE fuses into a coalesced launch of one query token per sequence over the very pools rope_kv_write would fill.
+// A pending q|k|v LoRA delta (RopeKvParams::qkv_delta) is added as the rows are loaded, as rope_kv_write adds it.
 bool rope_fuses(const DecodeLaunch& l, const RopeKvParams& r) {
     const AttentionParams& p = *l.p;
-    if (r.qkv_delta) return false;
     if (p.head_dim != 128 || r.head_dim != 128 || r.n_heads != p.n_heads || r.n_kv_heads != p.n_kv_heads) return false;
     if (r.n_tokens != p.n_seqs || r.k_pages != p.k_pages || r.v_pages != p.v_pages || l.n_items == 0) return false;
     const int group = p.n_heads / p.n_kv_heads;
@@ -721,9 +727,7 @@ DecodeLaunch automatic_launch(const AttentionParams& p, const RopeKvParams* rope
 
 bool attention_decode_rope_fuses(const AttentionParams& p, const RopeKvParams& rope, int n_items, int n_groups) {
     if (!attention_decode_supported(p)) return false;
-    RopeKvParams r = rope;
-    r.qkv_delta = nullptr;
-    return rope_fuses(automatic_launch(p, &r, nullptr, n_items, nullptr, n_groups, nullptr, nullptr), r);
+    return rope_fuses(automatic_launch(p, &rope, nullptr, n_items, nullptr, n_groups, nullptr, nullptr), rope);
 }
 
 cudaError_t attention_decode_rope(const AttentionParams& p, const RopeKvParams& rope, const AttentionWorkItem* items,

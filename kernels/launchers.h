@@ -76,8 +76,8 @@ cudaError_t attention_decode(const AttentionParams& p, const AttentionWorkItem* 
 cudaError_t attention_decode_rope(const AttentionParams& p, const RopeKvParams& rope, const AttentionWorkItem* items,
                                   int n_items, const AttentionMergeGroup* groups, int n_groups, float* workspace,
                                   cudaStream_t stream);
-// Whether attention_decode_rope fuses the RoPE + KV write for these shapes when rope.qkv_delta is null (with a delta it
-// never does, and runs rope_kv_write first).
+// Whether attention_decode_rope fuses the RoPE + KV write for these shapes (else it runs rope_kv_write first). A
+// pending q|k|v LoRA delta (rope.qkv_delta) does not change the answer: the fused kernel adds it as it loads the rows.
 bool attention_decode_rope_fuses(const AttentionParams& p, const RopeKvParams& rope, int n_items, int n_groups);
 bool attention_decode_supported(const AttentionParams& p);
 // Tensor-core causal attention for prefill-shaped sequences over the same paged layout: tiles (device

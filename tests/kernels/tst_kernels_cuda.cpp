@@ -383,29 +383,42 @@ class TstKernelsCuda : public QObject {
         QTest::addColumn<bool>("fuses");
         QTest::addColumn<int>("n_seqs");      // 0: four sequences of 1 to 4,100 keys; else n_seqs of 1 to 97
         QTest::addColumn<int>("max_kv_len");  // AttentionParams::max_kv_len, the planner's hint (only speed may differ)
-        QTest::newRow("qwen3-8b group 4, 4 splits") << 4 << 2 << true << 4 << true << 0 << 0;
-        QTest::newRow("qwen3-8b group 4, whole sequences (8 warps)") << 4 << 2 << true << 1 << true << 0 << 0;
-        QTest::newRow("qwen3-0.6b group 2, 16 splits") << 2 << 2 << true << 16 << true << 0 << 0;
-        QTest::newRow("llama MHA, no q/k norm, 2 splits") << 1 << 3 << false << 2 << true << 0 << 0;
-        QTest::newRow("group 3 (padded rows), 4 splits") << 3 << 2 << true << 4 << true << 0 << 0;
+        QTest::addColumn<bool>("lora_delta");  // a pending q|k|v LoRA delta (RopeKvParams::qkv_delta) to add
+        QTest::newRow("qwen3-8b group 4, 4 splits") << 4 << 2 << true << 4 << true << 0 << 0 << false;
+        QTest::newRow("qwen3-8b group 4, whole sequences (8 warps)") << 4 << 2 << true << 1 << true << 0 << 0 << false;
+        QTest::newRow("qwen3-0.6b group 2, 16 splits") << 2 << 2 << true << 16 << true << 0 << 0 << false;
+        QTest::newRow("llama MHA, no q/k norm, 2 splits") << 1 << 3 << false << 2 << true << 0 << 0 << false;
+        QTest::newRow("group 3 (padded rows), 4 splits") << 3 << 2 << true << 4 << true << 0 << 0 << false;
         // Grids beyond one block per SM of 2-4 rows walk on tensor cores (kMmaWalk), RoPE fused.
-        QTest::newRow("256 blocks: fused, tensor-core walk") << 4 << 4 << true << 16 << true << 0 << 0;
-        QTest::newRow("512 blocks: fused, tensor-core walk") << 4 << 8 << true << 16 << true << 0 << 0;
+        QTest::newRow("256 blocks: fused, tensor-core walk") << 4 << 4 << true << 16 << true << 0 << 0 << false;
+        QTest::newRow("512 blocks: fused, tensor-core walk") << 4 << 8 << true << 16 << true << 0 << 0 << false;
         QTest::newRow("qwen3-8b group 4, 40 whole sequences: tensor-core walk")
-            << 4 << 8 << true << 1 << true << 40 << 0;
+            << 4 << 8 << true << 1 << true << 40 << 0 << false;
         QTest::newRow("qwen3-0.6b group 2, 80 whole sequences: tensor-core walk")
-            << 2 << 8 << true << 1 << true << 80 << 0;
-        QTest::newRow("group 8: two launches") << 8 << 1 << true << 4 << false << 0 << 0;
+            << 2 << 8 << true << 1 << true << 80 << 0 << false;
+        QTest::newRow("group 8: two launches") << 8 << 1 << true << 4 << false << 0 << 0 << false;
         // Whole-sequence blocks of one row: 128 x 32 = 4,096 take 4 warps on any GPU that holds 3 blocks of 8 per SM
         // (more than one wave of 8-warp blocks); 8 x 32 = 256 take 8 warps on any GPU of 86 SMs or more.
-        QTest::newRow("llama MHA, 128 whole sequences (4-warp blocks)") << 1 << 32 << false << 1 << true << 128 << 0;
-        QTest::newRow("llama MHA, 8 whole sequences (8-warp blocks)") << 1 << 32 << false << 1 << true << 8 << 0;
+        QTest::newRow("llama MHA, 128 whole sequences (4-warp blocks)")
+            << 1 << 32 << false << 1 << true << 128 << 0 << false;
+        QTest::newRow("llama MHA, 8 whole sequences (8-warp blocks)")
+            << 1 << 32 << false << 1 << true << 8 << 0 << false;
         // With the hint: 4,096 blocks of 2,100 keys take 8-warp blocks (11 waves x 9 rounds against 6 x 17); 8
         // sequences of at most 97 keys 8 warps as without it (one wave and one round either way).
         QTest::newRow("llama MHA, 128 whole sequences, 2,100-key hint (8-warp dense blocks)")
-            << 1 << 32 << false << 1 << true << 128 << 2100;
-        QTest::newRow("llama MHA, 8 whole sequences, 97-key hint") << 1 << 32 << false << 1 << true << 8 << 97;
+            << 1 << 32 << false << 1 << true << 128 << 2100 << false;
+        QTest::newRow("llama MHA, 8 whole sequences, 97-key hint") << 1 << 32 << false << 1 << true << 8 << 97 << false;
+        // With a pending q|k|v LoRA delta: staged (group 4 in splits), the tensor-core walk, 4- and 8-warp MHA blocks.
+        QTest::newRow("qwen3-8b group 4, 4 splits, LoRA delta") << 4 << 2 << true << 4 << true << 0 << 0 << true;
+        QTest::newRow("qwen3-8b group 4, 40 whole sequences: tensor-core walk, LoRA delta")
+            << 4 << 8 << true << 1 << true << 40 << 0 << true;
+        QTest::newRow("qwen3-0.6b group 2, 16 splits, LoRA delta") << 2 << 2 << true << 16 << true << 0 << 0 << true;
+        QTest::newRow("llama MHA, 128 whole sequences, LoRA delta")
+            << 1 << 32 << false << 1 << true << 128 << 0 << true;
+        QTest::newRow("llama MHA, 8 whole sequences, LoRA delta") << 1 << 32 << false << 1 << true << 8 << 0 << true;
+        QTest::newRow("group 8: two launches, LoRA delta") << 8 << 1 << true << 4 << false << 0 << 0 << true;
     }
+
     void attention_decode_rope() {
         QFETCH(int, group);
         QFETCH(int, n_kv);
@@ -414,6 +427,7 @@ class TstKernelsCuda : public QObject {
         QFETCH(bool, fuses);
         QFETCH(int, n_seqs);
         QFETCH(int, max_kv_len);
+        QFETCH(bool, lora_delta);
         constexpr int hd = 128;
         const int n_heads = group * n_kv;
         std::mt19937 rng(group * 71 + n_kv * 7 + splits + n_seqs);
@@ -425,6 +439,7 @@ class TstKernelsCuda : public QObject {
         const auto batch = make_paged_batch(rng, seqs, 16);
         const int n = batch.n_tokens(), stride = (n_heads + 2 * n_kv) * hd + 8;
         const auto qkv = random_bf16(rng, std::size_t(n) * stride, -3.0f, 3.0f);
+        const auto delta = random_f32(rng, qkv.size(), -0.5f, 0.5f);
         const auto qn = random_bf16(rng, hd, 0.5f, 1.5f), kn = random_bf16(rng, hd, 0.5f, 1.5f);
         const auto inv_freq = ref::rope_inv_freq(hd, 1000000.0f, {});
         // Pools hold earlier keys; this step's slots are NaN until the K/V write fills them.
@@ -442,6 +457,7 @@ class TstKernelsCuda : public QObject {
         hr.kv_slots = batch.kv_slots.data(), hr.inv_freq = inv_freq.data();
         hr.q_norm = qk_norm ? qn.data() : nullptr, hr.k_norm = qk_norm ? kn.data() : nullptr;
         hr.k_pages = ref_k.data(), hr.v_pages = ref_v.data();
+        if (lora_delta) hr.qkv_delta = delta.data();
         ref::rope_kv_write(hr);
         std::vector<uint16_t> want(std::size_t(n) * n_heads * hd);
         AttentionParams ha = host_attention_params(batch, ref_qkv, stride, ref_k, ref_v, n_heads, n_kv, hd,
@@ -454,7 +470,7 @@ class TstKernelsCuda : public QObject {
         DeviceBuffer<AttentionWorkItem> d_items(plan.items);
         DeviceBuffer<AttentionMergeGroup> d_groups(plan.groups);
         DeviceBuffer<int32_t> d_pos(batch.positions), d_slots(batch.kv_slots);
-        DeviceBuffer<float> d_freq(inv_freq);
+        DeviceBuffer<float> d_freq(inv_freq), d_delta(delta);
         DeviceBuffer<uint16_t> d_qn(qn), d_kn(kn);
         // Run 0: rope_kv_write + attention_decode; run 1: attention_decode_rope. Each on its own copy.
         std::vector<uint16_t> outs[2], ks[2], vs[2], qkvs[2];
@@ -466,7 +482,7 @@ class TstKernelsCuda : public QObject {
             RopeKvParams r = hr;
             r.qkv = dev.q.get(), r.positions = d_pos.get(), r.kv_slots = d_slots.get(), r.inv_freq = d_freq.get();
             r.q_norm = qk_norm ? d_qn.get() : nullptr, r.k_norm = qk_norm ? d_kn.get() : nullptr;
-            r.k_pages = dev.k.get(), r.v_pages = dev.v.get();
+            r.k_pages = dev.k.get(), r.v_pages = dev.v.get(), r.qkv_delta = lora_delta ? d_delta.get() : nullptr;
             AttentionParams d = dev.p;
             d.merge_counters = counters.get(), d.max_kv_len = max_kv_len;
             if (run == 0) {
