@@ -44,6 +44,7 @@ BenchRunner make_bench_runner(const cli::Args& args, int max_tokens) {
         o.skinny_gemm = !args.flag("cublas-only");
         o.programmatic_launch = !args.flag("no-pdl");
         o.lora_beside_base = !args.flag("serial-lora");
+        o.quant_lora_delta = !args.flag("quant-lora-fused");
         o.fp8_w8a8 = !args.flag("fp8-weight-only");
         b.copy_gbps = runtime::cuda::measure_copy_bandwidth_gbps();
         auto r = std::make_unique<runtime::cuda::CudaRunner>(cli::model_folder(args), 0, o);

@@ -160,7 +160,7 @@ LORADESK_COMMAND(
      "prefill / TTFT and greedy decode throughput of a runner, beside the memory roofline",
      "loradeskd bench --model DIR [--device cpu|cuda|auto] [--prompt-len 512] [--new-tokens 256] "
      "[--batch 1,8,32] [--prefill-lens 512,2048] [--lora-rank R --lora-adapters N] [--no-graphs] "
-     "[--cublas-only] [--no-pdl] [--serial-lora] [--fp8-weight-only] [--json]\n"
+     "[--cublas-only] [--no-pdl] [--serial-lora] [--quant-lora-fused] [--fp8-weight-only] [--json]\n"
      "       loradeskd bench --model DIR --cold-adapter ADAPTER_DIR [--batch 8] [--cold-at 32] "
      "[--max-lora-rank 64] [--device ...] [--json]",
      {{"model", "DIR|ORG/NAME", "Hugging Face model directory, or a Hub id in the Hugging Face cache"},
@@ -180,6 +180,9 @@ LORADESK_COMMAND(
       {"cublas-only", "", "CUDA: cuBLAS + separate kernels for every projection (no fused skinny GEMM)"},
       {"no-pdl", "", "CUDA: launch kernels without programmatic dependent launch"},
       {"serial-lora", "", "CUDA: run unfused LoRA shrinks after the base projection on one stream, not beside it"},
+      {"quant-lora-fused", "",
+       "CUDA, quantized models: at 1-2 tokens fuse each LoRA site's shrink and expand into the base kernel, not "
+       "beside it into a delta that its reader adds"},
       {"fp8-weight-only", "", "CUDA, block-scaled fp8 models: keep activations in bf16 (no W8A8 fp8 GEMM)"},
       {"threads", "N", "CPU threads (0 = all cores)"},
       {"json", "", "print one JSON object per measurement"}},

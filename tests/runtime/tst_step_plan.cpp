@@ -377,6 +377,17 @@ class TstStepPlan : public QObject {
         const QuantAttempt& g = r[0].kernel == QuantKernel::gemv ? r[0] : r[1];
         QVERIFY(g.fuses_lora());                              // the GEMV always fuses the expand
         QCOMPARE(g.fuse_shrink, fp8 && lora && tokens == 1);  // and the shrink where it has shrink blocks
+
+        // LoRA around the kernels (CudaRunnerOptions::quant_lora_delta): the route of a step without adapters, and
+        // no attempt fuses any of the adapter's work, the GEMV's expand included.
+        const QuantRoute around = route_quant_site(fp8, tokens, lora, true);
+        const QuantRoute base = route_quant_site(fp8, tokens, false);
+        for (std::size_t i = 0; i < around.size(); ++i) {
+            QCOMPARE(int(around[i].kernel), int(base[i].kernel));
+            QVERIFY(around[i].lora_around);
+            QVERIFY(!around[i].fuses_lora());
+            QVERIFY(!around[i].fuse_lora && !around[i].fuse_shrink);
+        }
     }
 
     // Which fp8 sites take the W8A8 route (x rounded to e4m3, cuBLASLt's fp8 GEMM) before cuBLASLt is asked about

@@ -697,6 +697,73 @@ class TstCudaRunner : public QObject {
         QVERIFY(beside.graph_stats().replays >= 6);
     }
 
+    // CudaRunnerOptions::quant_lora_delta: on a quantized base, steps below 16 tokens run each site's shrink and expand
+    // beside the base kernel, into a delta that the site's reader adds (the RoPE-fused decode attention, the residual
+    // norms, silu_mul), and 1-2 tokens leave the fused quant_mma / fp8 GEMV route for the base one. The logits equal,
+    // bit for bit, those of the same route run serially on one stream (shrink, base kernel, expand into the output),
+    // for decode steps of 1 to 12 tokens, graphs and eager, adapter-only and mixed with base rows; and they stay within
+    // bf16 noise of the fused route (quant_lora_delta off: the LoRA inside quant_mma / the fp8 GEMV at 1-2 tokens), so
+    // that a delta dropped on both would show.
+    void quant_lora_delta_matches_serial_data() {
+        QTest::addColumn<QString>("quant");
+        for (const char* q : {"awq", "gptq", "gptq-actorder", "fp8"}) QTest::newRow(q) << QString(q);
+    }
+    void quant_lora_delta_matches_serial() {
+        QFETCH(QString, quant);
+        QTemporaryDir dir;
+        const std::string model_dir = dir.path().toStdString();
+        const model::ModelConfig c = synth(model_dir, "tiny", 23, quant);
+        cuda::CudaRunnerOptions beside_options, serial_options, fused_options;
+        beside_options.quant_lora_delta = serial_options.quant_lora_delta = true;
+        serial_options.lora_beside_base = false;
+        fused_options.quant_lora_delta = false;
+        cuda::CudaRunner beside(model_dir, 0, beside_options), serial(model_dir, 0, serial_options),
+            fused(model_dir, 0, fused_options);
+        std::vector<SequenceDriver> drivers;
+        drivers.reserve(3);
+        for (cuda::CudaRunner* r : {&beside, &serial, &fused}) {
+            r->configure_lora_slots(3, 16);
+            for (int slot = 1; slot <= 3; ++slot) r->load_lora_slot(slot, random_lora(c, 4 * slot, uint64_t(slot)));
+            drivers.emplace_back(*r, 256, 16);
+        }
+        std::mt19937 rng(37);
+        const int n_seqs = 16;
+        std::vector<SequenceDriver::Work> prefill;
+        for (int i = 0; i < n_seqs; ++i) {  // 4 base sequences, then 4 per slot
+            for (auto& d : drivers) QCOMPARE(d.add_sequence(i / 4), i);
+            std::vector<int32_t> toks(1 + rng() % 12);
+            for (auto& t : toks) t = int32_t(rng() % uint32_t(c.vocab_size));
+            prefill.push_back({i, toks});
+        }
+        std::vector<int32_t> next(n_seqs);
+        std::vector<float> l[3];
+        auto run = [&](const std::vector<SequenceDriver::Work>& w) {
+            for (int r = 0; r < 3; ++r) drivers[std::size_t(r)].step(w, false, l[r]);
+            for (std::size_t i = 0; i < w.size(); ++i) {
+                auto row = l[0].begin() + std::ptrdiff_t(i) * c.vocab_size;
+                next[std::size_t(w[i].seq)] = int32_t(std::max_element(row, row + c.vocab_size) - row);
+            }
+        };
+        run(prefill);
+        // (first sequence, count, graphs): one adapter, two adapters, a base row beside adapter rows, 3-12 tokens.
+        const std::vector<std::tuple<int, int, bool>> steps{{4, 1, true},  {5, 1, false}, {7, 2, true}, {3, 2, false},
+                                                            {8, 1, true},  {2, 3, true},  {4, 5, true}, {0, 12, true},
+                                                            {10, 2, true}, {4, 12, false}};
+        for (const auto& [first, count, graphs] : steps) {
+            for (cuda::CudaRunner* r : {&beside, &serial, &fused}) r->set_cuda_graphs(graphs);
+            std::vector<SequenceDriver::Work> w;
+            for (int i = first; i < first + count; ++i) w.push_back({i, {next[std::size_t(i)]}});
+            run(w);
+            const QString what = QString("decode %1 from %2%3").arg(count).arg(first).arg(graphs ? "" : " eager");
+            QCOMPARE(l[0].size(), l[1].size());
+            QVERIFY2(std::memcmp(l[0].data(), l[1].data(), l[0].size() * 4) == 0,
+                     qPrintable(what + ": the delta route differs from the serial one"));
+            const double err = rel_l2(l[0], l[2]);
+            QVERIFY2(err < 2e-2, qPrintable(what + QString(": rel err %1 against the fused route").arg(err)));
+        }
+        QVERIFY(beside.graph_stats().replays >= 4);
+    }
+
     // forward_sampled (the engine loop's path): the device argmax of every row equals the host argmax of the
     // same step's forward() logits, and the flagged rows come back packed and equal, on the eager prefill and
     // on a decode step replayed from a graph.

@@ -175,7 +175,7 @@ kernels::SgmvParams CudaRunner::Impl::lora_params(const StepMeta& sm, int layer,
 
 kernels::SgmvParams CudaRunner::Impl::begin_lora(const StepMeta& sm, int layer, int first_module, int n_modules,
                                                  const uint16_t* x, int64_t x_stride, uint16_t* y, int64_t y_stride,
-                                                 bool allow_delta) {
+                                                 bool allow_delta, bool small_delta) {
     kernels::SgmvParams p = lora_params(sm, layer, first_module, n_modules, x, x_stride);
     p.y = y, p.y_row_stride = y_stride;
     if (!opts.lora_beside_base) {
@@ -184,17 +184,47 @@ kernels::SgmvParams CudaRunner::Impl::begin_lora(const StepMeta& sm, int layer, 
     }
     // x was written by the stream's last launch. The site's previous expand is already ordered before this fork on
     // the stream, so the shrink may overwrite xa. Inside a graph capture the events become edges.
-    cuda_check(cudaEventRecord(fork_mark, stream), "cudaEventRecord");
-    shrink_after_base = sm.n >= kShrinkAfterBaseTokens;
+    mark_fork();
+    const bool many = sm.n >= kShrinkAfterBaseTokens;
+    if (allow_delta && (many || small_delta) && sm.n <= lora_delta_tokens) p.delta = lora_delta;
+    // A small delta's shrink and expand are enqueued after the base kernel too (end_lora), forked from x's writer
+    // itself.
+    fork_from_snapshot = !many && p.delta;
+    shrink_after_base = many || p.delta;
     if (!shrink_after_base) launch_side_shrink(p, side_stream);
-    if (allow_delta && shrink_after_base && sm.n <= lora_delta_tokens) p.delta = lora_delta;
     return p;
+}
+
+void CudaRunner::Impl::mark_fork() {
+    cuda_check(cudaEventRecord(fork_mark, stream), "cudaEventRecord");
+    fork_nodes.clear(), fork_edges.clear();
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    const cudaGraphNode_t* nodes = nullptr;
+    const cudaGraphEdgeData* edges = nullptr;
+    std::size_t n = 0;
+    cuda_check(cudaStreamGetCaptureInfo(stream, &status, nullptr, nullptr, &nodes, &edges, &n), "capture info");
+    if (status != cudaStreamCaptureStatusActive) return;
+    fork_nodes.assign(nodes, nodes + n);
+    fork_edges = edges ? std::vector<cudaGraphEdgeData>(edges, edges + n) : std::vector<cudaGraphEdgeData>(n);
+}
+
+void CudaRunner::Impl::fork_side(cudaStream_t side) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    cuda_check(cudaStreamIsCapturing(side, &status), "cudaStreamIsCapturing");
+    // A side stream not yet in the capture joins it through the event (its first fork of the step).
+    if (!fork_from_snapshot || status != cudaStreamCaptureStatusActive || fork_nodes.empty()) {
+        cuda_check(cudaStreamWaitEvent(side, fork_mark, 0), "cudaStreamWaitEvent");
+        return;
+    }
+    cuda_check(cudaStreamUpdateCaptureDependencies(side, fork_nodes.data(), fork_edges.data(), fork_nodes.size(),
+                                                   cudaStreamSetCaptureDependencies),
+               "cudaStreamUpdateCaptureDependencies");
 }
 
 // The shrink on `side` once x is ready (fork_mark), with p.delta the expand into it after the shrink, and join_mark
 // once they are done.
 void CudaRunner::Impl::launch_side_shrink(const kernels::SgmvParams& p, cudaStream_t side) {
-    cuda_check(cudaStreamWaitEvent(side, fork_mark, 0), "cudaStreamWaitEvent");
+    fork_side(side);
     launch_check(kernels::sgmv_shrink(p, side), "sgmv_shrink");
     if (p.delta) launch_check(kernels::sgmv_expand(p, side), "sgmv_expand");
     cuda_check(cudaEventRecord(join_mark, side), "cudaEventRecord");
@@ -351,17 +381,21 @@ const float* CudaRunner::Impl::projection(const StepMeta& sm, int layer, int sit
         // goes around the base launches where no kernel fuses it.
         const bool fp8 = quant.parts.front().p.format == kernels::QuantFormat::fp8_e4m3;
         const bool w8a8 = fp8 && fp8_gemm_takes(quant, n, x_stride, y, y_stride);
+        // LoRA beside the base kernels into a delta (CudaRunnerOptions::quant_lora_delta); gate|up's too, which
+        // silu_mul adds, where from kShrinkAfterBaseTokens sgmv_expand_swiglu writes the activation instead.
+        const bool small_delta = lora && opts.quant_lora_delta && n < kShrinkAfterBaseTokens;
         QuantLaunches q;
         bool planned = false;
         if (!w8a8)
-            for (const QuantAttempt& a : route_quant_site(fp8, n, lora))
+            for (const QuantAttempt& a : route_quant_site(fp8, n, lora, small_delta))
                 if ((planned = plan_quant_site(sm, layer, quant, bias, x, x_stride, y, y_stride, first_module,
                                                n_modules, a, site_sync(layer, site), q)))
                     break;
         const bool lora_around = lora && !(planned && q.fuses_lora);
         kernels::SgmvParams lp;
         if (lora_around)
-            lp = begin_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride, allow_delta && !swiglu);
+            lp = begin_lora(sm, layer, first_module, n_modules, x, x_stride, y, y_stride,
+                            allow_delta && (!swiglu || small_delta), small_delta);
         if (planned) {
             launch_quant_site(q);  // bias in the kernels' epilogue
         } else {
@@ -373,7 +407,7 @@ const float* CudaRunner::Impl::projection(const StepMeta& sm, int layer, int sit
         }
         const float* delta = lora_around ? end_lora(lp, swiglu ? act : nullptr) : nullptr;
         if (!swiglu) return delta;
-        if (!lora_around) launch_check(kernels::silu_mul(y, nullptr, n, out / 2, act, stream), "silu_mul");
+        if (!lora_around || delta) launch_check(kernels::silu_mul(y, delta, n, out / 2, act, stream), "silu_mul");
         return nullptr;
     }
     if (use_gemv(n)) {
@@ -428,7 +462,7 @@ void CudaRunner::Impl::run_attention(const StepMeta& sm, const kernels::Attentio
 
 bool CudaRunner::Impl::uses_site_sync(int n_tokens) const {
     const bool quantized = !layers.empty() && !layers.front().quant[0].parts.empty();
-    return use_gemv(n_tokens) || (quantized && n_tokens <= kQuantMmaFusedShrinkTokens);
+    return use_gemv(n_tokens) || (quantized && n_tokens <= kQuantMmaFusedShrinkTokens && !opts.quant_lora_delta);
 }
 
 void CudaRunner::Impl::run_layers(const StepMeta& sm) {
@@ -461,13 +495,14 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm) {
         ap.n_kv_heads = cfg.n_kv_heads, ap.head_dim = cfg.head_dim, ap.scale = 1.0f / std::sqrt(float(cfg.head_dim));
         ap.out = attn, ap.merge_counters = att_counters, ap.max_kv_len = sm.max_kv;
 
-        // A q|k|v LoRA delta would cost the decode attention its fused RoPE (one launch more): where it fuses, the
-        // expand stays after the projection. Every layer has the same shapes: asked once per step.
+        // Where the decode attention fuses the RoPE, steps of kShrinkAfterBaseTokens or more keep the q|k|v expand
+        // after the projection, as measured before that kernel took a delta (17th session); below, only
+        // quant_lora_delta makes a delta, and the fused kernel adds it. Every layer has the same shapes: asked once.
         if (l == 0)
             rope_fused = step_has_lora(sm) && attention_takes_rope(sm, ap) &&
                          kernels::attention_decode_rope_fuses(ap, rp, sm.n_items, sm.n_groups);
         rp.qkv_delta = projection(sm, l, 0, w.wqkv, w.bqkv, xn, hid, hid, qkv_dim, qkv, qkv_dim, int(LoraModule::q), 3,
-                                  false, !rope_fused);
+                                  false, !rope_fused || n < kShrinkAfterBaseTokens);
         run_attention(sm, ap, rp);
 
         const float* o_delta =

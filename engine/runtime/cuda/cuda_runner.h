@@ -42,6 +42,15 @@ struct CudaRunnerOptions {
     // rank-16 adapters, one per request, ms per step (H100): AWQ batch 8 5.720 -> 5.145, batch 32 9.718 -> 8.721;
     // bf16 batch 4 8.336 -> 8.068, batch 8 8.582 -> 8.288, batch 32 10.03 -> 9.88.
     bool lora_beside_base = true;
+    // On a quantized base, steps of fewer than 16 tokens run a LoRA site's shrink and expand on a side stream beside
+    // the base kernel, into an f32 delta that the kernel reading the site's output adds (the RoPE-fused decode
+    // attention, the residual norms, silu_mul); at 1-2 tokens the site then takes the base route (quant_route.h)
+    // instead of fusing shrink and expand into quant_mma or the fp8 GEMV. Off is that fused route (kept for comparison
+    // in benchmarks). With lora_beside_base off the same kernels run one after another on one stream (the expand into
+    // the site's output), the order whose arithmetic the delta reproduces bit for bit. Qwen3-8B, rank-16 adapters, one
+    // per request, ms per step (H200; base beside it): AWQ batch 1 3.412 -> 3.186-3.197 (base 3.113), batch 2 3.821 ->
+    // 3.281-3.295 (3.164), batch 8 4.151 -> 3.927-3.940 (3.568); block-scaled fp8 batch 1 3.650 -> 3.215-3.232 (3.060).
+    bool quant_lora_delta = true;
     // fp8 checkpoints on the fp8 tensor cores (W8A8), as vLLM, SGLang and transformers' FineGrainedFP8 run them:
     // block-scaled ones (Qwen3-FP8, DeepSeek) from kFp8GemmMinTokens tokens with x rounded to e4m3 per token and 128
     // columns, per-channel and per-tensor ones from kFp8ChannelGemmMinTokens with x rounded per token

@@ -98,6 +98,16 @@ struct CudaRunner::Impl {
     // kShrinkAfterBaseTokens tokens side_stream_base instead, of the compute stream's priority.
     cudaStream_t side_stream = nullptr, side_stream_base = nullptr;
     cudaEvent_t fork_mark = nullptr, join_mark = nullptr;  // x is ready / xa is ready
+    // While a graph is captured: the compute stream's capture dependencies when fork_mark was recorded (x's writer).
+    // A small delta's side stream forks from exactly these rather than by waiting on fork_mark, which would add them
+    // to the nodes it already depends on (the previous site's expand): chained that way through a step, the side
+    // stream cost every reader of a delta its early launch (PDL), 1-2.5 us per reader (CUPTI trace, AWQ batch 1; a
+    // stand-alone graph of the same shape reproduced it: docs/cuda-benchmarks.md, twenty-first session). Forks from
+    // kShrinkAfterBaseTokens tokens still wait on the event: not measured the other way.
+    std::vector<cudaGraphNode_t> fork_nodes;
+    std::vector<cudaGraphEdgeData> fork_edges;
+    void mark_fork();                   // records fork_mark, and the snapshot while capturing
+    void fork_side(cudaStream_t side);  // side waits for x: the snapshot while capturing, else fork_mark
     // Per slot: recorded after the slot's last upload (or clear); a step waits on it only when its batch uses
     // the slot and the wait was not issued yet, so uploads for other slots never hold a step back.
     std::vector<cudaEvent_t> slot_ready;  // [n_slots + 1], [0] unused
@@ -219,14 +229,23 @@ struct CudaRunner::Impl {
     // its GEMM holds 128 of the 132 SMs, so the expand ran after it anyway, and silu_mul after that; end_lora runs
     // sgmv_expand_swiglu instead, which writes the activation in one launch (32 on 32 7.121 -> 6.917 ms per step,
     // 64 on 64 9.422 -> 9.198, H200).
+    // Below kShrinkAfterBaseTokens the expand goes into the delta only where small_delta is set (a quantized site with
+    // CudaRunnerOptions::quant_lora_delta): shrink and expand are then enqueued after the base kernel, as from
+    // kShrinkAfterBaseTokens, on side_stream_base forked from x's writer itself (fork_side). gate|up takes that delta
+    // too (silu_mul adds it), and q|k|v even where the decode attention fuses the RoPE (it adds it). H200, AWQ Qwen3-8B
+    // batch 1 on a rank-16 adapter: 3.197 / 3.186 ms per step (base 3.113); at the greatest priority before the base
+    // kernel 3.47 (its blocks took slots the base kernel's first wave needed); chained (event forks) 3.29.
     static constexpr int kShrinkAfterBaseTokens = 16;
     bool step_has_lora(const StepMeta& sm) const { return sm.any_lora && n_slots > 0; }
     kernels::SgmvParams begin_lora(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x,
-                                   int64_t x_stride, uint16_t* y, int64_t y_stride, bool allow_delta);
+                                   int64_t x_stride, uint16_t* y, int64_t y_stride, bool allow_delta,
+                                   bool small_delta = false);
     // swiglu_act (a gate|up site, no delta): the expand applies the SwiGLU into it (sgmv_expand_swiglu), y unwritten.
     const float* end_lora(const kernels::SgmvParams& p, uint16_t* swiglu_act = nullptr);
     void launch_side_shrink(const kernels::SgmvParams& p, cudaStream_t side);
     bool shrink_after_base = false;  // begin_lora deferred the shrink to end_lora
+    // fork_side sets the side stream's capture dependencies to fork_nodes (a small delta's fork).
+    bool fork_from_snapshot = false;
     // One projection y = x W^T (+ bias) (+ LoRA of modules [first_module, +n_modules)) (SwiGLU when swiglu: y is
     // then the activation, inter wide): the skinny GEMM with everything fused for small batches, else cuBLAS
     // followed by bias_add, SGMV and silu_mul. site: the layer's LoRA call site (0 qkv, 1 o, 2 gate/up, 3 down).

@@ -19,8 +19,10 @@ struct QuantAttempt {
     // The shrink in the kernel's own launch (else an sgmv_shrink before): quant_mma with fuse_lora, the fp8 GEMV at
     // 1 token.
     bool fuse_shrink = false;
+    // LoRA runs around the kernel (the runner's begin_lora / end_lora), the GEMV's included.
+    bool lora_around = false;
 
-    bool fuses_lora() const { return kernel == QuantKernel::gemv || fuse_lora; }
+    bool fuses_lora() const { return !lora_around && (kernel == QuantKernel::gemv || fuse_lora); }
     bool operator==(const QuantAttempt&) const = default;
 };
 
@@ -71,7 +73,14 @@ constexpr bool fp8_w8a8_route(bool block_scaled, int tokens) {
 // quant_mma 4.989; at 2 on 2 adapters 5.845 against 5.326, at 4 on 4 8.766 against 5.773.
 // The fp8 GEMV runs the shrink in its own launch at 1 token (quant_gemv.cu, fp8_shrink_block), where an sgmv_shrink
 // launch preceded it: fp8 Qwen3-8B batch 1 on a rank-16 adapter 3.800 -> 3.565 ms per step (base 3.058; H200).
-constexpr QuantRoute route_quant_site(bool fp8, int tokens, bool lora) {
+// lora_around (CudaRunnerOptions::quant_lora_delta): no kernel fuses LoRA; the site takes the route of a step
+// without adapters and the runner runs the adapter's shrink and expand beside it.
+constexpr QuantRoute route_quant_site(bool fp8, int tokens, bool lora, bool lora_around = false) {
+    if (lora_around) {
+        QuantRoute r = route_quant_site(fp8, tokens, false);
+        for (QuantAttempt& a : r) a.lora_around = true;
+        return r;
+    }
     const QuantAttempt gemv{QuantKernel::gemv, false, fp8 && lora && tokens == 1};
     const bool fuse = lora && tokens <= kQuantMmaFusedLoraTokens;
     const QuantAttempt mma{QuantKernel::mma, fuse, fuse && tokens <= kQuantMmaFusedShrinkTokens};
