@@ -28,11 +28,12 @@ struct QuantAttempt {
 
 using QuantRoute = std::array<QuantAttempt, 2>;
 
-// quant_mma fuses the expand up to this many tokens: AWQ batch 4 on 4 adapters 5.148 ms per step where the GEMV's
-// fused expand took 7.340; at 8 on 8 adapters 6.108 against 5.742 for quant_mma + SGMV (H200). Since the unfused
-// shrink runs beside the GEMM (CudaRunnerOptions::lora_beside_base), 3-4 tokens gain from it too: AWQ batch 3 / 4 on
-// as many adapters 4.923 / 5.004 fused (shrink launch first) against 4.821 / 4.878 (H100, two runs each); fp8 the
-// same within 0.6 %.
+// The fused LoRA routes below are taken with CudaRunnerOptions::quant_lora_delta off; on (the default) a site below 16
+// tokens runs its LoRA beside the base route (lora_around). quant_mma fuses the expand up to this many tokens: AWQ
+// batch 4 on 4 adapters 5.148 ms per step where the GEMV's fused expand took 7.340; at 8 on 8 adapters 6.108
+// against 5.742 for quant_mma + SGMV (H200). Since the unfused shrink runs beside the GEMM
+// (CudaRunnerOptions::lora_beside_base), 3-4 tokens gain from it too: AWQ batch 3 / 4 on as many adapters 4.923 / 5.004
+// fused (shrink launch first) against 4.821 / 4.878 (H100, two runs each); fp8 the same within 0.6 %.
 inline constexpr int kQuantMmaFusedLoraTokens = 2;
 // quant_mma runs the shrink itself (lora_shrink) up to this many tokens, in blocks that go first, where an sgmv_shrink
 // launch would precede it: AWQ batch 1 on an adapter 4.266 -> 4.052 ms per step, batch 2 on 2 adapters 4.544 ->
