@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -116,6 +117,34 @@ int argmax_disagreements_beyond_noise(const std::vector<float>& gpu, const std::
         if (c != g && lead > 0.02f * std::max(1.0f, std::fabs(sorted[0])) && lead > 6 * rms) ++bad;
     }
     return bad;
+}
+
+// One driver per runner, each runner holding the same random adapters of rank 4, 8 and 12 in slots 1-3.
+std::vector<SequenceDriver> three_adapter_drivers(const model::ModelConfig& c,
+                                                  std::initializer_list<cuda::CudaRunner*> runners) {
+    std::vector<SequenceDriver> drivers;
+    drivers.reserve(runners.size());
+    for (cuda::CudaRunner* r : runners) {
+        r->configure_lora_slots(3, 16);
+        for (int slot = 1; slot <= 3; ++slot) r->load_lora_slot(slot, random_lora(c, 4 * slot, uint64_t(slot)));
+        drivers.emplace_back(*r, 256, 16);
+    }
+    return drivers;
+}
+
+// The same n_seqs sequences on every driver, per_slot of them on each of slots 0 (base) to 3 in turn, and their
+// prefill: random prompts of 1 to 12 tokens. Sequence ids are 0 .. n_seqs - 1 on every driver.
+std::vector<SequenceDriver::Work> add_random_sequences(std::vector<SequenceDriver>& drivers, int n_seqs, int per_slot,
+                                                       std::mt19937& rng, int vocab) {
+    std::vector<SequenceDriver::Work> prefill;
+    for (int i = 0; i < n_seqs; ++i) {
+        for (auto& d : drivers)
+            if (d.add_sequence(i / per_slot) != i) return {};
+        std::vector<int32_t> toks(1 + rng() % 12);
+        for (auto& t : toks) t = int32_t(rng() % uint32_t(vocab));
+        prefill.push_back({i, toks});
+    }
+    return prefill;
 }
 
 }  // namespace
@@ -643,22 +672,11 @@ class TstCudaRunner : public QObject {
         cuda::CudaRunnerOptions serial_options;
         serial_options.lora_beside_base = false;
         cuda::CudaRunner beside(model_dir), serial(model_dir, 0, serial_options);
-        std::vector<SequenceDriver> drivers;
-        drivers.reserve(2);
-        for (cuda::CudaRunner* r : {&beside, &serial}) {
-            r->configure_lora_slots(3, 16);
-            for (int slot = 1; slot <= 3; ++slot) r->load_lora_slot(slot, random_lora(c, 4 * slot, uint64_t(slot)));
-            drivers.emplace_back(*r, 256, 16);
-        }
+        std::vector<SequenceDriver> drivers = three_adapter_drivers(c, {&beside, &serial});
         std::mt19937 rng(31);
-        const int n_seqs = 40;
-        std::vector<SequenceDriver::Work> prefill;
-        for (int i = 0; i < n_seqs; ++i) {  // 10 base sequences, then 10 per slot
-            for (auto& d : drivers) QCOMPARE(d.add_sequence(i / 10), i);
-            std::vector<int32_t> toks(1 + rng() % 12);
-            for (auto& t : toks) t = int32_t(rng() % uint32_t(c.vocab_size));
-            prefill.push_back({i, toks});
-        }
+        const int n_seqs = 40;  // 10 base sequences, then 10 per slot
+        const std::vector<SequenceDriver::Work> prefill = add_random_sequences(drivers, n_seqs, 10, rng, c.vocab_size);
+        QCOMPARE(int(prefill.size()), n_seqs);
         std::vector<int32_t> next(n_seqs);
         std::vector<float> la, lb;
         auto compare = [&](const char* what, std::size_t rows) {
@@ -719,22 +737,11 @@ class TstCudaRunner : public QObject {
         fused_options.quant_lora_delta = false;
         cuda::CudaRunner beside(model_dir, 0, beside_options), serial(model_dir, 0, serial_options),
             fused(model_dir, 0, fused_options);
-        std::vector<SequenceDriver> drivers;
-        drivers.reserve(3);
-        for (cuda::CudaRunner* r : {&beside, &serial, &fused}) {
-            r->configure_lora_slots(3, 16);
-            for (int slot = 1; slot <= 3; ++slot) r->load_lora_slot(slot, random_lora(c, 4 * slot, uint64_t(slot)));
-            drivers.emplace_back(*r, 256, 16);
-        }
+        std::vector<SequenceDriver> drivers = three_adapter_drivers(c, {&beside, &serial, &fused});
         std::mt19937 rng(37);
-        const int n_seqs = 16;
-        std::vector<SequenceDriver::Work> prefill;
-        for (int i = 0; i < n_seqs; ++i) {  // 4 base sequences, then 4 per slot
-            for (auto& d : drivers) QCOMPARE(d.add_sequence(i / 4), i);
-            std::vector<int32_t> toks(1 + rng() % 12);
-            for (auto& t : toks) t = int32_t(rng() % uint32_t(c.vocab_size));
-            prefill.push_back({i, toks});
-        }
+        const int n_seqs = 16;  // 4 base sequences, then 4 per slot
+        const std::vector<SequenceDriver::Work> prefill = add_random_sequences(drivers, n_seqs, 4, rng, c.vocab_size);
+        QCOMPARE(int(prefill.size()), n_seqs);
         std::vector<int32_t> next(n_seqs);
         std::vector<float> l[3];
         auto run = [&](const std::vector<SequenceDriver::Work>& w) {
