@@ -184,13 +184,13 @@ kernels::SgmvParams CudaRunner::Impl::begin_lora(const StepMeta& sm, int layer, 
     }
     // x was written by the stream's last launch. The site's previous expand is already ordered before this fork on
     // the stream, so the shrink may overwrite xa. Inside a graph capture the events become edges.
-    mark_fork();
     const bool many = sm.n >= kShrinkAfterBaseTokens;
     if (allow_delta && (many || small_delta) && sm.n <= lora_delta_tokens) p.delta = lora_delta;
     // A small delta's shrink and expand are enqueued after the base kernel too (end_lora), forked from x's writer
     // itself.
     fork_from_snapshot = !many && p.delta;
     shrink_after_base = many || p.delta;
+    mark_fork();
     if (!shrink_after_base) launch_side_shrink(p, side_stream);
     return p;
 }
@@ -198,6 +198,7 @@ kernels::SgmvParams CudaRunner::Impl::begin_lora(const StepMeta& sm, int layer, 
 void CudaRunner::Impl::mark_fork() {
     cuda_check(cudaEventRecord(fork_mark, stream), "cudaEventRecord");
     fork_nodes.clear(), fork_edges.clear();
+    if (!fork_from_snapshot) return;  // fork_side waits on the event
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     const cudaGraphNode_t* nodes = nullptr;
     const cudaGraphEdgeData* edges = nullptr;

@@ -106,7 +106,7 @@ struct CudaRunner::Impl {
     // kShrinkAfterBaseTokens tokens still wait on the event: not measured the other way.
     std::vector<cudaGraphNode_t> fork_nodes;
     std::vector<cudaGraphEdgeData> fork_edges;
-    void mark_fork();                   // records fork_mark, and the snapshot while capturing
+    void mark_fork();                   // records fork_mark, and with fork_from_snapshot the snapshot while capturing
     void fork_side(cudaStream_t side);  // side waits for x: the snapshot while capturing, else fork_mark
     // Per slot: recorded after the slot's last upload (or clear); a step waits on it only when its batch uses
     // the slot and the wait was not issued yet, so uploads for other slots never hold a step back.
