@@ -231,9 +231,11 @@ void CudaRunner::Impl::launch_side_shrink(const kernels::SgmvParams& p, cudaStre
     cuda_check(cudaEventRecord(join_mark, side), "cudaEventRecord");
 }
 
-const float* CudaRunner::Impl::end_lora(const kernels::SgmvParams& p, uint16_t* swiglu_act) {
+const float* CudaRunner::Impl::end_lora(const kernels::SgmvParams& p, uint16_t* swiglu_act, bool after_quant_gemv) {
     if (opts.lora_beside_base) {
-        if (shrink_after_base) launch_side_shrink(p, side_stream_base);  // fork_mark: still x, not the base output
+        // fork_mark: still x, not the base output
+        if (shrink_after_base)
+            launch_side_shrink(p, fork_from_snapshot && after_quant_gemv ? side_stream : side_stream_base);
         cuda_check(cudaStreamWaitEvent(stream, join_mark, 0), "cudaStreamWaitEvent");
     }
     if (p.delta) return p.delta;
@@ -406,7 +408,7 @@ const float* CudaRunner::Impl::projection(const StepMeta& sm, int layer, int sit
                 quant_matmul(quant, x, x_stride, n, y, y_stride);
             if (bias) launch_check(kernels::bias_add(y, y_stride, bias, n, out, stream), "bias_add");
         }
-        const float* delta = lora_around ? end_lora(lp, swiglu ? act : nullptr) : nullptr;
+        const float* delta = lora_around ? end_lora(lp, swiglu ? act : nullptr, planned && q.gemv) : nullptr;
         if (!swiglu) return delta;
         if (!lora_around || delta) launch_check(kernels::silu_mul(y, delta, n, out / 2, act, stream), "silu_mul");
         return nullptr;

@@ -231,17 +231,25 @@ struct CudaRunner::Impl {
     // 64 on 64 9.422 -> 9.198, H200).
     // Below kShrinkAfterBaseTokens the expand goes into the delta only where small_delta is set (a quantized site with
     // CudaRunnerOptions::quant_lora_delta): shrink and expand are then enqueued after the base kernel, as from
-    // kShrinkAfterBaseTokens, on side_stream_base forked from x's writer itself (fork_side). gate|up takes that delta
-    // too (silu_mul adds it), and q|k|v even where the decode attention fuses the RoPE (it adds it). H200, AWQ Qwen3-8B
-    // batch 1 on a rank-16 adapter: 3.197 / 3.186 ms per step (base 3.113); at the greatest priority before the base
-    // kernel 3.47 (its blocks took slots the base kernel's first wave needed); chained (event forks) 3.29.
+    // kShrinkAfterBaseTokens, forked from x's writer itself (fork_side). gate|up takes that delta too (silu_mul adds
+    // it), and q|k|v even where the decode attention fuses the RoPE (it adds it). H200, AWQ Qwen3-8B batch 1 on a
+    // rank-16 adapter: 3.197 / 3.186 ms per step (base 3.113); at the greatest priority before the base kernel 3.47
+    // (its blocks took slots the base kernel's first wave needed); chained (event forks) 3.29.
+    // The stream they go on depends on the base kernel (after_quant_gemv): behind quant_mma's one wave, or
+    // cuBLASLt's W8A8, side_stream_base; behind the quant GEMV, whose fp8 blocks (9 per SM at 56 registers) fill the
+    // register file in several waves, side_stream, so that they take the first slots those blocks free instead of
+    // waiting for the grid's tail. H200, Qwen3-8B on rank-16 adapters, ms per step, side_stream against
+    // side_stream_base in the same call: fp8 batch 1 3.175 / 3.178 against 3.228 / 3.220 (base 3.057 / 3.059), batch 2
+    // 3.832 / 3.840 against 3.868 / 3.866; on every site, AWQ batch 1 3.498 against 3.190, GPTQ 3.325 against 3.060,
+    // fp8 batch 8 (W8A8) 4.818 against 4.748.
     static constexpr int kShrinkAfterBaseTokens = 16;
     bool step_has_lora(const StepMeta& sm) const { return sm.any_lora && n_slots > 0; }
     kernels::SgmvParams begin_lora(const StepMeta& sm, int layer, int first_module, int n_modules, const uint16_t* x,
                                    int64_t x_stride, uint16_t* y, int64_t y_stride, bool allow_delta,
                                    bool small_delta = false);
     // swiglu_act (a gate|up site, no delta): the expand applies the SwiGLU into it (sgmv_expand_swiglu), y unwritten.
-    const float* end_lora(const kernels::SgmvParams& p, uint16_t* swiglu_act = nullptr);
+    // after_quant_gemv: the base kernel just launched is the quant GEMV (see above).
+    const float* end_lora(const kernels::SgmvParams& p, uint16_t* swiglu_act = nullptr, bool after_quant_gemv = false);
     void launch_side_shrink(const kernels::SgmvParams& p, cudaStream_t side);
     bool shrink_after_base = false;  // begin_lora deferred the shrink to end_lora
     // fork_side sets the side stream's capture dependencies to fork_nodes (a small delta's fork).
