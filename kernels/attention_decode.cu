@@ -126,18 +126,30 @@ __device__ __forceinline__ void warp_walk(const ItemView& v, int32_t page, uint1
 #pragma unroll
             for (int c = 0; c < 8; ++c) qr[r][c] = q_s[r * HD + (lane & 15) * 8 + c];
     }
+    // A slot's bytes fit 32 bits (pool_row).
+    const uint32_t stride_bytes = uint32_t(v.slot_stride) * uint32_t(sizeof(uint16_t));
+    int in_page = key % v.page_size;  // then carried from the division that finds the next sub-tile's page
     for (; base < v.kv_end; base += W * kKeys, key += W * kKeys) {
         const bool valid = key < v.kv_end;
         const int n_valid = min(kKeys, v.kv_end - base);
-        const int32_t slot = page * v.page_size + key % v.page_size;
+        // Lanes past the sub-tile's last key take its slot, so that Q·K and P·V load real rows unconditionally.
+        int32_t slot = page * v.page_size + in_page;
+        const int32_t last_slot = __shfl_sync(kFull, slot, n_valid - 1);
+        if (!valid) slot = last_slot;
         const int next = key + W * kKeys;  // the next sub-tile's page load overlaps this one's work
-        page = next < v.kv_end ? __ldg(v.pages + next / v.page_size) : 0;
+        const int next_page = next / v.page_size;
+        in_page = next - next_page * v.page_size;
+        page = next < v.kv_end ? __ldg(v.pages + next_page) : 0;
         float s[R];
 #pragma unroll
         for (int r = 0; r < R; ++r) s[r] = 0.0f;
         const bool via_l2 = Own && (R > 1 || St || unsigned(own - base) < unsigned(kKeys));
         if constexpr (Co) {
-            qk_coalesced<R>(v.k_head, v.slot_stride, slot, n_valid, via_l2, qr, s);
+            // Two instantiations, so that each load is one instruction (load_kv); only Own launches have the second.
+            if (via_l2)
+                qk_coalesced<R, true>(v.k_head, stride_bytes, slot, qr, s);
+            else
+                qk_coalesced<R, false>(v.k_head, stride_bytes, slot, qr, s);
         } else {
             qk_dot<HD, R>(v.k_head + int64_t(slot) * v.slot_stride, valid, q_s, s);
         }
@@ -157,7 +169,10 @@ __device__ __forceinline__ void warp_walk(const ItemView& v, int32_t page, uint1
 #pragma unroll
         for (int r = 0; r < R; ++r) p_w[lane * R + r] = pr[r];
         __syncwarp();
-        pv_accumulate<HD, R>(v.v_head, slot, v.slot_stride, n_valid, via_l2, p_w, lane, st.acc);
+        if (via_l2)
+            pv_accumulate<HD, R, true>(v.v_head, slot, stride_bytes, n_valid, p_w, lane, st.acc);
+        else
+            pv_accumulate<HD, R, false>(v.v_head, slot, stride_bytes, n_valid, p_w, lane, st.acc);
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) st.l[r] = warp_sum(st.l[r]);

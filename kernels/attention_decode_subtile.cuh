@@ -109,13 +109,28 @@ __device__ __forceinline__ void qk_dot(const uint16_t* krow, bool valid, const f
 template <int HD, int R>
 constexpr bool kCoalescedQk = HD == 128 && R <= 4;
 
-// A K or V row chunk: zero when !valid; else through L2 (ld.global.cg) when via_l2, for the rows of the key this block
-// wrote itself (the RoPE-fused kernel's fresh key), which the read-only path need not see; otherwise through the
-// read-only path (ld.global.nc), which streams the pools faster. A select between the two loads rather than two
-// instantiations of the walk, so the walk keeps one body whatever the sub-tile.
+// A K or V row chunk through L2 (ld.global.cg) when ViaL2, for the rows of the key this block wrote itself (the
+// RoPE-fused kernel's fresh key), which the read-only path need not see; otherwise through the read-only path
+// (ld.global.nc), which streams the pools faster. A template argument, not a run-time select: with a select ptxas
+// issues both loads predicated and merges them with moves that wait on each load at once, and the RoPE-fused MHA
+// kernel ran 344 instead of 317 us per layer (Llama-7B batch 128, Nsight Compute, twenty-second session).
+template <bool ViaL2, class T>
+__device__ __forceinline__ T load_kv(const T* p) {
+    if constexpr (ViaL2)
+        return __ldcg(p);
+    else
+        return __ldg(p);
+}
+
+// Row `slot` of a pool head at byte offset `col_bytes` into the row: one 32 x 32 -> 64-bit multiply-add per key
+// (IMAD.WIDE.U32, then the head pointer added), where int64 slot x int64 stride took eight integer instructions. Slots
+// are non-negative int32 and a slot's bytes (n_kv_heads x head_dim x 2) fit 32 bits. (A mad.wide.u32 that takes the
+// head pointer too, and a one-instruction bf16 unpack, cut instructions further and ran slower: Llama-7B batch 128
+// 14.174 / 14.184 against 14.125 / 14.087 ms per step, the MHA kernel 296.9 against 291.5 us, twenty-second session.)
 template <class T>
-__device__ __forceinline__ T load_kv(const T* p, bool valid, bool via_l2) {
-    return !valid ? T{} : via_l2 ? __ldcg(p) : __ldg(p);
+__device__ __forceinline__ const T* pool_row(const uint16_t* head, uint32_t stride_bytes, int32_t slot, int col_bytes) {
+    return reinterpret_cast<const T*>(reinterpret_cast<const char*>(head) + col_bytes +
+                                      uint64_t(uint32_t(slot)) * stride_bytes);
 }
 
 // Q·K of one 32-key sub-tile, coalesced (kCoalescedQk shapes): half-warp h loads keys 16 h .. 16 h + 15 of the
@@ -123,10 +138,12 @@ __device__ __forceinline__ T load_kv(const T* p, bool valid, bool via_l2) {
 // whose q values qr holds in registers), so one instruction touches 4 cache lines instead of 32 rows. Each lane
 // then holds 16 partial sums per row; a reduce-scatter over the half-warp (exchange half of them with lane ^ 8,
 // ^ 4, ^ 2, ^ 1, keeping the other half) leaves the full score of key `lane` in each lane — the layout of
-// qk_dot, which the softmax and P·V expect. Keys from n_valid on read zeros (their scores are masked later).
-template <int R>
-__device__ __forceinline__ void qk_coalesced(const uint16_t* k_head, int64_t slot_stride, int32_t slot, int n_valid,
-                                             bool via_l2, const float (&qr)[R][8], float (&s)[R]) {
+// qk_dot, which the softmax and P·V expect. Lanes past the sub-tile's last key hold that key's slot (warp_walk), so
+// every load reads a real row unconditionally: their scores are masked later, and a predicated load cost a zero fill
+// and a move per register (the MHA walk's SASS, twenty-second session).
+template <int R, bool ViaL2>
+__device__ __forceinline__ void qk_coalesced(const uint16_t* k_head, uint32_t stride_bytes, int32_t slot,
+                                             const float (&qr)[R][8], float (&s)[R]) {
     const int lane = threadIdx.x & 31, half = lane >> 4, sub = lane & 15;
     float part[R][16];
 #pragma unroll
@@ -134,10 +151,9 @@ __device__ __forceinline__ void qk_coalesced(const uint16_t* k_head, int64_t slo
         uint4 kr[8];
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
-            const int key = half * 16 + j0 + i;
-            const int32_t sj = __shfl_sync(kFull, slot, key);
-            const uint4* row = reinterpret_cast<const uint4*>(k_head + int64_t(sj) * slot_stride) + sub;
-            kr[i] = load_kv(row, key < n_valid, via_l2);
+            const int32_t sj = __shfl_sync(kFull, slot, half * 16 + j0 + i);
+            const uint4* row = pool_row<uint4>(k_head, stride_bytes, sj, sub * 16);
+            kr[i] = load_kv<ViaL2>(row);
         }
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
@@ -170,21 +186,22 @@ __device__ __forceinline__ void qk_coalesced(const uint16_t* k_head, int64_t slo
 }
 
 // acc[r][c] += sum_j P[j][r] * V[key j][lane's columns] over the sub-tile's n_valid keys; the slot of key j
-// comes from lane j (which resolved its page for Q·K). P of keys past n_valid is 0 and their V loads are
-// skipped (zeros), so pool contents there (possibly NaN) never reach acc. via_l2: as in load_kv.
-template <int HD, int R>
-__device__ __forceinline__ void pv_accumulate(const uint16_t* v_head, int32_t slot, int64_t slot_stride, int n_valid,
-                                              bool via_l2, const float* p_w, int lane, float (&acc)[R][HD / 32]) {
+// comes from lane j (which resolved its page for Q·K). Lanes past n_valid hold the last valid key's slot
+// (warp_walk), so the batch that straddles n_valid reads that real row again, unconditionally, with P 0: pool
+// contents past the sequence (possibly NaN) never reach acc. ViaL2: as in load_kv.
+template <int HD, int R, bool ViaL2>
+__device__ __forceinline__ void pv_accumulate(const uint16_t* v_head, int32_t slot, uint32_t stride_bytes, int n_valid,
+                                              const float* p_w, int lane, float (&acc)[R][HD / 32]) {
     using S = DecodeShape<HD, R>;
     using Raw = typename RawCols<S::kCols>::Type;
     for (int j0 = 0; j0 < n_valid; j0 += S::kVBatch) {
         Raw vr[S::kVBatch];
 #pragma unroll
         for (int i = 0; i < S::kVBatch; ++i) {
-            const int j = j0 + i;  // < 32: j0 is a multiple of the batch and below n_valid <= 32
-            const int32_t sj = __shfl_sync(kFull, slot, j);
-            const Raw* row = reinterpret_cast<const Raw*>(v_head + int64_t(sj) * slot_stride) + lane;
-            vr[i] = load_kv(row, j < n_valid, via_l2);
+            // < 32: j0 is a multiple of the batch and below n_valid <= 32
+            const int32_t sj = __shfl_sync(kFull, slot, j0 + i);
+            const Raw* row = pool_row<Raw>(v_head, stride_bytes, sj, lane * int(sizeof(Raw)));
+            vr[i] = load_kv<ViaL2>(row);
         }
 #pragma unroll
         for (int i = 0; i < S::kVBatch; ++i) {
