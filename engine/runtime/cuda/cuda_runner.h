@@ -49,7 +49,8 @@ struct CudaRunnerOptions {
     // in benchmarks). With lora_beside_base off the same kernels run one after another on one stream (the expand into
     // the site's output), the order whose arithmetic the delta reproduces bit for bit. Qwen3-8B, rank-16 adapters, one
     // per request, ms per step (H200; base beside it): AWQ batch 1 3.412 -> 3.186-3.197 (base 3.113), batch 2 3.821 ->
-    // 3.281-3.295 (3.164), batch 8 4.151 -> 3.927-3.940 (3.568); block-scaled fp8 batch 1 3.650 -> 3.215-3.232 (3.060).
+    // 3.281-3.295 (3.164), batch 8 4.151 -> 3.927-3.940 (3.568); block-scaled fp8 batch 1 3.650 -> 3.215-3.232 (3.060),
+    // and 3.170 / 3.174 (3.058) since the fp8 GEMV's side kernels run at the greatest priority (end_lora).
     bool quant_lora_delta = true;
     // fp8 checkpoints on the fp8 tensor cores (W8A8), as vLLM, SGLang and transformers' FineGrainedFP8 run them:
     // block-scaled ones (Qwen3-FP8, DeepSeek) from kFp8GemmMinTokens tokens with x rounded to e4m3 per token and 128
