@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cstdint>
 #include <type_traits>
 
 #include "launch_pdl.cuh"
@@ -156,6 +157,48 @@ __global__ void silu_mul_kernel(const uint16_t* gate_up, const float* delta, int
     }
 }
 
+// Eight values of a bf16 row from 16 bytes at p, each with its pending LoRA delta (ld_plus) where kDelta.
+template <bool kDelta>
+__device__ __forceinline__ void ld8_plus(const uint16_t* p, const float* delta, float (&v)[8]) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(p);
+    const __nv_bfloat162* b = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const float2 f = __bfloat1622float2(b[i]);
+        v[2 * i] = f.x, v[2 * i + 1] = f.y;
+    }
+    if constexpr (kDelta) {
+        const float4 d0 = reinterpret_cast<const float4*>(delta)[0], d1 = reinterpret_cast<const float4*>(delta)[1];
+        const float d[8] = {d0.x, d0.y, d0.z, d0.w, d1.x, d1.y, d1.z, d1.w};
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = __bfloat162float(__float2bfloat16_rn(v[i] + d[i]));
+    }
+}
+
+// silu_mul_kernel with 8 columns per thread (16-byte loads and store) and a token per row of the grid, where the
+// intermediate size is a multiple of 8 and the buffers are 16-byte aligned (silu_mul picks it). The one-element loop
+// (a 64-bit division and two 2-byte loads per value) took 8.2 us for Llama-7B's 128 tokens x 11,008 columns, 8.4 MB
+// at ~1 TB/s: 0.26 ms of a 14.4 ms decode step (CUPTI, H200, twenty-third session). Same arithmetic, same rounding.
+template <bool kDelta>
+__global__ void silu_mul8_kernel(const uint16_t* gate_up, const float* delta, int n_tokens, int inter, uint16_t* out) {
+    detail::pdl_wait();
+    const int n8 = inter / 8;
+    for (int t = blockIdx.y; t < n_tokens; t += gridDim.y)
+        for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < n8; j += gridDim.x * blockDim.x) {
+            const int64_t gi = int64_t(t) * 2 * inter + 8 * j, ui = gi + inter;
+            float g[8], u[8];
+            ld8_plus<kDelta>(gate_up + gi, kDelta ? delta + gi : nullptr, g);
+            ld8_plus<kDelta>(gate_up + ui, kDelta ? delta + ui : nullptr, u);
+            uint4 o;
+            __nv_bfloat162* ob = reinterpret_cast<__nv_bfloat162*>(&o);
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+                ob[i] = __floats2bfloat162_rn(detail::swiglu(g[2 * i], u[2 * i]),
+                                              detail::swiglu(g[2 * i + 1], u[2 * i + 1]));
+            *reinterpret_cast<uint4*>(out + int64_t(t) * inter + 8 * j) = o;
+        }
+}
+
 __global__ void bias_add_kernel(uint16_t* y, int64_t stride, const uint16_t* bias, int64_t n, int cols) {
     detail::pdl_wait();
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
@@ -287,6 +330,15 @@ cudaError_t silu_mul(const uint16_t* gate_up, const float* delta, int n_tokens, 
                      cudaStream_t stream) {
     int64_t n = int64_t(n_tokens) * inter;
     if (n == 0) return cudaSuccess;
+    const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+    if (inter % 8 == 0 && aligned(gate_up) && aligned(out) && (!delta || aligned(delta))) {
+        constexpr int kThreads = 128;
+        const dim3 grid(unsigned((inter / 8 + kThreads - 1) / kThreads), unsigned(std::min(n_tokens, 65535)));
+        return delta ? detail::launch(silu_mul8_kernel<true>, grid, kThreads, 0, stream, gate_up, delta, n_tokens,
+                                      inter, out)
+                     : detail::launch(silu_mul8_kernel<false>, grid, kThreads, 0, stream, gate_up, delta, n_tokens,
+                                      inter, out);
+    }
     return delta
                ? detail::launch(silu_mul_kernel<true>, grid_for(n, 256), 256, 0, stream, gate_up, delta, n, inter, out)
                : detail::launch(silu_mul_kernel<false>, grid_for(n, 256), 256, 0, stream, gate_up, delta, n, inter,

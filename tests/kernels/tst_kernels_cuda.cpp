@@ -631,6 +631,7 @@ class TstKernelsCuda : public QObject {
         QTest::newRow("3x733") << 3 << 733;
         QTest::newRow("19x151936") << 19 << 151936;
         QTest::newRow("2x8193 (a partial last chunk)") << 2 << 8193;
+        QTest::newRow("128x11008 (silu_mul's 8 columns a thread)") << 128 << 11008;
     }
     void silu_bias_argmax() {
         QFETCH(int, n);
