@@ -14,6 +14,12 @@ inline void cuda_check(cudaError_t e, const char* what) {
     if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
+// A kernel launch's result, then the kernel's own (the device synchronized).
+inline void sync_check(cudaError_t launch) {
+    cuda_check(launch, "launch");
+    cuda_check(cudaDeviceSynchronize(), "kernel");
+}
+
 template <class T>
 class DeviceBuffer {
   public:
