@@ -67,7 +67,10 @@ class TstKernelsCuda : public QObject {
         QTest::addColumn<int>("n");
         QTest::addColumn<int>("hidden");
         for (int n : {1, 3, 19})
-            for (int h : {7, 733, 4096, 9000})  // 9000: past the 8 values per thread add_rmsnorm keeps in registers
+            // 7, 733: one value a thread; 1024 / 4096: one 16-byte chunk a thread; 4104 / 8192: two (4104: the
+            // last thread has one); 9000: past the 8-column kernel's 1,024 chunks and the 8 values per thread the
+            // one-value kernel keeps in registers.
+            for (int h : {7, 733, 1024, 4096, 4104, 8192, 9000})
                 QTest::newRow(qPrintable(QString("%1x%2").arg(n).arg(h))) << n << h;
     }
     void embedding_and_rmsnorm() {
@@ -92,20 +95,21 @@ class TstKernelsCuda : public QObject {
         std::vector<int32_t> rows{n - 1};
         if (n > 2) rows.push_back(1);
         const auto delta = random_f32(rng, emb.size(), -0.5f, 0.5f);  // a pending LoRA delta on x
-        for (int run = 0; run < 4; ++run) {
-            const bool gather = run & 1, with_delta = run & 2;
+        for (int run = 0; run < 5; ++run) {  // run 4: no x (the first layer's norm of the embeddings)
+            const bool gather = run & 1, with_delta = run & 2, no_x = run == 4;
             auto res = emb;
             int n_rows = gather ? int(rows.size()) : n;
             const int32_t* r = gather ? rows.data() : nullptr;
             out.resize(std::size_t(n_rows) * hidden);
-            ref::add_rmsnorm(x.data(), with_delta ? delta.data() : nullptr, res.data(), w.data(), r, n_rows, hidden,
-                             1e-6f, out.data());
+            ref::add_rmsnorm(no_x ? nullptr : x.data(), with_delta ? delta.data() : nullptr, res.data(), w.data(), r,
+                             n_rows, hidden, 1e-6f, out.data());
             d_res.upload(emb);
             DeviceBuffer<uint16_t> d_x(x), d_w(w), d_out(std::vector<uint16_t>(std::size_t(n_rows) * hidden, kNanBf16));
             DeviceBuffer<int32_t> d_rows(rows);
             DeviceBuffer<float> d_delta(delta);
-            sync_check(add_rmsnorm(d_x.get(), with_delta ? d_delta.get() : nullptr, d_res.get(), d_w.get(),
-                                   gather ? d_rows.get() : nullptr, n_rows, hidden, 1e-6f, d_out.get(), nullptr));
+            sync_check(add_rmsnorm(no_x ? nullptr : d_x.get(), with_delta ? d_delta.get() : nullptr, d_res.get(),
+                                   d_w.get(), gather ? d_rows.get() : nullptr, n_rows, hidden, 1e-6f, d_out.get(),
+                                   nullptr));
             QVERIFY(rel_l2(d_res.download(), res) < 1e-6);
             double err = rel_l2(to_f32(d_out.download()), to_f32(out));
             QVERIFY2(err < kBf16Tol, qPrintable(QString("rmsnorm rel err %1").arg(err)));
