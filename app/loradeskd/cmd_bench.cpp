@@ -50,6 +50,15 @@ double decode_weight_bytes(const model::ModelConfig& c) {
     return 2.0 * (c.n_layers * per_layer + double(c.vocab_size) * h);
 }
 
+// The CUDA runner's time blocked on its stream so far (0 for other runners).
+double sync_wait_seconds(const BenchRunner& b) {
+#ifdef LORADESK_HAS_CUDA_RUNNER
+    if (b.cuda) return b.cuda->graph_stats().sync_wait_seconds;
+#endif
+    (void)b;
+    return 0;
+}
+
 int run_bench(const cli::Args& args) {
     if (args.has("cold-adapter")) return run_cold_adapter_bench(args);
     const int prompt_len = int(args.get_int("prompt-len", 512));
@@ -105,7 +114,7 @@ int run_bench(const cli::Args& args) {
         for (int b = 0; b < B; ++b) slots.push_back(n_adapters > 0 ? 1 + int(int64_t(b) * n_adapters / B) : 0);
         std::vector<runtime::SequenceDriver::Work> work;
         std::vector<int32_t> tokens = prefill_sequences(bench, d, work, slots, prompt_len, max_tokens);
-        double decode_s = 0;
+        double decode_s = 0, sync_s = 0;  // sync_s: of decode_s, the CUDA runner's wait for the GPU
         for (int s = 0; s <= new_tokens; ++s) {
             for (int b = 0; b < B; ++b) {
                 if (tokens[std::size_t(b)] < 0 || tokens[std::size_t(b)] >= c.vocab_size)
@@ -114,11 +123,18 @@ int run_bench(const cli::Args& args) {
                     throw_error(ErrorCode::internal, "bench: identical sequences disagree");
                 work[std::size_t(b)].tokens = {tokens[std::size_t(b)]};
             }
+            const double sync0 = sync_wait_seconds(bench);
             auto t0 = Clock::now();
             tokens = bench.step(d, work);
-            if (s > 0) decode_s += std::chrono::duration<double>(Clock::now() - t0).count();
+            if (s > 0) {
+                decode_s += std::chrono::duration<double>(Clock::now() - t0).count();
+                sync_s += sync_wait_seconds(bench) - sync0;
+            }
         }
         const double tps = double(B) * new_tokens / decode_s, ms = 1e3 * decode_s / new_tokens;
+        // The step's host time (building the batch, planning, launching): the step minus the CUDA runner's wait
+        // for the GPU, so at most what the GPU waited for the host; 0 for other runners.
+        const double host_ms = sync_s > 0 ? 1e3 * (decode_s - sync_s) / new_tokens : 0.0;
         const double avg_ctx = prompt_len + new_tokens / 2.0;
         const double roof_ms =
             copy_gbps > 0 ? 1e3 * (weight_bytes + B * avg_ctx * kv_token_bytes) / (copy_gbps * 1e9) : 0;
@@ -132,12 +148,14 @@ int run_bench(const cli::Args& args) {
               {"tokens_per_s", tps},
               {"ms_per_step", ms},
               {"roofline_ms_per_step", roof_ms},
-              {"roofline_tokens_per_s", roof_ms > 0 ? 1e3 * B / roof_ms : 0.0}},
+              {"roofline_tokens_per_s", roof_ms > 0 ? 1e3 * B / roof_ms : 0.0},
+              {"host_ms_per_step", host_ms}},
              "decode batch " + std::to_string(B) +
                  (n_adapters ? " (" + std::to_string(n_adapters) + " adapters, rank " + std::to_string(lora_rank) + ")"
                              : "") +
                  ": " + std::to_string(tps) + " tokens/s, " + std::to_string(ms) + " ms/step (memory roofline " +
-                 std::to_string(roof_ms) + " ms/step)");
+                 std::to_string(roof_ms) + " ms/step" +
+                 (host_ms > 0 ? ", host " + std::to_string(host_ms) + " ms/step" : "") + ")");
     }
 #ifdef LORADESK_HAS_CUDA_RUNNER
     if (bench.cuda) {

@@ -534,6 +534,12 @@ void CudaRunner::Impl::run_layers(const StepMeta& sm) {
     gemm(lm_head, logit_rows, sm.n_logits, hid, cfg.vocab_size, logits, cfg.vocab_size, true);
 }
 
+void CudaRunner::Impl::wait_for_step() {
+    const auto t0 = std::chrono::steady_clock::now();
+    cuda_check(cudaStreamSynchronize(stream), "forward");
+    stats.sync_wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 void CudaRunner::set_cuda_graphs(bool on) { m->opts.cuda_graphs = on; }
 CudaRunner::GraphStats CudaRunner::graph_stats() const { return m->stats; }
 
@@ -542,7 +548,7 @@ void CudaRunner::forward(const ForwardBatch& batch, std::vector<float>& out) {
     const std::size_t count = batch.logits_indices.size() * std::size_t(m->cfg.vocab_size);
     cuda_check(cudaMemcpyAsync(m->h_out.data(), m->logits, count * 4, cudaMemcpyDeviceToHost, m->stream),
                "logits download");
-    cuda_check(cudaStreamSynchronize(m->stream), "forward");
+    m->wait_for_step();
     out.resize(count);
     std::memcpy(out.data(), m->h_out.data(), count * 4);
 }
@@ -593,7 +599,7 @@ void CudaRunner::forward_sampled(const ForwardBatch& batch, std::span<const uint
     argmax.resize(std::size_t(n));
     cuda_check(cudaMemcpyAsync(m->h_ids.data(), m->greedy, std::size_t(n) * 4, cudaMemcpyDeviceToHost, m->stream),
                "token download");
-    cuda_check(cudaStreamSynchronize(m->stream), "forward");
+    m->wait_for_step();
     std::memcpy(argmax.data(), m->h_ids.data(), std::size_t(n) * 4);
     logits.resize(n_rows * vocab);
     if (n_rows) std::memcpy(logits.data(), host, n_rows * row_bytes);

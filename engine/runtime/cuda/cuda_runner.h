@@ -108,6 +108,9 @@ class CudaRunner final : public ModelRunner {
         int64_t replays = 0;   // steps that ran as a graph replay
         int64_t eager_steps = 0;
         int64_t workspace_grows = 0;  // batches beyond the planned workspace
+        // Time forward calls spent blocked on the stream, waiting for the GPU: a caller's step time minus this is
+        // host time (loradeskd bench reports it per decode step).
+        double sync_wait_seconds = 0;
     };
     GraphStats graph_stats() const;
 

@@ -320,6 +320,7 @@ struct CudaRunner::Impl {
     }
     bool uses_site_sync(int n_tokens) const;
     void run_step(const ForwardBatch& b);  // leaves logits in `logits` on the device
+    void wait_for_step();                  // synchronizes the stream, counted in stats.sync_wait_seconds
     void run_eager_step(const ForwardBatch& b);
     void check_slots(const ForwardBatch& b) const;  // throws unless every slot the batch uses holds an adapter
 
