@@ -15,7 +15,9 @@
 // larger, 2-8 query rows per KV head walk every sub-tile that way, copied in by cp.async after the wait (kMmaWalk).
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "attention_decode_subtile.cuh"
 #include "attention_internal.h"
@@ -57,26 +59,42 @@ constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr int kMergeChunk = 8;  // partials the fused merge loads at once
 
-// Shared memory of a W-warp block (floats): q [R][HD] and per-warp P [W][32][R] while walking keys;
-// afterwards the same bytes hold the warps' m [W][R], l [W][R] and acc [W][R][HD] for the block merge.
+// Shared memory of a W-warp block: q [R][HD] and per-warp P [W][32][R] (floats) while walking keys;
+// afterwards the warps' m [W][R], l [W][R] and acc [W][R][HD] for the block merge, over the same bytes.
 template <int HD, int R, int W>
-__host__ __device__ constexpr int decode_smem_bytes() {
-    constexpr int walk = R * HD + W * kKeys * R, merge = W * R * (HD + 2);
-    return 4 * (walk > merge ? walk : merge);
+__host__ __device__ constexpr int decode_walk_bytes() {
+    return 4 * (R * HD + W * kKeys * R);
+}
+template <int HD, int R, int W>
+__host__ __device__ constexpr int decode_merge_bytes() {
+    return 4 * W * R * (HD + 2);
 }
 
-// The staged sub-tile's tensor-core operands (St): q unscaled in bf16, [8][kQbStride] (rows past the group zero),
-// and per warp P in bf16, [8][kPStride] (both padded so that ldmatrix's 8 rows fall on distinct banks), then the
-// warp's O^T on its way into the walk state, [R][HD] f32.
-template <int HD, int R>
-constexpr int kStagedWarpExtra = 8 * kPStride * 2 + R* HD * 4;
+// The staged K and V rows of every warp's sub-tile, [W][K, V][32][HD] bf16 (16 KB per warp at head_dim 128).
+template <int HD, int W>
+constexpr int kStagingBytes = W * 2 * kKeys* HD * 2;
 
-// The kernel's whole dynamic shared memory: those buffers, then (St) the staged K and V rows of every warp's first
-// sub-tile, [W][K, V][32][HD] bf16 (16 KB per warp at head_dim 128), q in bf16 and each warp's P and O^T.
+// The staged sub-tile's other tensor-core operands (St): q unscaled in bf16, [8][kQbStride] (rows past the group
+// zero), then per warp P in bf16, [8][kPStride] (both padded so that ldmatrix's 8 rows fall on distinct banks). The
+// warp's O^T, on its way into the walk state, goes through the warp's K buffer, which Q·K is done with by then.
+constexpr int kStagedWarpExtra = 8 * kPStride * 2;
+
+// What precedes the staging buffers: the walk's buffers and, unstaged, the merge's. A staged block merges over the
+// walk's buffers and the staging buffers after them (block_merge_write waits for every warp's walk first), so its
+// merge needs no bytes of its own. With them, the tensor-core walk's 4-warp blocks of 4 rows took 86.8 KB, which
+// let 2 blocks share an SM where their registers allow 3 (Nsight Compute, H200, twenty-fourth session).
+template <int HD, int R, int W, bool St>
+__host__ __device__ constexpr int decode_head_bytes() {
+    constexpr int walk = decode_walk_bytes<HD, R, W>(), merge = decode_merge_bytes<HD, R, W>();
+    static_assert(!St || merge <= walk + kStagingBytes<HD, W>, "the staged merge fits the walk and staging bytes");
+    return ((St || walk > merge ? walk : merge) + 15) / 16 * 16;
+}
+
+// The kernel's whole dynamic shared memory: those buffers, then (St) the staging buffers, q in bf16 and each warp's P.
 template <int HD, int R, int W, bool St>
 __host__ __device__ constexpr int decode_kernel_smem() {
-    return (decode_smem_bytes<HD, R, W>() + 15) / 16 * 16 +
-           (St ? W * 2 * kKeys * HD * 2 + 8 * kQbStride * 2 + W * kStagedWarpExtra<HD, R> : 0);
+    return decode_head_bytes<HD, R, W, St>() +
+           (St ? kStagingBytes<HD, W> + 8 * kQbStride * 2 + W * kStagedWarpExtra : 0);
 }
 
 // Own: this block wrote the K and V rows of key `own` itself (the RoPE-fused kernel's fresh key), so they are read
@@ -194,7 +212,7 @@ __device__ __forceinline__ void block_merge_write(const WarpState<HD, R>& st, fl
     float* m_s = smem;
     float* l_s = m_s + W * R;
     float* a_s = l_s + W * R;
-    __syncthreads();  // every warp is done with q_s / P, which these buffers overlay
+    __syncthreads();  // every warp is done with q_s / P and (staged) K / V, which these buffers overlay
     if (lane == 0)
 #pragma unroll
         for (int r = 0; r < R; ++r) m_s[warp * R + r] = st.m[r], l_s[warp * R + r] = st.l[r];
@@ -351,14 +369,14 @@ __global__ void __launch_bounds__(32 * W, kMinBlocks<HD, R, W, St, Mw>)
     static_assert(!Rp || Co, "RoPE is fused into the coalesced kernel only");
     extern __shared__ float4 smem4[];
     float* smem = reinterpret_cast<float*>(smem4);
-    // Staged K and V of each warp's first sub-tile, past the q / P / merge buffers: [W][K, V][32][HD].
-    uint16_t* st_base = reinterpret_cast<uint16_t*>(smem4 + decode_kernel_smem<HD, R, W, false>() / 16);
+    // Staged K and V of each warp's sub-tile, past the q / P buffers: [W][K, V][32][HD].
+    uint16_t* st_base = reinterpret_cast<uint16_t*>(smem4 + decode_head_bytes<HD, R, W, St>() / 16);
     uint16_t* k_st = st_base + (threadIdx.x >> 5) * 2 * kKeys * HD;
     uint16_t* v_st = k_st + kKeys * HD;
     uint16_t* q_bf = st_base + W * 2 * kKeys * HD;  // St: [8][kQbStride]
-    char* warp_extra = reinterpret_cast<char*>(q_bf + 8 * kQbStride) + (threadIdx.x >> 5) * kStagedWarpExtra<HD, R>;
-    const StagedMma mm{q_bf, reinterpret_cast<uint16_t*>(warp_extra),
-                       reinterpret_cast<float*>(warp_extra + 8 * kPStride * 2), p.scale * kLog2e};
+    char* warp_extra = reinterpret_cast<char*>(q_bf + 8 * kQbStride) + (threadIdx.x >> 5) * kStagedWarpExtra;
+    static_assert(!St || R * HD * 4 <= kKeys * HD * 2, "O^T [R][HD] f32 fits the warp's K buffer");
+    const StagedMma mm{q_bf, reinterpret_cast<uint16_t*>(warp_extra), reinterpret_cast<float*>(k_st), p.scale * kLog2e};
     float* q_s = smem;                                            // [R][HD], scaled by scale * log2 e
     float* p_w = smem + R * HD + (threadIdx.x >> 5) * kKeys * R;  // this warp's P [32][R]
     // Blocks in (item, KV head) order, heads fastest (launch_decode_warps).
@@ -413,7 +431,14 @@ __global__ void __launch_bounds__(32 * W, kMinBlocks<HD, R, W, St, Mw>)
                        tile_rows,
                        group};
     for (int r0 = 0; r0 < tile_rows; r0 += R) {
-        __syncthreads();   // the previous pass's merge is done with the buffers q_s overlays
+        __syncthreads();  // the previous pass's merge is done with the buffers q_s overlays
+        // Tiles of several tokens (never a decode step, whose one pass the RoPE-fused kernels are limited to): the
+        // previous pass's walk, its O^T and its merge wrote over the staged first sub-tile.
+        if constexpr (St && !Rp)
+            if (r0 > 0) {
+                stage_first_subtile(v, page0, fresh_begin, false, k_st, v_st);
+                stage_first_subtile(v, page0, fresh_begin, true, k_st, v_st);
+            }
         if constexpr (Rp)  // one pass: one token, group <= R rows
             rope_into_block<HD, R, W, Dl>(rope, p.scale * kLog2e, q_begin, kvh, group, p.n_heads, p.n_kv_heads,
                                           fresh_begin - v.kv_begin, v.kv_end - v.kv_begin, fresh_slot, angles, q_s,
@@ -472,17 +497,44 @@ struct DecodeLaunch {
     cudaStream_t stream;
 };
 
+int device_sms();
+
+// Dynamic shared memory that keeps blocks_per_sm + 1 blocks of it from sharing an SM (the least such, in whole 16
+// bytes), or 0 where the device's figures cannot say.
+int smem_for_at_most(int blocks_per_sm) {
+    static const std::pair<int, int> sm_and_reserved = [] {
+        int dev = 0, per_sm = 0, reserved = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev) != cudaSuccess)
+            cudaGetLastError(), per_sm = 0;
+        return std::make_pair(per_sm, reserved);
+    }();
+    const auto [per_sm, reserved] = sm_and_reserved;
+    if (per_sm <= 0) return 0;
+    return (per_sm / (blocks_per_sm + 1) - reserved) / 16 * 16 + 16;
+}
+
+// The most dynamic shared memory an instantiation launches with: its own, or for the tensor-core walk (Mw) enough to
+// hold it to 2 blocks per SM (mw_launch_smem).
+template <int HD, int R, int W, bool St, bool Mw>
+int decode_max_launch_smem() {
+    constexpr int smem = decode_kernel_smem<HD, R, W, St>();
+    return Mw ? std::max(smem, smem_for_at_most(2)) : smem;
+}
+
 // Lets an instantiation take its dynamic shared memory beyond the default 48 KB, once (cached); fails where the GPU
 // gives a block less than the staged kernels need.
 template <int HD, int R, int W, bool Co, bool St, bool Rp, bool Mw = false, bool Dl = false>
 cudaError_t allow_smem() {
     constexpr int smem = decode_kernel_smem<HD, R, W, St>();
-    if constexpr (smem <= 48 * 1024) {
+    if constexpr (smem <= 48 * 1024 && !Mw) {
         return cudaSuccess;
     } else {
         static const cudaError_t e = [] {
             const cudaError_t r = cudaFuncSetAttribute(attention_decode_kernel<HD, R, W, Co, St, Rp, Mw, Dl>,
-                                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+                                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                       decode_max_launch_smem<HD, R, W, St, Mw>());
             if (r != cudaSuccess) cudaGetLastError();  // not sticky: the caller decides
             return r;
         }();
@@ -490,12 +542,31 @@ cudaError_t allow_smem() {
     }
 }
 
+template <int HD, int R, int W, bool Co, bool St = false, bool Mw = false>
+int resident_blocks();
+
+// The tensor-core walk's blocks per SM: as few (from 2) as still give the launch its fewest waves, the rest of what
+// registers and shared memory allow left empty by asking for more shared memory per block. More blocks per SM walk
+// faster while every wave is full, but spread a partial last wave thinner: with 3 per SM instead of 2, Qwen3-8B batch
+// 128 (1,024 blocks: 3 waves instead of 4) took 8.64 against 8.95-9.04 ms a step, and batch 64 (512 blocks: 2 waves
+// either way) 6.95 against 6.87-6.88 (H200, twenty-fourth session, call 7).
+template <int HD, int R, int W, bool Co>
+int mw_launch_smem(unsigned blocks) {
+    constexpr int smem = decode_kernel_smem<HD, R, W, true>();
+    const int most = resident_blocks<HD, R, W, Co, true, true>();
+    const int64_t sms = device_sms();
+    auto waves = [&](int k) { return (int64_t(blocks) + k * sms - 1) / (k * sms); };
+    int k = 2;
+    while (k < most && waves(k) > waves(most)) ++k;
+    const int capped = k < most ? smem_for_at_most(k) : 0;
+    return capped > smem && capped <= decode_max_launch_smem<HD, R, W, true, true>() ? capped : smem;
+}
+
 template <int HD, int R, int W, bool Co, bool St, bool Rp = false, bool Mw = false, bool Dl = false>
 cudaError_t launch_decode_warps(const DecodeLaunch& l) {
     if constexpr (Rp && !Dl) {  // a pending q|k|v LoRA delta takes the instantiation that adds it
         if (l.rope->qkv_delta) return launch_decode_warps<HD, R, W, Co, St, true, Mw, true>(l);
     }
-    constexpr int smem = decode_kernel_smem<HD, R, W, St>();
     if (const cudaError_t e = allow_smem<HD, R, W, Co, St, Rp, Mw, Dl>(); e != cudaSuccess) return e;
     // One block per (item, KV head), the heads of an item next to each other: blocks start in about index order, so
     // the blocks running at once read the same slots' rows of neighbouring heads, which lie next to each other in the
@@ -504,13 +575,15 @@ cudaError_t launch_decode_warps(const DecodeLaunch& l) {
     // rows are not written just before, shows none at 544 keys and 143.5 against 147.4 us at batch 16 x 2,048). A 1-D
     // grid: no 65,535 bound on the items.
     const unsigned blocks = unsigned(l.n_items) * unsigned(l.p->n_kv_heads);
+    int smem = decode_kernel_smem<HD, R, W, St>();
+    if constexpr (Mw) smem = mw_launch_smem<HD, R, W, Co>(blocks);
     return detail::launch(attention_decode_kernel<HD, R, W, Co, St, Rp, Mw, Dl>, dim3(blocks), 32 * W, smem, l.stream,
                           *l.p, l.items, l.groups, l.ws, l.direct, l.rope ? *l.rope : RopeKvParams{});
 }
 
 // Blocks of one instantiation that an SM holds at once (registers and shared memory decide; cached). 0 where it
 // cannot run at all (a staged kernel's shared memory beyond what the GPU gives a block).
-template <int HD, int R, int W, bool Co, bool St = false, bool Mw = false>
+template <int HD, int R, int W, bool Co, bool St, bool Mw>
 int resident_blocks() {
     static const int n = [] {
         constexpr int smem = decode_kernel_smem<HD, R, W, St>();
@@ -523,8 +596,6 @@ int resident_blocks() {
     }();
     return n;
 }
-
-int device_sms();
 
 // Staging holds 16 KB of shared memory per warp (and ~224 registers per thread), which a block keeps until it
 // exits: taken only while the grid has at most one block per SM, so that the next kernel's blocks (PDL) still

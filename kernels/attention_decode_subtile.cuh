@@ -311,7 +311,7 @@ __device__ __forceinline__ void stage_subtile(const ItemView& v, int base, int32
 struct StagedMma {
     const uint16_t* q_bf;  // [8][kQbStride]
     uint16_t* p_bf;        // [8][kPStride]
-    float* o_t;            // [R][128]
+    float* o_t;            // [R][128]: the warp's K buffer (k_st), which Q·K has read by the time O^T is written
     float q_scale;
 };
 
@@ -389,7 +389,9 @@ __device__ __forceinline__ void staged_subtile_mma(const uint16_t* k_st, const u
             detail::mma_bf16(o[mt], a, pf[2 * kk], pf[2 * kk + 1]);
         }
     }
-    float* scratch = mm.o_t;  // the previous pass's reads of it are behind the block barrier at the pass's start
+    // O^T over the sub-tile's K rows: this warp's ldmatrix reads of them are done (the mma above consumed them), and
+    // the next sub-tile's copies into them come after the __syncwarp that follows these reads (warp_walk).
+    float* scratch = mm.o_t;
 #pragma unroll
     for (int mt = 0; mt < 8; ++mt)
 #pragma unroll
