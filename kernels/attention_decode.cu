@@ -545,19 +545,14 @@ cudaError_t allow_smem() {
 template <int HD, int R, int W, bool Co, bool St = false, bool Mw = false>
 int resident_blocks();
 
-// The tensor-core walk's blocks per SM: as few (from 2) as still give the launch its fewest waves, the rest of what
-// registers and shared memory allow left empty by asking for more shared memory per block. More blocks per SM walk
-// faster while every wave is full, but spread a partial last wave thinner: with 3 per SM instead of 2, Qwen3-8B batch
-// 128 (1,024 blocks: 3 waves instead of 4) took 8.64 against 8.95-9.04 ms a step, and batch 64 (512 blocks: 2 waves
-// either way) 6.95 against 6.87-6.88 (H200, twenty-fourth session, call 7).
+// The tensor-core walk's shared memory per block for a launch of `blocks`: its own, or more where fewer blocks per SM
+// than registers and shared memory allow give the launch as few waves (decode_mma_blocks_per_sm; the rest of the SM
+// stays empty).
 template <int HD, int R, int W, bool Co>
 int mw_launch_smem(unsigned blocks) {
     constexpr int smem = decode_kernel_smem<HD, R, W, true>();
     const int most = resident_blocks<HD, R, W, Co, true, true>();
-    const int64_t sms = device_sms();
-    auto waves = [&](int k) { return (int64_t(blocks) + k * sms - 1) / (k * sms); };
-    int k = 2;
-    while (k < most && waves(k) > waves(most)) ++k;
+    const int k = decode_mma_blocks_per_sm(blocks, device_sms(), most);
     const int capped = k < most ? smem_for_at_most(k) : 0;
     return capped > smem && capped <= decode_max_launch_smem<HD, R, W, true, true>() ? capped : smem;
 }

@@ -102,4 +102,12 @@ bool decode_whole_in_4_warps(int64_t blocks, int max_kv, int n_sms) {
     return cost(4, kDecodeDenseBlocks4) < cost(8, kDecodeDenseBlocks8);
 }
 
+int decode_mma_blocks_per_sm(int64_t blocks, int n_sms, int most) {
+    const int64_t sms = std::max(n_sms, 1);
+    const auto waves = [&](int k) { return (std::max<int64_t>(blocks, 1) + k * sms - 1) / (k * sms); };
+    int k = std::min(2, most);
+    while (k < most && waves(k) > waves(most)) ++k;
+    return k;
+}
+
 }  // namespace loradesk::kernels

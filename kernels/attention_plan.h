@@ -72,6 +72,12 @@ constexpr int kDecodeDenseBlocks8 = 3, kDecodeDenseBlocks4 = 6;
 // against 14.26 for 4; batch 16 x 2048 4 warps (17 against 18) 8.59 against 9.70.
 bool decode_whole_in_4_warps(int64_t blocks, int max_kv, int n_sms);
 
+// Blocks per SM for a launch of `blocks` blocks of the tensor-core decode walk, of which an SM holds at most `most`:
+// as few (from 2) as still give the launch its fewest waves. More blocks per SM walk faster while every wave is full
+// but spread a partial last wave thinner. H200, ms per step with 3 against 2: Qwen3-8B batch 128 (1,024 blocks, 3
+// waves against 4) 8.64 against 8.95-9.04; batch 64 (512 blocks, 2 waves either way) 6.95 against 6.87-6.88.
+int decode_mma_blocks_per_sm(int64_t blocks, int n_sms, int most);
+
 // Bytes of f32 workspace the plan needs: per item, per kv head, per row: m, l and head_dim sums.
 inline std::size_t attention_workspace_bytes(std::size_t n_items, int n_kv_heads, int head_dim) {
     return n_items * std::size_t(n_kv_heads) * kAttentionTileRows * std::size_t(head_dim + 2) * sizeof(float);

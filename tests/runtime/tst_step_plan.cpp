@@ -220,6 +220,29 @@ class TstStepPlan : public QObject {
         QCOMPARE(p.decode_warps, 0);  // GQA: the block size does not depend on the context
     }
 
+    // The tensor-core decode walk's blocks per SM: the fewest (from 2) that keep the fewest waves.
+    void decode_mma_blocks_per_sm_data() {
+        QTest::addColumn<int>("blocks");
+        QTest::addColumn<int>("most");
+        QTest::addColumn<int>("per_sm");
+        QTest::newRow("1,024 blocks: 3 waves at 3 against 4 at 2") << 1024 << 3 << 3;
+        QTest::newRow("768 blocks: 2 waves against 3") << 768 << 3 << 3;
+        QTest::newRow("384 blocks: 1 wave against 2") << 384 << 3 << 3;
+        QTest::newRow("512 blocks: 2 waves either way") << 512 << 3 << 2;
+        QTest::newRow("256 blocks: one wave either way") << 256 << 3 << 2;
+        QTest::newRow("1 block") << 1 << 3 << 2;
+        QTest::newRow("1,024 blocks, 4 fit: 2 waves at 4, 3 at 3") << 1024 << 4 << 4;
+        QTest::newRow("700 blocks, 4 fit: 2 waves at 3 and 4, 3 at 2") << 700 << 4 << 3;
+        QTest::newRow("2 fit at most") << 1024 << 2 << 2;
+        QTest::newRow("1 fits at most") << 1024 << 1 << 1;
+    }
+    void decode_mma_blocks_per_sm() {
+        QFETCH(int, blocks);
+        QFETCH(int, most);
+        QFETCH(int, per_sm);
+        QCOMPARE(loradesk::kernels::decode_mma_blocks_per_sm(blocks, 132, most), per_sm);
+    }
+
     void graph_bucket_data() {
         QTest::addColumn<int>("n_seqs");
         QTest::addColumn<int>("tokens");
